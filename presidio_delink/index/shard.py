@@ -1,0 +1,237 @@
+"""One shard of the N-gram index: a marisa-trie of keys plus memory-mapped arrays.
+
+This is the only module that imports ``marisa_trie``.
+
+A shard stores an N-gram ``g`` (its key, document frequency and posting list) exactly
+when every proper sub-N-gram of ``g`` occurs in at least two documents of the shard
+("apriori" pruning).  Every unigram is stored.  Any other N-gram has a stored sub-N-gram
+that occurs in at most one document, so its own document frequency is 0 or 1 and is
+found exactly by scanning that single document in the shard's token array
+(:meth:`Shard.verify`).  Consequences used by the detector:
+
+* a *minimal* N-gram with ``1 <= df < k`` (k >= 2) is always stored, because all its
+  proper sub-N-grams have ``df >= k >= 2``;
+* every N-gram with ``df >= 2`` whose sub-N-grams all have ``df >= 2`` is stored.
+
+Files of a shard directory (little-endian; integer widths are the smallest that fit and
+are recorded in the index metadata):
+
+``ngrams.marisa``  marisa-trie of keys (normalised words joined by one space)
+``offsets.bin``    ``K + 1`` offsets into postings, indexed by trie key id
+``postings.bin``   document ordinals (local to the shard), sorted within each key
+``tokens.bin``     the shard's text as shard vocabulary ids; ``V`` closes a segment
+``vocab.bin``      trie key id of each of the ``V`` vocabulary words (their unigrams)
+``doc_starts.bin`` ``D + 1`` offsets into ``tokens.bin``
+``doc_ids.json``   the ``D`` document ids
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import marisa_trie
+import numpy as np
+
+from presidio_delink.errors import IndexFormatError
+
+SHARD_FILES = (
+    "ngrams.marisa",
+    "offsets.bin",
+    "postings.bin",
+    "tokens.bin",
+    "vocab.bin",
+    "doc_starts.bin",
+    "doc_ids.json",
+)
+ARRAYS = ("offsets", "postings", "tokens", "vocab", "doc_starts")
+
+
+def smallest_uint(max_value: int) -> str:
+    """The narrowest little-endian unsigned dtype holding ``max_value``."""
+    for code, limit in (("<u2", 0xFFFF), ("<u4", 0xFFFFFFFF)):
+        if max_value <= limit:
+            return code
+    return "<u8"
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` with mode 0600 (index files reproduce the text)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o600)
+
+
+def write_shard(
+    directory: Path,
+    keys: list[str],
+    offsets: np.ndarray,
+    postings: np.ndarray,
+    tokens: np.ndarray,
+    doc_starts: np.ndarray,
+    doc_ids: list[str],
+) -> dict[str, str]:
+    """Write a shard; returns the dtype of each array file.
+
+    ``keys[j]`` owns ``postings[offsets[j]:offsets[j+1]]``; the first ``V`` keys are the
+    unigrams, in vocabulary-id order; ``tokens`` holds vocabulary ids, ``-1`` closing
+    each segment.
+    """
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    n_vocab = int(tokens.max()) + 1 if len(tokens) else 0
+    trie = marisa_trie.Trie(keys)
+    # Reorder the posting lists by trie key id.
+    tid = np.array([trie[k] for k in keys], dtype=np.int64)
+    order = np.empty(len(keys), dtype=np.int64)
+    order[tid] = np.arange(len(keys), dtype=np.int64)
+    lengths = np.diff(offsets)[order]
+    new_offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    starts = offsets[:-1][order]
+    idx = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(
+        int(new_offsets[-1]), dtype=np.int64
+    )
+    dtypes = {
+        "offsets": smallest_uint(int(new_offsets[-1])),
+        "postings": smallest_uint(max(len(doc_ids) - 1, 0)),
+        "tokens": smallest_uint(n_vocab),
+        "vocab": smallest_uint(max(len(keys) - 1, 0)),
+        "doc_starts": smallest_uint(len(tokens)),
+    }
+    arrays = {
+        "offsets": new_offsets,
+        "postings": postings[idx],
+        "tokens": np.where(tokens >= 0, tokens, n_vocab),
+        "vocab": tid[:n_vocab],
+        "doc_starts": doc_starts,
+    }
+    tmp = directory / "ngrams.marisa.tmp"
+    trie.save(str(tmp))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, directory / "ngrams.marisa")
+    for name, arr in arrays.items():
+        write_private(directory / f"{name}.bin", np.asarray(arr).astype(dtypes[name]).tobytes())
+    write_private(directory / "doc_ids.json", json.dumps(doc_ids).encode("utf-8"))
+    return dtypes
+
+
+class Shard:
+    """A loaded shard (read-only; arrays are memory-mapped)."""
+
+    def __init__(self, directory: Path, doc_base: int, dtypes: dict[str, str]) -> None:
+        self.directory = directory
+        self.doc_base = doc_base
+        try:
+            self.trie = marisa_trie.Trie()
+            self.trie.mmap(str(directory / "ngrams.marisa"))
+            if set(dtypes) != set(ARRAYS) or not set(dtypes.values()) <= {"<u2", "<u4", "<u8"}:
+                raise IndexFormatError(f"{directory}: bad array types {dtypes!r}")
+            self.offsets = _map(directory / "offsets.bin", dtypes["offsets"])
+            self.postings = _map(directory / "postings.bin", dtypes["postings"])
+            self.tokens = _map(directory / "tokens.bin", dtypes["tokens"])
+            self.vocab = _map(directory / "vocab.bin", dtypes["vocab"])
+            self.doc_starts = _map(directory / "doc_starts.bin", dtypes["doc_starts"])
+            # vocabulary id -> trie id, with the segment mark (V) mapped to -1
+            self._tok_tid = np.append(np.asarray(self.vocab, dtype=np.int64), -1)
+            with open(directory / "doc_ids.json", encoding="utf-8") as f:
+                self.doc_ids: list[str] = json.load(f)
+        except IndexFormatError:
+            raise
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise IndexFormatError(f"cannot read index shard {directory}: {exc}") from exc
+        self._check()
+
+    def _check(self) -> None:
+        n_keys = len(self.trie)
+        d = len(self.doc_ids)
+        where = self.directory
+        if len(self.offsets) != n_keys + 1 or (n_keys and int(self.offsets[0]) != 0):
+            raise IndexFormatError(f"{where}: offsets do not match the {n_keys} keys")
+        if int(self.offsets[-1]) != len(self.postings):
+            raise IndexFormatError(f"{where}: postings file is truncated or too long")
+        if len(self.doc_starts) != d + 1 or int(self.doc_starts[-1]) != len(self.tokens):
+            raise IndexFormatError(f"{where}: document table does not match the token file")
+        if len(self.postings) and int(self.postings.max()) >= max(d, 1):
+            raise IndexFormatError(f"{where}: a posting points past the document table")
+        if len(self.tokens) and int(self.tokens.max()) > len(self.vocab):
+            raise IndexFormatError(f"{where}: a token points past the vocabulary")
+        if len(self.vocab) and int(self.vocab.max()) >= max(n_keys, 1):
+            raise IndexFormatError(f"{where}: the vocabulary points past the keys")
+        if not all(isinstance(x, str) for x in self.doc_ids):
+            raise IndexFormatError(f"{where}: document ids are not strings")
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_ids)
+
+    @property
+    def n_keys(self) -> int:
+        return len(self.trie)
+
+    def key_id(self, key: str) -> int | None:
+        """Trie id of a stored key, or None."""
+        got: int | None = self.trie.get(key)
+        return got
+
+    def df_of(self, kid: int) -> int:
+        return int(self.offsets[kid + 1] - self.offsets[kid])
+
+    def postings_of(self, kid: int) -> np.ndarray:
+        """Local document ordinals of a stored key."""
+        return np.asarray(self.postings[int(self.offsets[kid]) : int(self.offsets[kid + 1])])
+
+    def prefixes(self, key: str) -> Iterator[tuple[str, int]]:
+        """Stored keys that are word-prefixes of ``key`` (shortest first), with ids."""
+        n = len(key)
+        for p, kid in self.trie.iter_prefixes_with_ids(key):
+            if len(p) == n or key[len(p)] == " ":
+                yield p, kid
+
+    def iter_keys(self) -> Iterator[tuple[str, int]]:
+        yield from self.trie.iteritems()
+
+    def doc_tokens(self, d: int) -> np.ndarray:
+        """Document ``d`` as trie ids of its words, ``-1`` closing each segment."""
+        toks = self.tokens[int(self.doc_starts[d]) : int(self.doc_starts[d + 1])]
+        return self._tok_tid[np.asarray(toks, dtype=np.int64)]
+
+    def lookup(self, words: Sequence[str]) -> np.ndarray:
+        """Exact local posting list of any N-gram, stored or not (any length)."""
+        key = " ".join(words)
+        kid = self.key_id(key)
+        if kid is not None:
+            return self.postings_of(kid)
+        best: int | None = None
+        for i in range(len(words)):
+            found = False
+            for _, pid in self.prefixes(" ".join(words[i:])):
+                found = True
+                if best is None or self.df_of(pid) < self.df_of(best):
+                    best = pid
+            if not found:  # words[i] is not even a stored unigram: occurs nowhere
+                return np.empty(0, dtype=np.uint32)
+        assert best is not None
+        seq = np.asarray([self.key_id(w) for w in words], dtype=np.int64)
+        cands = self.postings_of(best)
+        return np.asarray([d for d in cands if self._contains(int(d), seq)], dtype=np.uint32)
+
+    def _contains(self, d: int, seq: np.ndarray) -> bool:
+        toks = self.doc_tokens(d)
+        n = len(seq)
+        if len(toks) < n:
+            return False
+        hits = np.flatnonzero(toks[: len(toks) - n + 1] == seq[0])
+        return any(np.array_equal(toks[h : h + n], seq) for h in hits)
+
+
+def _map(path: Path, dtype: str) -> np.ndarray:
+    size = path.stat().st_size
+    itemsize = np.dtype(dtype).itemsize
+    if size % itemsize:
+        raise IndexFormatError(f"{path} is truncated ({size} bytes)")
+    if size == 0:
+        return np.empty(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")

@@ -1,0 +1,328 @@
+"""The one text model of presidio-delink: normalisation, words, segments and N-grams.
+
+The index is built and queried with this module only, so that a phrase of a
+de-identified text and the same phrase in the collection always give the same keys.
+
+Design (see README, "Text model"):
+
+* Words are found in the *original* text, so every word keeps its character offsets.
+  A word is a run of letters/digits, together with the invisible characters that can
+  hide inside a word (zero-width spaces and joiners, soft hyphens, BOMs, other Unicode
+  format characters, combining marks).  Each word is then normalised: NFKC, casefold,
+  invisible characters removed, diacritics folded ("Biçer" == "bicer").  A normalised
+  word that NFKC splits ("½" -> "1⁄2") yields several words with the same offsets.
+* Segments break at punctuation and at redaction placeholders; no N-gram crosses a
+  segment boundary.  To stay conservative against other tokenisers, punctuation
+  *directly between two word characters* ("36110/97", "well-known", "3.5", "U.S")
+  separates words but does not break the segment, and apostrophes never break
+  ("applicants' lawyer" stays one segment).  Whitespace of any kind only separates words.
+* N-gram keys are the normalised words joined by a single space.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from presidio_delink.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_MAX_N",
+    "DEFAULT_PLACEHOLDERS",
+    "Token",
+    "Tokenizer",
+    "normalize_word",
+]
+
+DEFAULT_MAX_N = 8
+MAX_SUPPORTED_N = 16
+
+#: Redaction placeholders that act as segment boundaries: ``[REDACTED]`` and other
+#: bracketed upper-case labels, Presidio's ``<ENTITY_TYPE>``, and runs of ``*``/``█``.
+DEFAULT_PLACEHOLDERS: tuple[str, ...] = (
+    r"\[[A-Z][A-Z0-9_ \-]*\]",
+    r"<[A-Z][A-Z0-9_]*>",
+    r"\*{2,}",
+    r"█+",
+)
+
+_APOSTROPHES = "'\u2019\u2018\u02bc\u02b9\u0060\u00b4\u2032"
+_INVISIBLE_CATEGORIES = frozenset(("Mn", "Mc", "Me", "Cf"))
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_WORD = r"[^\W_]+"
+_WORD_RE = re.compile(_WORD)
+# Either a *chunk* (group 1: words joined by single in-word punctuation characters, e.g.
+# ``36110/97``, ``well-known``, ``applicant's``) or one breaking punctuation character
+# (group 1 is None).  Whitespace and apostrophes between chunks match nothing, so they
+# never break a segment.
+_SCANNER = re.compile(rf"({_WORD}(?:(?:[^\w\s]|_){_WORD})*)|[^\w\s{re.escape(_APOSTROPHES)}]")
+
+
+def strip_invisible(text: str, *, offsets: bool = True) -> tuple[str, list[int] | None]:
+    """Remove characters that can hide inside a word, keeping an offset map.
+
+    Removes Unicode categories Mn/Mc/Me (combining marks, so diacritics fold) and Cf
+    (zero-width space/joiners, soft hyphen, word joiner, BOM, bidi controls, tags).
+
+    Returns:
+        ``(stripped, omap)`` where ``omap[i]`` is the offset in ``text`` of character ``i``
+        of ``stripped`` (plus one final entry ``len(text)``), or ``None`` when nothing
+        was removed or ``offsets`` is False.
+    """
+    if text.isascii():
+        return text, None
+    drop = [
+        m.start()
+        for m in _NON_ASCII.finditer(text)
+        if unicodedata.category(m.group()) in _INVISIBLE_CATEGORIES
+    ]
+    if not drop:
+        return text, None
+    stripped = text
+    for ch in {text[i] for i in drop}:
+        stripped = stripped.replace(ch, "")
+    if not offsets:
+        return stripped, None
+    keep = np.ones(len(text) + 1, dtype=bool)
+    keep[drop] = False
+    return stripped, np.flatnonzero(keep).tolist()
+
+
+@lru_cache(maxsize=1 << 18)
+def _normalize_slow(surface: str) -> tuple[str, ...]:
+    s = unicodedata.normalize("NFKC", surface).casefold()
+    s = unicodedata.normalize("NFKD", s)
+    s = "".join(c for c in s if unicodedata.category(c) not in _INVISIBLE_CATEGORIES)
+    s = unicodedata.normalize("NFKC", s)
+    return tuple(_WORD_RE.findall(s))
+
+
+def normalize_word(surface: str) -> tuple[str, ...]:
+    """Normalise one surface word; returns 0, 1 or more normalised words.
+
+    NFKC, casefold, diacritics and invisible characters removed; a word that NFKC splits
+    ("\u00bd" -> "1\u20442") gives several words.
+
+    >>> normalize_word("Bi\u00e7er")
+    ('bicer',)
+    >>> normalize_word("hid\u200bden")
+    ('hidden',)
+    """
+    if surface.isascii():
+        return (surface.lower(),)
+    return _normalize_slow(surface)
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A normalised word with its offsets into the original text."""
+
+    word: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """Normaliser, word and segment splitter. Its settings are saved with each index.
+
+    Args:
+        max_n: longest N-gram, in words (1..16).
+        placeholders: regular expressions of redaction placeholders (segment boundaries).
+        break_on_punctuation: when False, only placeholders split segments
+            (a stricter check than the method's).
+    """
+
+    max_n: int = DEFAULT_MAX_N
+    placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS
+    break_on_punctuation: bool = True
+    _ph_res: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_n, int) or not 1 <= self.max_n <= MAX_SUPPORTED_N:
+            raise ConfigError(
+                f"max_n must be an integer in 1..{MAX_SUPPORTED_N}, got {self.max_n!r}"
+            )
+        pats = tuple(self.placeholders)
+        for p in pats:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ConfigError(f"invalid placeholder pattern {p!r}: {exc}") from exc
+        object.__setattr__(self, "placeholders", pats)
+        # One pattern at a time: a literal first character lets `re` scan fast.
+        object.__setattr__(self, "_ph_res", tuple(re.compile(p) for p in pats))
+
+    # -- settings ---------------------------------------------------------------
+    def settings(self) -> dict[str, object]:
+        """JSON-serialisable settings; an index records them and refuses a mismatch."""
+        return {
+            "version": TOKENIZER_VERSION,
+            "max_n": self.max_n,
+            "placeholders": list(self.placeholders),
+            "break_on_punctuation": self.break_on_punctuation,
+            "unicode": unicodedata.unidata_version,
+        }
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, object]) -> Tokenizer:
+        if settings.get("version") != TOKENIZER_VERSION:
+            raise ConfigError(
+                f"tokenizer version {settings.get('version')!r} is not {TOKENIZER_VERSION!r}"
+            )
+        ph = settings.get("placeholders", [])
+        mx = settings.get("max_n", DEFAULT_MAX_N)
+        if not isinstance(ph, list) or not isinstance(mx, int):
+            raise ConfigError("malformed tokenizer settings")
+        return cls(
+            max_n=mx,
+            placeholders=tuple(str(p) for p in ph),
+            break_on_punctuation=bool(settings.get("break_on_punctuation", True)),
+        )
+
+    # -- segmentation -----------------------------------------------------------
+    def placeholder_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of redaction placeholders in ``text``, sorted, not overlapping."""
+        found = sorted(
+            (m.start(), m.end())
+            for p in self._ph_res
+            for m in p.finditer(text)
+            if m.end() > m.start()
+        )
+        merged: list[tuple[int, int]] = []
+        for a, b in found:
+            if merged and a < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+            else:
+                merged.append((a, b))
+        return merged
+
+    def _chunks(self, text: str) -> list[tuple[int, str | None]]:
+        """Chunks of ``text`` (already stripped) with their offsets.
+
+        A chunk of ``""`` marks breaking punctuation; ``None`` marks a placeholder or the
+        end of the text (always a boundary).
+        """
+        out: list[tuple[int, str | None]] = []
+        pos = 0
+        for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
+            if a > pos:
+                out.extend((m.start(), m.group(1) or "") for m in _SCANNER.finditer(text, pos, a))
+            out.append((a, None))
+            pos = b
+        return out
+
+    def segments(self, text: str) -> list[list[Token]]:
+        """Split ``text`` into segments of tokens; N-grams never cross a segment."""
+        stripped, omap = strip_invisible(text)
+        brk = self.break_on_punctuation
+        segs: list[list[Token]] = []
+        cur: list[Token] = []
+        for start, chunk in self._chunks(stripped):
+            if not chunk:
+                if cur and (brk or chunk is None):
+                    segs.append(cur)
+                    cur = []
+                continue
+            for w in _WORD_RE.finditer(chunk):
+                a, b = start + w.start(), start + w.end()
+                if omap is not None:
+                    a, b = omap[a], omap[b - 1] + 1
+                cur.extend(Token(n, a, b) for n in normalize_word(w.group()))
+        return segs
+
+    def word_segments(self, text: str) -> list[list[str]]:
+        """Segments as lists of normalised words: ``segments`` without offsets."""
+        vocab: dict[str, int] = {}
+        ids = self.encode(text, vocab, {})
+        words = list(vocab)
+        segs: list[list[str]] = []
+        cur: list[str] = []
+        for i in ids:
+            if i < 0:
+                segs.append(cur)
+                cur = []
+            else:
+                cur.append(words[i])
+        return segs
+
+    def encode(
+        self, text: str, vocab: dict[str, int], cache: dict[str, tuple[int, ...]]
+    ) -> list[int]:
+        """Word ids of ``text``, with ``-1`` closing every segment (index builder's path).
+
+        New words are added to ``vocab`` (word -> id).  ``cache`` (chunk -> ids) speeds
+        up repeated chunks; share it across calls only together with the same ``vocab``.
+        """
+        stripped, _ = strip_invisible(text, offsets=False)
+        brk = self.break_on_punctuation
+        out: list[int] = []
+        add, extend = out.append, out.extend
+        open_seg = False
+        pos = 0
+        for a, b in [*self.placeholder_spans(stripped), (len(stripped), len(stripped))]:
+            # findall gives group 1: the chunk, or "" for breaking punctuation.
+            for chunk in _SCANNER.findall(stripped, pos, a) if a > pos else ():
+                if not chunk:
+                    if open_seg and brk:
+                        add(-1)
+                        open_seg = False
+                    continue
+                got = cache.get(chunk)
+                if got is None:
+                    got = tuple(
+                        vocab.setdefault(n, len(vocab))
+                        for w in _WORD_RE.findall(chunk)
+                        for n in normalize_word(w)
+                    )
+                    if len(cache) < 4_000_000:
+                        cache[chunk] = got
+                if got:
+                    extend(got)
+                    open_seg = True
+            if open_seg:
+                add(-1)
+                open_seg = False
+            pos = b
+        return out
+
+    def tokens(self, text: str) -> list[Token]:
+        """All tokens of ``text``, in order (segment boundaries dropped)."""
+        return [t for seg in self.segments(text) for t in seg]
+
+    # -- N-grams ----------------------------------------------------------------
+    def ngrams(self, text: str) -> Iterator[tuple[str, int, int]]:
+        """Yield ``(key, start, end)`` for every N-gram of ``text`` (1..max_n words)."""
+        for seg in self.segments(text):
+            yield from iter_ngrams(seg, self.max_n)
+
+
+TOKENIZER_VERSION = "delink-text-1"
+
+
+def ngram_key(words: Sequence[str]) -> str:
+    """The index key of an N-gram given as normalised words."""
+    return " ".join(words)
+
+
+def iter_ngrams(seg: Sequence[Token], max_n: int) -> Iterator[tuple[str, int, int]]:
+    """Yield ``(key, start, end)`` of every N-gram of one segment."""
+    words = [t.word for t in seg]
+    for i in range(len(seg)):
+        for n in range(1, min(max_n, len(seg) - i) + 1):
+            yield " ".join(words[i : i + n]), seg[i].start, seg[i + n - 1].end
+
+
+def key_words(key: str) -> list[str]:
+    """Inverse of :func:`ngram_key`."""
+    return key.split(" ")
+
+
+def normalize_query(phrase: str, tokenizer: Tokenizer) -> list[str]:
+    """Normalise a free-text phrase into N-gram keys, one per segment."""
+    return [ngram_key(w) for w in tokenizer.word_segments(phrase)]
