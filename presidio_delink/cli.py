@@ -1,0 +1,121 @@
+"""Command line: a thin click layer over the library.
+
+The only place that configures logging and maps errors to exit codes: 0 success, 1 a
+finding (something is linkable), 2 an error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from presidio_delink import __version__
+from presidio_delink.errors import DelinkError
+
+log = logging.getLogger("presidio_delink")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _clean_errors(func: F) -> F:
+    """Turn library errors (and unexpected ones) into a one-line message and exit code 2."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except DelinkError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(2)
+        except Exception as exc:  # the CLI never dies with a traceback
+            log.debug("unexpected error", exc_info=True)
+            click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.version_option(__version__, prog_name="presidio-delink")
+@click.option("-v", "--verbose", count=True, help="-v for INFO, -vv for DEBUG (may show text).")
+def main(verbose: int) -> None:
+    """Find and remove search-based linkage from de-identified documents."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+
+
+@main.group()
+def index() -> None:
+    """Build and inspect the N-gram index of a reference collection."""
+
+
+@index.command("build")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="Index directory to create (must be absent or empty).")
+@click.option("--max-n", default=8, show_default=True, type=click.IntRange(1, 16),
+              help="Longest N-gram, in words.")
+@click.option("--shard-words", default=8_000_000, show_default=True,
+              type=click.IntRange(1000), help="Words per shard (bounds memory).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@_clean_errors
+def index_build(
+    inputs: tuple[Path, ...], output: Path, max_n: int, shard_words: int, progress: bool
+) -> None:
+    """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files)."""
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.io import read_many
+
+    idx = NgramIndex.build(
+        read_many(inputs), output, max_n=max_n, shard_words=shard_words, progress=progress
+    )
+    st = idx.stats()
+    click.echo(
+        f"indexed {st['n_docs']} documents, {st['n_words']} words, {st['n_keys']} N-grams "
+        f"into {output} ({st['bytes_on_disk']} bytes)",
+        err=True,
+    )
+
+
+@index.command("stats")
+@click.argument("directory", type=click.Path(path_type=Path))
+@_clean_errors
+def index_stats(directory: Path) -> None:
+    """Print the index statistics as JSON."""
+    from presidio_delink.index import NgramIndex
+
+    click.echo(json.dumps(NgramIndex.load(directory).stats(), indent=2))
+
+
+@index.command("query")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("phrases", nargs=-1, required=True)
+@_clean_errors
+def index_query(directory: Path, phrases: tuple[str, ...]) -> None:
+    """Print {"ngram", "df", "doc_ids"} for each PHRASE (one N-gram each)."""
+    from presidio_delink.index import NgramIndex
+
+    idx = NgramIndex.load(directory)
+    for phrase in phrases:
+        words = idx.words_of(phrase)
+        ords = idx.lookup(words).tolist()
+        ids = idx.doc_ids
+        click.echo(
+            json.dumps(
+                {"ngram": " ".join(words), "df": len(ords), "doc_ids": [ids[i] for i in ords]},
+                ensure_ascii=False,
+            )
+        )
