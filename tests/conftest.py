@@ -1,0 +1,36 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+
+def read_jsonl(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def sample_docs() -> list[tuple[str, str]]:
+    return [(d["id"], d["text"]) for d in read_jsonl(SAMPLES / "collection.jsonl")]
+
+
+@pytest.fixture(scope="session")
+def sample_deid() -> list[tuple[str, str]]:
+    return [(d["id"], d["text"]) for d in read_jsonl(SAMPLES / "deidentified.jsonl")]
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory, sample_docs):  # type: ignore[no-untyped-def]
+    from presidio_delink import NgramIndex
+
+    return NgramIndex.build(sample_docs, tmp_path_factory.mktemp("idx") / "sample")

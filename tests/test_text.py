@@ -1,0 +1,128 @@
+"""The text model: normalisation, offsets, segment boundaries."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from presidio_delink.errors import ConfigError
+from presidio_delink.text import Tokenizer, normalize_word
+
+TOK = Tokenizer()
+
+
+def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
+    return [[t.word for t in seg] for seg in tok.segments(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The Applicant lodged", [["the", "applicant", "lodged"]]),
+        ("one, two. three; four", [["one"], ["two"], ["three"], ["four"]]),
+        ("before [REDACTED] after", [["before"], ["after"]]),
+        ("before <PERSON> after", [["before"], ["after"]]),
+        ("before *** after", [["before"], ["after"]]),
+        ("before [LOCATION] after", [["before"], ["after"]]),
+        ("no. 36110/97 lodged", [["no"], ["36110", "97", "lodged"]]),
+        ("a well-known fact", [["a", "well", "known", "fact"]]),
+        ("the applicant\u2019s lawyer", [["the", "applicant", "s", "lawyer"]]),
+        ("the applicants' lawyer", [["the", "applicants", "lawyer"]]),
+        ("(a) item", [["a"], ["item"]]),
+        ("\u201cquoted\u201d text", [["quoted"], ["text"]]),
+        ("hid\u200bden text", [["hidden", "text"]]),
+        ("soft\u00adhyphen", [["softhyphen"]]),
+        ("Bi\u00e7er", [["bicer"]]),
+        ("Bic\u0327er", [["bicer"]]),
+        ("\uff34\uff25\uff33\uff34 case", [["test", "case"]]),
+        ("STRASSE stra\u00dfe", [["strasse", "strasse"]]),
+        ("non\u00a0breaking\u2003space\u3000here", [["non", "breaking", "space", "here"]]),
+        ("\ufeffBOM start", [["bom", "start"]]),
+        ("", []),
+        ("   \n\t ", []),
+        ("...!!!", []),
+    ],
+)
+def test_segments_table(text: str, expected: list[list[str]]) -> None:
+    assert words(text) == expected
+    assert TOK.word_segments(text) == expected
+
+
+def test_offsets_point_into_original() -> None:
+    text = "Mr X\u200by lodged no. 36110/97 in Bi\u00e7er [REDACTED] town"
+    for seg in TOK.segments(text):
+        for t in seg:
+            assert t.word in normalize_word(text[t.start : t.end])
+
+
+def test_placeholder_is_never_a_word() -> None:
+    text = "x <PERSON> y [REDACTED] z <DATE_TIME>"
+    assert "person" not in {w for seg in words(text) for w in seg}
+    assert "redacted" not in {w for seg in words(text) for w in seg}
+
+
+def test_custom_placeholders_and_no_punctuation_breaks() -> None:
+    tok = Tokenizer(placeholders=(r"\{\{[a-z]+\}\}",), break_on_punctuation=False)
+    assert words("a, b {{name}} c. d", tok) == [["a", "b"], ["c", "d"]]
+
+
+def test_settings_roundtrip_and_validation() -> None:
+    tok = Tokenizer(max_n=5, placeholders=("XX+",))
+    assert Tokenizer.from_settings(tok.settings()) == tok
+    with pytest.raises(ConfigError):
+        Tokenizer(max_n=0)
+    with pytest.raises(ConfigError):
+        Tokenizer(placeholders=("(",))
+    with pytest.raises(ConfigError):
+        Tokenizer.from_settings({"version": "other"})
+
+
+def test_ngrams_stay_inside_segments() -> None:
+    tok = Tokenizer(max_n=3)
+    got = [k for k, _, _ in tok.ngrams("a b, c d e")]
+    assert "b c" not in got and "a b" in got and "c d e" in got and "d e" in got
+
+
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff", "\u200e"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["court", "Applicant", "36110", "Bi\u00e7er", "x"]), min_size=1),
+    st.data(),
+)
+def test_invisible_characters_do_not_hide_a_match(ws: list[str], data: st.DataObject) -> None:
+    plain = " ".join(ws)
+    chars = list(plain)
+    for _ in range(data.draw(st.integers(0, 5))):
+        pos = data.draw(st.integers(0, len(chars)))
+        chars.insert(pos, data.draw(st.sampled_from(INVISIBLE)))
+    assert words("".join(chars)) == words(plain)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_fast_and_offset_paths_agree(text: str) -> None:
+    segs = TOK.segments(text)
+    assert TOK.word_segments(text) == [[t.word for t in s] for s in segs]
+    for s in segs:
+        for t in s:
+            assert 0 <= t.start < t.end <= len(text)
+            assert t.word and " " not in t.word
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_normalisation_is_idempotent(text: str) -> None:
+    once = [" ".join(s) for s in TOK.word_segments(text)]
+    again = [" ".join(TOK.word_segments(s)[0]) if TOK.word_segments(s) else "" for s in once]
+    assert again == once
+
+
+def test_nfkc_casefold() -> None:
+    assert normalize_word("\ufb01ne") == ("fine",)
+    assert normalize_word("\u00bd") == ("1", "2")
+    assert normalize_word(unicodedata.normalize("NFD", "\u00c9t\u00e9")) == ("ete",)
