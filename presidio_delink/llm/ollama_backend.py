@@ -1,0 +1,142 @@
+"""Ollama backend: a local Ollama server via the official ``ollama`` client.
+
+This is the only module that imports ``ollama``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import httpx
+
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.llm.base import DEFAULT_SEED, check_loopback, complete_json
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+_BACKOFF_S = 0.25
+
+
+class OllamaRewriter:
+    """Rewriter calling ``/api/chat`` of an Ollama server with a JSON-schema ``format``.
+
+    Args:
+        model: Ollama model name, e.g. ``"smollm2:135m"``.
+        host: Server address; ``None`` means ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``.
+        allow_remote: Allow a server that is not on this machine (document text is sent).
+        timeout: Seconds per HTTP request.
+        retries: Extra attempts after a connection error, timeout or 5xx answer.
+        options: Ollama model options overriding
+            ``{"temperature": 0, "seed": 42, "num_predict": 512}``.
+        keep_alive: How long Ollama keeps the model loaded (Ollama syntax, e.g. ``"5m"``).
+
+    Raises:
+        ConfigError: Bad argument, remote host refused, or ``ollama`` not installed.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        host: str | None = None,
+        allow_remote: bool = False,
+        timeout: float = 60,
+        retries: int = 2,
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+    ) -> None:
+        if not model or not model.strip():
+            raise ConfigError("the Ollama backend needs a model name, e.g. 'ollama:smollm2:135m'")
+        if timeout <= 0 or retries < 0:
+            raise ConfigError(f"timeout must be > 0 and retries >= 0 (got {timeout}, {retries})")
+        resolved = host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        check_loopback(resolved, allow_remote, "Ollama")
+        try:
+            import ollama
+        except ImportError as exc:  # pragma: no cover - ollama is a hard dependency
+            raise ConfigError("the Ollama backend needs `pip install ollama`") from exc
+        self._ollama = ollama
+        self.model = model.strip()
+        self.host = resolved
+        self.timeout = timeout
+        self.retries = retries
+        self.keep_alive = keep_alive
+        self.name = f"ollama:{self.model}"
+        self.options: dict[str, Any] = {
+            "temperature": 0,
+            "seed": DEFAULT_SEED,
+            "num_predict": 512,
+            **(options or {}),
+        }
+        self._client = ollama.Client(host=resolved, timeout=timeout)
+
+    def chat(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | Literal["json"] | None
+    ) -> str:
+        """One ``/api/chat`` call (with retries); the assistant text.
+
+        Args:
+            messages: Chat messages.
+            schema: JSON schema, ``"json"`` or ``None`` for free text.
+
+        Raises:
+            LLMError: Server down, timeout, HTTP error or empty answer.
+        """
+        ollama = self._ollama
+        fmt: dict[str, Any] | Literal["", "json"] = "" if schema is None else schema
+        attempts = self.retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._client.chat(
+                    model=self.model,
+                    messages=messages,
+                    format=fmt,
+                    options=self.options,
+                    keep_alive=self.keep_alive,
+                    stream=False,
+                )
+            except ollama.ResponseError as exc:
+                retryable = exc.status_code >= 500
+                if not retryable or attempt == attempts:
+                    raise LLMError(
+                        f"Ollama at {self.host} answered HTTP {exc.status_code} for model "
+                        f"{self.model!r}: {exc.error}"
+                    ) from exc
+                reason = f"HTTP {exc.status_code}"
+            except (ConnectionError, httpx.TransportError) as exc:
+                if attempt == attempts:
+                    raise LLMError(
+                        f"cannot reach Ollama at {self.host} after {attempts} attempt(s): "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                reason = type(exc).__name__
+            else:
+                content = response.message.content
+                if not isinstance(content, str):
+                    raise LLMError(f"Ollama model {self.model!r} answered without content")
+                return content
+            delay = _BACKOFF_S * 2 ** (attempt - 1)
+            logger.warning(
+                "Ollama call failed (%s), retry %d/%d in %.2f s",
+                reason,
+                attempt,
+                self.retries,
+                delay,
+            )
+            time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        """Ask the Ollama model for replacements of ``spans`` (see :class:`Rewriter`)."""
+        return complete_json(self.chat, context, spans)
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return f"OllamaRewriter({self.model!r}, host={self.host!r})"

@@ -1,0 +1,134 @@
+"""OpenAI-compatible backend (llama.cpp server, vLLM, LM Studio, ...) over plain httpx."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import httpx
+
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.llm.base import DEFAULT_SEED, check_loopback, complete_json
+
+logger = logging.getLogger(__name__)
+
+_BACKOFF_S = 0.25
+
+
+def chat_completions_url(base_url: str) -> str:
+    """``{base_url}/v1/chat/completions``, whether or not ``base_url`` ends with ``/v1``."""
+    base = base_url.strip().rstrip("/")
+    if "://" not in base:
+        base = "http://" + base
+    if base.endswith("/chat/completions"):
+        return base
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base + "/chat/completions"
+
+
+class OpenAICompatRewriter:
+    """Rewriter calling ``POST /v1/chat/completions`` with a strict ``json_schema`` format.
+
+    Args:
+        base_url: Server root, with or without ``/v1`` (e.g. ``http://127.0.0.1:8080``).
+        model: Model name sent in the request.
+        api_key: Bearer token, if the server wants one.
+        allow_remote: Allow a server that is not on this machine (document text is sent).
+        timeout: Seconds per HTTP request.
+        retries: Extra attempts after a connection error, timeout or 5xx answer.
+
+    Raises:
+        ConfigError: Bad argument or remote host refused.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        allow_remote: bool = False,
+        timeout: float = 60,
+        retries: int = 2,
+    ) -> None:
+        if not base_url or not base_url.strip():
+            raise ConfigError("the OpenAI-compatible backend needs a server URL")
+        if not model or not model.strip():
+            raise ConfigError("the OpenAI-compatible backend needs a model name")
+        if timeout <= 0 or retries < 0:
+            raise ConfigError(f"timeout must be > 0 and retries >= 0 (got {timeout}, {retries})")
+        self.url = chat_completions_url(base_url)
+        check_loopback(self.url, allow_remote, "OpenAI-compatible")
+        self.model = model.strip()
+        self.timeout = timeout
+        self.retries = retries
+        self.name = f"openai:{self.url}#{self.model}"
+        self.options: dict[str, Any] = {"temperature": 0, "seed": DEFAULT_SEED}
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+
+    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> str:
+        """One chat completion (with retries); the assistant text.
+
+        Raises:
+            LLMError: Server down, timeout, HTTP error or malformed answer.
+        """
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.options}
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "delink", "schema": schema, "strict": True},
+            }
+        attempts = self.retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._client.post(self.url, json=body)
+            except httpx.TransportError as exc:
+                if attempt == attempts:
+                    raise LLMError(
+                        f"cannot reach {self.url} after {attempts} attempt(s): "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                reason = type(exc).__name__
+            else:
+                if response.status_code < 400:
+                    return self._content(response)
+                if response.status_code < 500 or attempt == attempts:
+                    raise LLMError(
+                        f"{self.url} answered HTTP {response.status_code}: {response.text[:300]}"
+                    )
+                reason = f"HTTP {response.status_code}"
+            delay = _BACKOFF_S * 2 ** (attempt - 1)
+            logger.warning(
+                "chat completion failed (%s), retry %d/%d in %.2f s",
+                reason,
+                attempt,
+                self.retries,
+                delay,
+            )
+            time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _content(self, response: httpx.Response) -> str:
+        try:
+            data = response.json()
+            content = data["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LLMError(f"{self.url} answered no chat completion message") from exc
+        if not isinstance(content, str):
+            raise LLMError(f"{self.url} answered a message without text content")
+        return content
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        """Ask the server for replacements of ``spans`` (see :class:`Rewriter`)."""
+        return complete_json(self.chat, context, spans)
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatRewriter({self.url!r}, {self.model!r})"

