@@ -1,0 +1,156 @@
+"""The detector against brute force (Hypothesis) and on real data."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from brute import doc_ngram_sets
+from presidio_delink import NgramIndex
+from presidio_delink.errors import ConfigError
+from presidio_delink.linkage import analyze
+
+WORDS = ["a", "b", "c", "d", "e"]
+SEPS = [" ", " ", " ", ", ", " [REDACTED] "]
+text_st = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPS)), max_size=14).map(
+    lambda parts: "".join(w + s for w, s in parts)
+)
+corpus_st = st.lists(text_st, min_size=2, max_size=7).map(
+    lambda ts: [(f"d{i}", t) for i, t in enumerate(ts)]
+)
+# Bags of single words (comma-separated): where linkable triples without linkable pairs live.
+bag_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True).map(", ".join)
+bag_corpus_st = st.lists(bag_st, min_size=3, max_size=12).map(
+    lambda ts: [(f"d{i}", t) for i, t in enumerate(ts)]
+)
+
+
+def brute_text_ngrams(tok, text: str, max_n: int) -> dict[str, list[tuple[int, int]]]:  # type: ignore[no-untyped-def]
+    out: dict[str, list[tuple[int, int]]] = {}
+    for seg in tok.segments(text):
+        for i in range(len(seg)):
+            for n in range(1, min(max_n, len(seg) - i) + 1):
+                key = " ".join(t.word for t in seg[i : i + n])
+                out.setdefault(key, []).append((seg[i].start, seg[i + n - 1].end))
+    return out
+
+
+def contains(big: str, small: str) -> bool:
+    b, s = big.split(" "), small.split(" ")
+    return any(b[i : i + len(s)] == s for i in range(len(b) - len(s) + 1)) and big != small
+
+
+def brute(docs, text, k, max_n, tok):  # type: ignore[no-untyped-def]
+    sets = doc_ngram_sets(docs, tok, max_n)
+    grams = brute_text_ngrams(tok, text, max_n)
+    post = {g: frozenset(d for d, s in enumerate(sets) if g in s) for g in grams}
+    rare = {g for g, p in post.items() if 1 <= len(p) < k}
+    minimal = {g for g in rare if not any(contains(g, h) for h in rare)}
+    a = [g for g, p in post.items() if len(p) >= k]
+    combos = {}
+    for r in (2, 3):
+        for c in itertools.combinations(sorted(a), r):
+            inter = frozenset.intersection(*(post[g] for g in c))
+            if 1 <= len(inter) < k:
+                combos[c] = inter
+    return grams, post, minimal, combos
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=corpus_st, query=text_st, k=st.integers(2, 3), max_n=st.integers(1, 4),
+       arity=st.integers(1, 3))
+def test_detector_equals_brute_force(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: ignore[no-untyped-def]
+    check(tmp_path_factory, docs, query, k, max_n, arity)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=bag_corpus_st, query=bag_st, k=st.integers(2, 4), arity=st.integers(2, 3))
+def test_combinations_of_words_equal_brute_force(tmp_path_factory, docs, query, k, arity) -> None:  # type: ignore[no-untyped-def]
+    bag_query = ", ".join(WORDS)  # the query holds every word: the richest combinations
+    check(tmp_path_factory, docs, bag_query if query == "a" else query, k, 2, arity)
+
+
+def test_a_triple_links_where_no_pair_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    docs = [("d0", "a, b, c"), ("d1", "a, b"), ("d2", "a, c"), ("d3", "b, c"), ("d4", "x")]
+    idx = NgramIndex.build(docs, tmp_path / "i")
+    assert not analyze(idx, "c, b, a", k=2, arity=2).linkable
+    rep = analyze(idx, "c, b, a", k=2, arity=3)
+    assert [c.keys for c in rep.combinations] == [("a", "b", "c")]
+    assert rep.combinations[0].docs == (0,)
+    assert rep.linked_docs() == {0: [("a", "b", "c")]}
+    assert {f.key for f in rep.flagged} == {"a"} and rep.flagged[0].arity == 3
+
+
+def check(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: ignore[no-untyped-def]
+    idx = NgramIndex.build(docs, tmp_path_factory.mktemp("l") / "i", max_n=4)
+    rep = analyze(idx, query, k=k, arity=arity, max_n=max_n)
+    grams, post, minimal, combos = brute(docs, query, k, max_n, idx.tokenizer)
+    single = {f.key: f for f in rep.flagged if f.arity == 1}
+    assert set(single) == minimal
+    for key, f in single.items():
+        assert sorted(f.spans) == sorted(set(grams[key]))
+        assert f.df == len(post[key])
+        assert set(f.docs) == post[key]
+    if arity == 1:
+        assert not rep.combinations
+        return
+    want = {c: d for c, d in combos.items() if len(c) <= arity}
+    # Exact decision: linkable through combinations iff brute force finds one.
+    assert bool(rep.combinations) == bool(want)
+    for c in rep.combinations:
+        assert len(c.keys) <= arity
+        inter = frozenset.intersection(*(post[g] for g in c.keys))
+        assert 1 <= len(inter) < k and set(c.docs) == inter
+        assert all(len(post[g]) >= k for g in c.keys)
+        assert c.flagged == min(c.keys, key=lambda x: x.count(" ")) or (
+            c.flagged.count(" ") == min(x.count(" ") for x in c.keys)
+        )
+        assert c.flagged in {f.key for f in rep.flagged}
+    # Every brute-force pair is found when arity allows (pairs are exact over the items).
+    found = {tuple(sorted(c.keys)) for c in rep.combinations}
+    for c in want:
+        if len(c) == 2 and c not in found:
+            # allowed only if some member is not maximal in every document of the pair
+            assert any(
+                any(contains(h, g) and post[h] & want[c] for h in post if len(post[h]) >= k)
+                for g in c
+            )
+
+
+def test_arguments_are_validated(sample_index: NgramIndex) -> None:
+    with pytest.raises(ConfigError):
+        analyze(sample_index, "x", k=1)
+    with pytest.raises(ConfigError):
+        analyze(sample_index, "x", arity=4)
+    with pytest.raises(ConfigError):
+        analyze(sample_index, "x", max_n=9)
+
+
+def test_real_deidentified_sample(sample_index: NgramIndex, sample_deid, sample_docs) -> None:  # type: ignore[no-untyped-def]
+    doc_id, text = sample_deid[0]
+    rep = analyze(sample_index, text, k=2)
+    assert rep.linkable
+    ords = rep.linked_docs()
+    assert sample_index.doc_ids.index(doc_id) in ords  # the source is singled out
+    for f in rep.flagged:
+        for a, b in f.spans:
+            assert "[REDACTED]" not in text[a:b]
+            assert sample_index.df(text[a:b]) == f.df
+        assert 1 <= f.df < 2
+
+
+def test_placeholders_are_boundaries(sample_index: NgramIndex) -> None:
+    text = "lodged an application <PERSON> against the Republic [REDACTED] of Turkey"
+    rep = analyze(sample_index, text, k=2)
+    for f in rep.flagged:
+        for a, b in f.spans:
+            assert "<" not in text[a:b] and "[" not in text[a:b]
+
+
+def test_unknown_text_links_nothing(sample_index: NgramIndex) -> None:
+    rep = analyze(sample_index, "zzqx wubble frobnicate", k=5, arity=3)
+    assert not rep.linkable and not rep.combinations
+    assert analyze(sample_index, "", k=2).flagged == []
