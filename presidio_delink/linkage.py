@@ -40,7 +40,6 @@ Algorithm and complexity (``u = |U|``, ``N`` documents, ``w = N/64`` words of a 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,33 +89,51 @@ class Combination:
 
 @dataclass
 class LinkageReport:
-    """What the adversary can do with one text."""
+    """What the adversary can do with one text.
+
+    Attributes:
+        flagged: the flagged N-grams (arity 1 and shortest members of combinations).
+        combinations: linkable combinations found, at most ``max_combinations`` of them
+            (pairs first); ``n_combinations`` counts them all.
+        combination_docs: every collection document (ordinal) that some linkable
+            combination singles out (even when the list above is truncated).
+        complete: False when triples were searched only as far as needed to flag
+            (``exhaustive=False``): ``n_combinations`` and ``combination_docs`` then cover
+            all pairs but only the triples found.
+    """
 
     k: int
     arity: int
     n_words: int
     flagged: list[Flagged]
     combinations: list[Combination] = field(default_factory=list)
+    n_combinations: int = 0
+    combination_docs: tuple[int, ...] = ()
+    complete: bool = True
 
     @property
     def linkable(self) -> bool:
         return bool(self.flagged)
 
     def linked_docs(self) -> dict[int, list[tuple[str, ...]]]:
-        """Collection document ordinal -> the evidence (N-gram tuples) singling it out."""
-        out: dict[int, list[tuple[str, ...]]] = defaultdict(list)
+        """Collection document ordinal -> evidence (N-gram tuples) singling it out.
+
+        Every linked document is a key; its evidence lists the arity-1 N-grams and the
+        listed combinations (an empty list: only combinations beyond the listed ones).
+        """
+        out: dict[int, list[tuple[str, ...]]] = {d: [] for d in self.combination_docs}
         for f in self.flagged:
             if f.arity == 1:
                 for d in f.docs:
-                    out[d].append((f.key,))
+                    out.setdefault(d, []).append((f.key,))
         for c in self.combinations:
             for d in c.docs:
-                out[d].append(c.keys)
-        return dict(out)
+                out.setdefault(d, []).append(c.keys)
+        return dict(sorted(out.items()))
 
     def spans(self) -> list[tuple[int, int, Flagged]]:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""
-        return sorted((a, b, f) for f in self.flagged for a, b in f.spans)
+        return sorted(((a, b, f) for f in self.flagged for a, b in f.spans), key=lambda x: x[:2])
 
 
 def _check_args(index: NgramIndex, k: int, arity: int, max_n: int | None) -> int:
@@ -131,7 +148,15 @@ def _check_args(index: NgramIndex, k: int, arity: int, max_n: int | None) -> int
 
 
 def analyze(
-    index: NgramIndex, text: str, k: int = 2, arity: int = 1, max_n: int | None = None
+    index: NgramIndex,
+    text: str,
+    k: int = 2,
+    arity: int = 1,
+    max_n: int | None = None,
+    *,
+    max_combinations: int = 1000,
+    max_partners: int = 10,
+    exhaustive: bool = False,
 ) -> LinkageReport:
     """Find the linkable N-grams (and combinations, for arity 2-3) of ``text``.
 
@@ -141,6 +166,14 @@ def analyze(
         k: a phrase (or combination) found in fewer than ``k`` documents links.
         arity: largest combination size, 1..3.
         max_n: longest N-gram considered (at most the index's).
+        max_combinations: how many linkable combinations to list (all are counted, and
+            all of them flag their shortest member).
+        max_partners: how many partner N-grams to list per flagged N-gram.
+        exhaustive: enumerate *every* linkable triple (arity 3), so that
+            ``n_combinations`` and ``combination_docs`` are complete; the adversary's view.
+            Otherwise triples are searched only until each N-gram that could be the
+            shortest member of one is flagged: the flagged set and the linkable/not
+            decision are the same, at a fraction of the cost.
     """
     mx = _check_args(index, k, arity, max_n)
     segs = index.tokenizer.segments(text)
@@ -177,9 +210,10 @@ def analyze(
     for key, info in flagged.items():
         info["docs"] = tuple(index.lookup(key.split(" ")).tolist())
 
-    combos: list[Combination] = []
+    combos = _Combos()
     if arity >= 2 and df_at:
-        combos = _combinations(index, segs, words, m, df_at, k, arity, mx, flagged)
+        _combinations(index, segs, words, m, df_at, k, arity, mx, flagged, combos,
+                      max_combinations, max_partners, exhaustive)
 
     out = [
         Flagged(
@@ -195,8 +229,23 @@ def analyze(
     ]
     out.sort(key=lambda f: f.spans[0])
     return LinkageReport(
-        k=k, arity=arity, n_words=sum(len(w) for w in words), flagged=out, combinations=combos
+        k=k,
+        arity=arity,
+        n_words=sum(len(w) for w in words),
+        flagged=out,
+        combinations=combos.listed,
+        n_combinations=combos.count,
+        combination_docs=tuple(sorted(combos.docs)),
+        complete=combos.complete,
     )
+
+
+@dataclass
+class _Combos:
+    listed: list[Combination] = field(default_factory=list)
+    count: int = 0
+    docs: set[int] = field(default_factory=set)
+    complete: bool = True
 
 
 def _add(
@@ -225,7 +274,11 @@ def _combinations(
     arity: int,
     mx: int,
     flagged: dict[str, dict[str, object]],
-) -> list[Combination]:
+    combos: _Combos,
+    max_combinations: int,
+    max_partners: int,
+    exhaustive: bool,
+) -> None:
     # Distinct members of A with their occurrences and one-word extensions in A.
     keys: dict[str, int] = {}
     occ: list[list[tuple[int, int, int]]] = []
@@ -253,79 +306,150 @@ def _combinations(
             q.append(post[j])
     items = [j for j in range(len(key_list)) if len(q[j])]
     if len(items) < 2:
-        return []
+        return
     # Incidence matrix of U over the documents that any member of U occurs in.
     cols = np.unique(np.concatenate([post[j] for j in items]))
     inc = np.zeros((len(items), len(cols)), dtype=np.float32)
     for r, j in enumerate(items):
         inc[r, np.searchsorted(cols, post[j])] = 1.0
     co = inc @ inc.T  # exact integer counts (below 2**24)
-    found: dict[tuple[int, ...], np.ndarray] = {}
-    iu, ju = np.nonzero(np.triu((co >= 1) & (co < k), 1))
-    for a, b in zip(iu.tolist(), ju.tolist(), strict=True):
-        found[(a, b)] = np.intersect1d(post[items[a]], post[items[b]], assume_unique=True)
-    if arity >= 3:
-        _triples(items, q, cols, inc, co, k, post, found)
-
-    combos = []
-    for rows, docs in found.items():
-        members = sorted(key_list[items[r]] for r in rows)
-        # The method flags the shortest N-gram of the combination (ties: the most frequent).
-        short = min(members, key=lambda x: (x.count(" "), -len(post[keys[x]]), x))
-        combos.append(Combination(tuple(members), tuple(docs.tolist()), short))
-        j = keys[short]
-        for s, i, n in occ[j]:
-            _add(flagged, segs[s], words[s], i, n, len(post[j]), len(rows))
-        info = flagged[short]
-        info.setdefault("partners", set()).update(x for x in members if x != short)  # type: ignore[attr-defined]
-        info["docs"] = tuple(sorted(set(info.get("docs", ())) | set(docs.tolist())))  # type: ignore[call-overload]
-    combos.sort(key=lambda c: (len(c.keys), c.keys))
-    return combos
-
-
-def _triples(
-    items: list[int],
-    q: list[np.ndarray],
-    cols: np.ndarray,
-    inc: np.ndarray,
-    co: np.ndarray,
-    k: int,
-    post: list[np.ndarray],
-    found: dict[tuple[int, ...], np.ndarray],
-) -> None:
-    """Linkable triples, per co-occurring document, over that document's maximal items."""
     bits = np.packbits(inc.astype(bool), axis=1)
-    pad = (-bits.shape[1]) % 8
-    if pad:
-        bits = np.pad(bits, ((0, 0), (0, pad)))
-    words64 = bits.view(np.uint64)
-    frequent = co >= k
-    # Rows (of U) that are maximal in each document.
-    by_doc: dict[int, list[int]] = defaultdict(list)
-    for r, j in enumerate(items):
-        for d in np.searchsorted(cols, q[j]).tolist():
-            by_doc[d].append(r)
-    seen: set[tuple[int, int, int]] = set()
-    for rows_list in by_doc.values():
-        if len(rows_list) < 3:
+    bits = np.pad(bits, ((0, 0), (0, (-bits.shape[1]) % 8)))
+    w64 = np.ascontiguousarray(bits).view(np.uint64)
+    # The method flags the shortest member; ties go to the more frequent one, then by key.
+    ranked = sorted(
+        range(len(items)),
+        key=lambda r: (key_list[items[r]].count(" "), -len(post[items[r]]), key_list[items[r]]),
+    )
+    score = np.empty(len(items), dtype=np.int64)
+    score[ranked] = np.arange(len(items))
+    found: list[np.ndarray] = []
+    rare = np.triu((co >= 1) & (co < k), 1)
+    ia, ib = np.nonzero(rare)
+    if len(ia):
+        found.append(np.stack([ia, ib, np.full_like(ia, -1)], axis=1))
+    if arity >= 3:
+        if exhaustive:
+            found.extend(_triples(inc, co >= k, k))
+        else:
+            done = np.zeros(len(items), dtype=bool)
+            if len(ia):
+                done[np.where(score[ia] < score[ib], ia, ib)] = True
+            found.extend(_triples_to_flag(inc, co >= k, k, score, done, max_partners))
+            combos.complete = False
+    if not found:
+        return
+    rows = np.concatenate(found)
+    combos.count = len(rows)
+    pairs = rows[:, 2] < 0
+    r3 = np.where(pairs, rows[:, 0], rows[:, 2])
+    members = np.stack([rows[:, 0], rows[:, 1], r3], axis=1)
+    both = w64[members[:, 0]] & w64[members[:, 1]] & w64[members[:, 2]]
+    hit = np.unpackbits(np.bitwise_or.reduce(both, axis=0).view(np.uint8))[: len(cols)]
+    combos.docs.update(cols[np.flatnonzero(hit)].tolist())
+    pick = np.argmin(score[members], axis=1)
+    short = members[np.arange(len(rows)), pick]
+    order = np.argsort(short, kind="stable")
+    bounds = np.flatnonzero(np.diff(short[order])) + 1
+    for group in np.split(order, bounds):
+        r = int(short[group[0]])
+        j = items[r]
+        key = key_list[j]
+        arity_min = 2 if pairs[group].any() else 3
+        for s, i, n in occ[j]:
+            _add(flagged, segs[s], words[s], i, n, len(post[j]), arity_min)
+        partners: set[str] = flagged[key].setdefault("partners", set())  # type: ignore[assignment]
+        for x in group[: max_partners].tolist():
+            partners.update(key_list[items[int(c)]] for c in set(members[x].tolist()) if c != r)
+        docs = np.unpackbits(np.bitwise_or.reduce(both[group], axis=0).view(np.uint8))
+        flagged[key]["docs"] = tuple(cols[np.flatnonzero(docs[: len(cols)])].tolist())
+    for x in range(min(len(rows), max_combinations)):
+        mem = sorted({key_list[items[int(c)]] for c in members[x].tolist()})
+        d = np.unpackbits(both[x].view(np.uint8))[: len(cols)]
+        combos.listed.append(
+            Combination(tuple(mem), tuple(cols[np.flatnonzero(d)].tolist()),
+                        key_list[items[int(short[x])]])
+        )
+
+
+def _triples(inc: np.ndarray, frequent: np.ndarray, k: int) -> list[np.ndarray]:
+    """Linkable triples of rows of ``inc`` (sorted row triples) whose three pairs are all
+    frequent (``>= k``; otherwise a pair already links, or the triple's intersection is
+    empty).
+
+    Work per *anchor*: the member with the fewest documents.  A triple's intersection lies
+    inside its anchor's posting list, so the other two members are compared only on the
+    anchor's documents, as bitsets of ``ceil(df(anchor) / 64)`` words.
+    """
+    u = inc.shape[0]
+    dfs = inc.sum(axis=1)
+    order = np.lexsort((np.arange(u), dfs))
+    rank = np.empty(u, dtype=np.int64)
+    rank[order] = np.arange(u)
+    present = inc.astype(bool)
+    out: list[np.ndarray] = []
+    for a in order.tolist():
+        nb = np.flatnonzero(frequent[a] & (rank > rank[a]))
+        if len(nb) < 2:
             continue
-        rows = np.asarray(rows_list)
-        f = frequent[np.ix_(rows, rows)]
-        for a in range(len(rows) - 2):
-            nb = np.flatnonzero(f[a, a + 1 :]) + a + 1
-            if len(nb) < 2:
-                continue
-            sub = f[np.ix_(nb, nb)]
-            bj, bl = np.nonzero(np.triu(sub, 1))
-            if len(bj) == 0:
-                continue
-            ra, rj, rl = rows[a], rows[nb[bj]], rows[nb[bl]]
-            both = words64[ra] & words64[rj] & words64[rl]
-            counts = np.bitwise_count(both).sum(axis=1)
-            for x in np.flatnonzero((counts >= 1) & (counts < k)).tolist():
-                t = tuple(sorted((int(ra), int(rj[x]), int(rl[x]))))
-                if t in seen:
-                    continue
-                seen.add(t)
-                p = np.intersect1d(post[items[t[0]]], post[items[t[1]]], assume_unique=True)
-                found[t] = np.intersect1d(p, post[items[t[2]]], assume_unique=True)
+        sub = frequent[np.ix_(nb, nb)]
+        bi, bj = np.nonzero(np.triu(sub, 1))
+        if len(bi) == 0:
+            continue
+        cols = np.flatnonzero(present[a])
+        bits = np.packbits(present[np.ix_(nb, cols)], axis=1)
+        bits = np.pad(bits, ((0, 0), (0, (-bits.shape[1]) % 8)))
+        x = np.ascontiguousarray(bits).view(np.uint64)
+        step = max(1, 4_000_000 // x.shape[1])
+        for lo in range(0, len(bi), step):
+            ci, cj = bi[lo : lo + step], bj[lo : lo + step]
+            counts = np.bitwise_count(x[ci] & x[cj]).sum(axis=1)
+            sel = (counts >= 1) & (counts < k)
+            if sel.any():
+                tri = np.stack([np.full(int(sel.sum()), a), nb[ci[sel]], nb[cj[sel]]], axis=1)
+                out.append(np.sort(tri, axis=1))
+    return [np.concatenate(out)] if out else []
+
+
+def _triples_to_flag(
+    inc: np.ndarray,
+    frequent: np.ndarray,
+    k: int,
+    score: np.ndarray,
+    done: np.ndarray,
+    per_anchor: int,
+) -> list[np.ndarray]:
+    """Linkable triples whose shortest member (lowest ``score``) is not ``done`` yet.
+
+    For each such candidate member ``x``: triples ``(x, b, c)`` with ``b`` and ``c``
+    ranked after ``x`` and all three pairs frequent; compared on ``x``'s documents only
+    (the intersection lies inside them).  Stops at ``per_anchor`` triples for ``x``.
+    """
+    present = inc.astype(bool)
+    out: list[np.ndarray] = []
+    for x in np.argsort(score).tolist():
+        if done[x]:
+            continue
+        nb = np.flatnonzero(frequent[x] & (score > score[x]))
+        if len(nb) < 2:
+            continue
+        bi, bj = np.nonzero(np.triu(frequent[np.ix_(nb, nb)], 1))
+        if len(bi) == 0:
+            continue
+        cols = np.flatnonzero(present[x])
+        bits = np.packbits(present[np.ix_(nb, cols)], axis=1)
+        bits = np.pad(bits, ((0, 0), (0, (-bits.shape[1]) % 8)))
+        w = np.ascontiguousarray(bits).view(np.uint64)
+        step = max(1, 2_000_000 // w.shape[1])
+        got = 0
+        for lo in range(0, len(bi), step):
+            ci, cj = bi[lo : lo + step], bj[lo : lo + step]
+            counts = np.bitwise_count(w[ci] & w[cj]).sum(axis=1)
+            sel = np.flatnonzero((counts >= 1) & (counts < k))[: per_anchor - got]
+            if len(sel):
+                tri = np.stack([np.full(len(sel), x), nb[ci[sel]], nb[cj[sel]]], axis=1)
+                out.append(np.sort(tri, axis=1))
+                got += len(sel)
+                if got >= per_anchor:
+                    break
+    return [np.concatenate(out)] if out else []

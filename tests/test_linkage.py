@@ -87,6 +87,10 @@ def test_a_triple_links_where_no_pair_does(tmp_path) -> None:  # type: ignore[no
 def check(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: ignore[no-untyped-def]
     idx = NgramIndex.build(docs, tmp_path_factory.mktemp("l") / "i", max_n=4)
     rep = analyze(idx, query, k=k, arity=arity, max_n=max_n)
+    full = analyze(idx, query, k=k, arity=arity, max_n=max_n, exhaustive=True)
+    # The fast search flags exactly what the exhaustive one does.
+    assert {f.key: f.arity for f in rep.flagged} == {f.key: f.arity for f in full.flagged}
+    assert rep.linkable == full.linkable
     grams, post, minimal, combos = brute(docs, query, k, max_n, idx.tokenizer)
     single = {f.key: f for f in rep.flagged if f.arity == 1}
     assert set(single) == minimal
@@ -109,6 +113,10 @@ def check(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: igno
             c.flagged.count(" ") == min(x.count(" ") for x in c.keys)
         )
         assert c.flagged in {f.key for f in rep.flagged}
+    # Exhaustive: the adversary's complete result.
+    if arity >= 2:
+        want_docs = set().union(*want.values()) if want else set()
+        assert set(full.combination_docs) == want_docs
     # Every brute-force pair is found when arity allows (pairs are exact over the items).
     found = {tuple(sorted(c.keys)) for c in rep.combinations}
     for c in want:
