@@ -28,6 +28,7 @@ import argparse
 import datetime as _dt
 import gc
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -96,10 +97,18 @@ def test_keys(max_n: int = 8) -> tuple[list[str], int]:
     return keys, n_docs
 
 
+CODE_UNDER_TEST = ("presidio_delink/index", "presidio_delink/text.py", "presidio_delink/datasets.py")
+
+
 def code_fingerprint() -> str:
-    """Hash of the package sources (others edit them concurrently)."""
+    """Hash of the sources under test (others edit the package concurrently).
+
+    Each worker imports them once at its start, so a change mid-run affects later workers.
+    """
     h = hashlib.sha256()
-    for p in sorted((REPO / "presidio_delink").rglob("*.py")):
+    paths = [REPO / c for c in CODE_UNDER_TEST]
+    files = [f for p in paths for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p])]
+    for p in files:
         h.update(str(p.relative_to(REPO)).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
@@ -392,7 +401,6 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = work / f"bench-index-{os.getpid()}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir()
-    import marisa_trie
     import numpy as np
 
     report: dict[str, Any] = {
@@ -403,11 +411,11 @@ def main(argv: list[str] | None = None) -> int:
             "mem_total": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
             "python": platform.python_version(),
             "numpy": np.__version__,
-            "marisa_trie": getattr(marisa_trie, "__version__", "?"),
+            "marisa_trie": importlib.metadata.version("marisa-trie"),
             "loadavg_start": os.getloadavg(),
         },
         "git_head": _git("rev-parse", "--short", "HEAD"),
-        "package_dirty_files": _git("status", "--porcelain", "presidio_delink").splitlines(),
+        "dirty_files_under_test": _git("status", "--porcelain", *CODE_UNDER_TEST).splitlines(),
         "code_fingerprint_start": code_fingerprint(),
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("worker", "params")},
     }
@@ -565,7 +573,7 @@ def print_table(r: dict[str, Any]) -> None:
     for x in rows:
         print(f"{x['figure']:<{w1}}  {x['value']:<{w2}}  {x['target']:<{w3}}  {x['verdict']}")
     if r["code_fingerprint_start"] != r["code_fingerprint_end"]:
-        print("WARNING: presidio_delink sources changed during the run")
+        print("WARNING: the sources under test changed during the run: " + ", ".join(CODE_UNDER_TEST))
     print(f"total {r['total_s']:.0f} s")
 
 

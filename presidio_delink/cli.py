@@ -64,12 +64,27 @@ def index() -> None:
 
 @index.command("build")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="Index directory to create (must be absent or empty).")
-@click.option("--max-n", default=8, show_default=True, type=click.IntRange(1, 16),
-              help="Longest N-gram, in words.")
-@click.option("--shard-words", default=8_000_000, show_default=True,
-              type=click.IntRange(1000), help="Words per shard (bounds memory).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index directory to create (must be absent or empty).",
+)
+@click.option(
+    "--max-n",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Longest N-gram, in words.",
+)
+@click.option(
+    "--shard-words",
+    default=8_000_000,
+    show_default=True,
+    type=click.IntRange(1000),
+    help="Words per shard (bounds memory).",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_clean_errors
 def index_build(

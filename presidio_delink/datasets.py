@@ -50,19 +50,20 @@ def apply_masks(
         (int(s[0]), int(s[1]), str(s[2]) if len(s) > 2 else "REDACTED")  # type: ignore[call-overload]
         for s in spans
     )
-    merged: list[list[object]] = []
+    merged: list[tuple[int, int, str]] = []
     for a, b, lab in cleaned:
         if not 0 <= a <= b <= len(text):
             raise InputError(f"mask span {a}-{b} is outside a text of {len(text)} characters")
-        if merged and a <= int(merged[-1][1]):  # type: ignore[call-overload]
-            merged[-1][1] = max(int(merged[-1][1]), b)  # type: ignore[call-overload]
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b), merged[-1][2])
         else:
-            merged.append([a, b, lab])
-    out, pos = [], 0
+            merged.append((a, b, lab))
+    out: list[str] = []
+    pos = 0
     for a, b, lab in merged:
-        out.append(text[pos : int(a)])  # type: ignore[call-overload]
+        out.append(text[pos:a])
         out.append(placeholder if placeholder is not None else f"<{lab}>")
-        pos = int(b)  # type: ignore[call-overload]
+        pos = b
     out.append(text[pos:])
     return "".join(out)
 

@@ -200,32 +200,45 @@ def analyze(
         m.append(ms)
         cands.append(cs)
 
-    flagged: dict[str, dict[str, object]] = {}
+    flagged: dict[str, _Acc] = {}
     for s, cs in enumerate(cands):
         min_end = 1 << 30
         for i, n, d in sorted(cs, reverse=True):
             if min_end > i + n:  # contains no other candidate: minimal
                 _add(flagged, segs[s], words[s], i, n, d, 1)
             min_end = min(min_end, i + n)
-    for key, info in flagged.items():
-        info["docs"] = tuple(index.lookup(key.split(" ")).tolist())
+    for key, acc in flagged.items():
+        acc.docs = tuple(index.lookup(key.split(" ")).tolist())
 
     combos = _Combos()
     if arity >= 2 and df_at:
-        _combinations(index, segs, words, m, df_at, k, arity, mx, flagged, combos,
-                      max_combinations, max_partners, exhaustive)
+        _combinations(
+            index,
+            segs,
+            words,
+            m,
+            df_at,
+            k,
+            arity,
+            mx,
+            flagged,
+            combos,
+            max_combinations,
+            max_partners,
+            exhaustive,
+        )
 
     out = [
         Flagged(
             key=key,
-            n=int(info["n"]),  # type: ignore[call-overload]
-            df=int(info["df"]),  # type: ignore[call-overload]
-            arity=int(info["arity"]),  # type: ignore[call-overload]
-            spans=tuple(sorted(info["spans"])),  # type: ignore[call-overload]
-            partners=tuple(sorted(info.get("partners", set()))),  # type: ignore[call-overload]
-            docs=tuple(info.get("docs", ())),  # type: ignore[call-overload]
+            n=acc.n,
+            df=acc.df,
+            arity=acc.arity,
+            spans=tuple(sorted(acc.spans)),
+            partners=tuple(sorted(acc.partners)),
+            docs=acc.docs,
         )
-        for key, info in flagged.items()
+        for key, acc in flagged.items()
     ]
     out.sort(key=lambda f: f.spans[0])
     return LinkageReport(
@@ -241,6 +254,18 @@ def analyze(
 
 
 @dataclass
+class _Acc:
+    """A flagged N-gram while it is being collected."""
+
+    n: int
+    df: int
+    arity: int
+    spans: set[tuple[int, int]] = field(default_factory=set)
+    partners: set[str] = field(default_factory=set)
+    docs: tuple[int, ...] = ()
+
+
+@dataclass
 class _Combos:
     listed: list[Combination] = field(default_factory=list)
     count: int = 0
@@ -249,7 +274,7 @@ class _Combos:
 
 
 def _add(
-    flagged: dict[str, dict[str, object]],
+    flagged: dict[str, _Acc],
     seg: Sequence[Token],
     ws: Sequence[str],
     i: int,
@@ -258,9 +283,9 @@ def _add(
     arity: int,
 ) -> str:
     key = " ".join(ws[i : i + n])
-    info = flagged.setdefault(key, {"n": n, "df": df, "arity": arity, "spans": set()})
-    info["arity"] = min(int(info["arity"]), arity)  # type: ignore[call-overload]
-    info["spans"].add((seg[i].start, seg[i + n - 1].end))  # type: ignore[attr-defined]
+    acc = flagged.setdefault(key, _Acc(n, df, arity))
+    acc.arity = min(acc.arity, arity)
+    acc.spans.add((seg[i].start, seg[i + n - 1].end))
     return key
 
 
@@ -273,7 +298,7 @@ def _combinations(
     k: int,
     arity: int,
     mx: int,
-    flagged: dict[str, dict[str, object]],
+    flagged: dict[str, _Acc],
     combos: _Combos,
     max_combinations: int,
     max_partners: int,
@@ -358,17 +383,18 @@ def _combinations(
         arity_min = 2 if pairs[group].any() else 3
         for s, i, n in occ[j]:
             _add(flagged, segs[s], words[s], i, n, len(post[j]), arity_min)
-        partners: set[str] = flagged[key].setdefault("partners", set())  # type: ignore[assignment]
-        for x in group[: max_partners].tolist():
-            partners.update(key_list[items[int(c)]] for c in set(members[x].tolist()) if c != r)
+        acc = flagged[key]
+        for x in group[:max_partners].tolist():
+            acc.partners.update(key_list[items[int(c)]] for c in set(members[x].tolist()) if c != r)
         docs = np.unpackbits(np.bitwise_or.reduce(both[group], axis=0).view(np.uint8))
-        flagged[key]["docs"] = tuple(cols[np.flatnonzero(docs[: len(cols)])].tolist())
+        acc.docs = tuple(cols[np.flatnonzero(docs[: len(cols)])].tolist())
     for x in range(min(len(rows), max_combinations)):
         mem = sorted({key_list[items[int(c)]] for c in members[x].tolist()})
         d = np.unpackbits(both[x].view(np.uint8))[: len(cols)]
         combos.listed.append(
-            Combination(tuple(mem), tuple(cols[np.flatnonzero(d)].tolist()),
-                        key_list[items[int(short[x])]])
+            Combination(
+                tuple(mem), tuple(cols[np.flatnonzero(d)].tolist()), key_list[items[int(short[x])]]
+            )
         )
 
 
@@ -422,10 +448,10 @@ def _triples_to_flag(
     """Linkable triples whose shortest member (lowest ``score``) is not ``done`` yet.
 
     For each such candidate member ``x``: triples ``(x, b, c)`` with ``b`` and ``c``
-    ranked after ``x`` and all three pairs frequent; compared on ``x``'s documents only
-    (the intersection lies inside them).  Stops at ``per_anchor`` triples for ``x``.
+    ranked after ``x`` and all three pairs frequent.  Their intersections lie inside
+    ``x``'s documents, so one matrix product of the candidates' incidence on those
+    documents counts every ``(b, c)`` at once.  At most ``per_anchor`` triples per ``x``.
     """
-    present = inc.astype(bool)
     out: list[np.ndarray] = []
     for x in np.argsort(score).tolist():
         if done[x]:
@@ -433,23 +459,12 @@ def _triples_to_flag(
         nb = np.flatnonzero(frequent[x] & (score > score[x]))
         if len(nb) < 2:
             continue
-        bi, bj = np.nonzero(np.triu(frequent[np.ix_(nb, nb)], 1))
-        if len(bi) == 0:
-            continue
-        cols = np.flatnonzero(present[x])
-        bits = np.packbits(present[np.ix_(nb, cols)], axis=1)
-        bits = np.pad(bits, ((0, 0), (0, (-bits.shape[1]) % 8)))
-        w = np.ascontiguousarray(bits).view(np.uint64)
-        step = max(1, 2_000_000 // w.shape[1])
-        got = 0
-        for lo in range(0, len(bi), step):
-            ci, cj = bi[lo : lo + step], bj[lo : lo + step]
-            counts = np.bitwise_count(w[ci] & w[cj]).sum(axis=1)
-            sel = np.flatnonzero((counts >= 1) & (counts < k))[: per_anchor - got]
-            if len(sel):
-                tri = np.stack([np.full(len(sel), x), nb[ci[sel]], nb[cj[sel]]], axis=1)
-                out.append(np.sort(tri, axis=1))
-                got += len(sel)
-                if got >= per_anchor:
-                    break
+        y = inc[np.ix_(nb, np.flatnonzero(inc[x]))]
+        co = y @ y.T  # documents of x holding both b and c
+        rare = (co >= 1) & (co < k) & frequent[np.ix_(nb, nb)]
+        bi, bj = np.nonzero(np.triu(rare, 1))
+        if len(bi):
+            bi, bj = bi[:per_anchor], bj[:per_anchor]
+            tri = np.stack([np.full(len(bi), x), nb[bi], nb[bj]], axis=1)
+            out.append(np.sort(tri, axis=1))
     return [np.concatenate(out)] if out else []

@@ -34,3 +34,10 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, sample_docs):  # type
     from presidio_delink import NgramIndex
 
     return NgramIndex.build(sample_docs, tmp_path_factory.mktemp("idx") / "sample")
+
+
+@pytest.fixture(scope="session")
+def analyzer():  # type: ignore[no-untyped-def]
+    from presidio_delink.presidio.engines import make_analyzer
+
+    return make_analyzer()

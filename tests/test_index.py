@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from brute import doc_ngram_sets, postings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brute import doc_ngram_sets, postings
 from presidio_delink import IndexFormatError, InputError, NgramIndex
 from presidio_delink.errors import ConfigError
-from presidio_delink.text import Tokenizer
 
 FRAGMENTS = ["a", "b", "c", "d", "A", "B", "x\u200by", "\u00e9", "e\u0301", ",", ".", "'",
              "-", "[REDACTED]", "<PERSON>", "\n"]

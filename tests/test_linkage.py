@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from brute import doc_ngram_sets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brute import doc_ngram_sets
 from presidio_delink import NgramIndex
 from presidio_delink.errors import ConfigError
 from presidio_delink.linkage import analyze

@@ -1,0 +1,5 @@
+"""Presidio integration: the only package that imports presidio_analyzer/presidio_anonymizer."""
+
+from presidio_delink.presidio.recognizer import ENTITY, LinkageRiskRecognizer
+
+__all__ = ["ENTITY", "LinkageRiskRecognizer"]
