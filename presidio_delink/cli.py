@@ -6,6 +6,7 @@ finding (something is linkable), 2 an error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -36,6 +37,9 @@ def _clean_errors(func: F) -> F:
             sys.exit(2)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # output piped into `head`
+            sys.stderr.close()
+            sys.exit(0)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(2)
@@ -134,3 +138,155 @@ def index_query(directory: Path, phrases: tuple[str, ...]) -> None:
                 ensure_ascii=False,
             )
         )
+
+
+def _open_out(path: Path | None) -> Any:
+    return open(path, "w", encoding="utf-8") if path else contextlib.nullcontext(sys.stdout)
+
+
+_index_opt = click.option(
+    "--index",
+    "index_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index directory of the reference collection.",
+)
+_k_opt = click.option(
+    "-k",
+    "k",
+    default=2,
+    show_default=True,
+    type=click.IntRange(2),
+    help="A phrase found in fewer than K documents links.",
+)
+_arity_opt = click.option(
+    "--arity",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 3),
+    help="Largest combination of N-grams the adversary intersects.",
+)
+_maxn_opt = click.option(
+    "--max-n",
+    default=None,
+    type=click.IntRange(1, 16),
+    help="Longest N-gram (default: the index's).",
+)
+
+
+@main.command("check")
+@_index_opt
+@_k_opt
+@_arity_opt
+@_maxn_opt
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write JSONL here instead of stdout.",
+)
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_clean_errors
+def check(
+    index_dir: Path,
+    k: int,
+    arity: int,
+    max_n: int | None,
+    output: Path | None,
+    inputs: tuple[Path, ...],
+) -> None:
+    """Report the linkable N-grams of each document of INPUT... as JSONL.
+
+    Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
+    """
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.io import read_many
+    from presidio_delink.linkage import analyze
+
+    idx = NgramIndex.load(index_dir)
+    any_linkable = False
+    with _open_out(output) as out:
+        for doc_id, text in read_many(inputs):
+            rep = analyze(idx, text, k=k, arity=arity, max_n=max_n)
+            any_linkable |= rep.linkable
+            spans = [
+                {
+                    "start": a,
+                    "end": b,
+                    "text": text[a:b],
+                    "ngram": f.key,
+                    "df": f.df,
+                    "arity": f.arity,
+                    "partners": list(f.partners),
+                }
+                for a, b, f in rep.spans()
+            ]
+            out.write(
+                json.dumps(
+                    {"id": doc_id, "linkable": rep.linkable, "spans": spans}, ensure_ascii=False
+                )
+                + "\n"
+            )
+    sys.exit(1 if any_linkable else 0)
+
+
+@main.command("attack")
+@_index_opt
+@_k_opt
+@_arity_opt
+@_maxn_opt
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write JSONL here instead of stdout.",
+)
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_clean_errors
+def attack(
+    index_dir: Path,
+    k: int,
+    arity: int,
+    max_n: int | None,
+    output: Path | None,
+    inputs: tuple[Path, ...],
+) -> None:
+    """The adversary's view: which collection documents each document of INPUT... links to,
+    and through which N-grams (all combinations enumerated).
+
+    Exit code 0 when no document links, 1 when some does, 2 on error.
+    """
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.io import read_many
+    from presidio_delink.linkage import analyze
+
+    idx = NgramIndex.load(index_dir)
+    ids = idx.doc_ids
+    any_linkable = False
+    with _open_out(output) as out:
+        for doc_id, text in read_many(inputs):
+            rep = analyze(idx, text, k=k, arity=arity, max_n=max_n, exhaustive=True)
+            linked = rep.linked_docs()
+            any_linkable |= bool(linked)
+            out.write(
+                json.dumps(
+                    {
+                        "id": doc_id,
+                        "linkable": bool(linked),
+                        "n_combinations": rep.n_combinations,
+                        "links_to": [
+                            {
+                                "doc_id": ids[d],
+                                "evidence": [list(e) for e in ev[:20]],
+                                "n_evidence": len(ev),
+                            }
+                            for d, ev in linked.items()
+                        ],
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+    sys.exit(1 if any_linkable else 0)

@@ -1,0 +1,123 @@
+"""The command line: help, exit codes, clean errors on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from presidio_delink.cli import main
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def all_commands():  # type: ignore[no-untyped-def]
+    out = []
+
+    def walk(cmd, path):  # type: ignore[no-untyped-def]
+        out.append(path)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(main, [])
+    return out
+
+
+@pytest.mark.parametrize("path", all_commands(), ids=lambda p: " ".join(p) or "main")
+def test_every_command_has_help(path: list[str]) -> None:
+    res = run(*path, "--help")
+    assert res.exit_code == 0 and "Usage:" in res.output
+    assert len(res.output.splitlines()) > 3
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cli") / "idx"
+    res = run("index", "build", str(SAMPLES / "collection.jsonl"), "-o", str(out), "--no-progress")
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_index_stats_and_query(built: Path) -> None:
+    res = run("index", "stats", str(built))
+    assert res.exit_code == 0 and json.loads(res.output)["n_docs"] == 40
+    res = run("index", "query", str(built), "36110/97", "no such phrase here")
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    assert lines[0] == {"ngram": "36110 97", "df": 1, "doc_ids": ["tab:001-61807"]}
+    assert lines[1]["df"] == 0 and lines[1]["doc_ids"] == []
+
+
+def test_check_exit_codes_and_offsets(built: Path, tmp_path: Path) -> None:
+    res = run("check", "--index", str(built), "-k", "2", str(SAMPLES / "deidentified.jsonl"))
+    assert res.exit_code == 1
+    texts = {json.loads(x)["id"]: json.loads(x)["text"] for x in
+             (SAMPLES / "deidentified.jsonl").read_text().splitlines()}
+    for line in res.output.splitlines():
+        rec = json.loads(line)
+        assert rec["linkable"] is True
+        for s in rec["spans"]:
+            assert texts[rec["id"]][s["start"] : s["end"]] == s["text"]
+            assert s["df"] == 1 and s["arity"] == 1
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps({"id": "c", "text": "zzqx wubble, [REDACTED]"}) + "\n")
+    res = run("check", "--index", str(built), str(clean))
+    assert res.exit_code == 0 and json.loads(res.output)["linkable"] is False
+
+
+def test_attack(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "attack.jsonl"
+    res = run("attack", "--index", str(built), "-k", "2", "--arity", "2",
+              str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code == 1
+    for line in out.read_text().splitlines():
+        rec = json.loads(line)
+        assert rec["id"] in [x["doc_id"] for x in rec["links_to"]]  # source singled out
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("latin1.txt", "caf\xe9 au lait".encode("latin-1"), "not valid UTF-8"),
+        ("bin.txt", b"\x00\x01\x02binary", "binary"),
+        ("bad.jsonl", b'{"id": "a", "text": "x"}\n{oops\n', "invalid JSON"),
+        ("noid.jsonl", b'{"text": "x"}\n', "needs both"),
+        ("dup.jsonl", b'{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate"),
+        ("list.json", b'[1, 2]', "expected an object"),
+        ("empty.jsonl", b"", "no documents"),
+    ],
+)
+def test_bad_input_gives_one_clean_line(tmp_path: Path, name: str, content: bytes,
+                                        message: str) -> None:
+    if name.endswith(".txt"):
+        (tmp_path / "in").mkdir()
+        src = tmp_path / "in" / name
+    else:
+        src = tmp_path / name
+    src.write_bytes(content)
+    inp = src.parent if name.endswith(".txt") else src
+    res = CliRunner().invoke(main, ["index", "build", str(inp), "-o", str(tmp_path / "o"),
+                                    "--no-progress"])
+    assert res.exit_code == 2
+    assert message in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_and_corrupt_index(tmp_path: Path) -> None:
+    res = CliRunner().invoke(main, ["check", "--index", str(tmp_path), str(SAMPLES / "deidentified.jsonl")])
+    assert res.exit_code == 2 and "not a presidio-delink index" in res.output
+
+
+def test_folder_of_txt(tmp_path: Path) -> None:
+    (tmp_path / "c" / "sub").mkdir(parents=True)
+    (tmp_path / "c" / "a.txt").write_text("alpha beta")
+    (tmp_path / "c" / "sub" / "b.txt").write_text("beta gamma")
+    res = run("index", "build", str(tmp_path / "c"), "-o", str(tmp_path / "i"), "--no-progress")
+    assert res.exit_code == 0
+    res = run("index", "query", str(tmp_path / "i"), "beta")
+    assert json.loads(res.output)["doc_ids"] == ["a", "sub/b"]
