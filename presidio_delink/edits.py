@@ -1,0 +1,164 @@
+"""Minimal edits: which words to change, and whether a proposed replacement is acceptable.
+
+Pure functions (no index, no LLM).  A linkable N-gram is broken by changing any one of
+its words, so the fewest words to change is a minimum *stabbing set* of the flagged
+intervals, found optimally by the greedy pass by right end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from presidio_delink.text import Token, Tokenizer
+
+REDACTED = "[REDACTED]"
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n\s*\n|\n(?=\s*[\-\u2022\d(])")
+
+
+@dataclass(frozen=True)
+class Run:
+    """Contiguous chosen words of one segment: what gets rewritten or redacted as one."""
+
+    start: int
+    end: int
+    n_words: int
+
+
+def stabbing_tokens(intervals: Iterable[tuple[int, int]], tokens: Sequence[Token]) -> list[int]:
+    """Indices (into ``tokens``) of a minimum set of tokens hitting every interval.
+
+    Args:
+        intervals: character spans ``[start, end)`` of flagged N-gram occurrences; each
+            starts at a token start and ends at a token end.
+        tokens: the text's tokens, in order.
+
+    Greedy by right end: take the last token of the first interval (by end) not yet hit.
+    Optimal for intervals on a line (an exchange argument: any solution must hit that
+    interval, and its last token hits every later-ending interval the others would).
+    """
+    ends = {t.end: i for i, t in enumerate(tokens)}
+    chosen: list[int] = []
+    last_start = -1  # start of the most recently chosen token
+    for start, end in sorted(set(intervals), key=lambda x: (x[1], x[0])):
+        if last_start >= start:
+            continue  # the last chosen token lies inside [start, end)
+        i = ends[end]
+        chosen.append(i)
+        last_start = tokens[i].start
+    return sorted(set(chosen))
+
+
+def runs(chosen: Sequence[int], segments: Sequence[Sequence[Token]]) -> list[Run]:
+    """Group chosen token indices (into the flattened segments) into contiguous runs."""
+    flat: list[tuple[int, Token]] = [(s, t) for s, seg in enumerate(segments) for t in seg]
+    out: list[Run] = []
+    prev = -2
+    for i in sorted(set(chosen)):
+        s, t = flat[i]
+        if out and i == prev + 1 and flat[prev][0] == s:
+            last = out[-1]
+            out[-1] = Run(last.start, t.end, last.n_words + 1)
+        else:
+            out.append(Run(t.start, t.end, 1))
+        prev = i
+    return out
+
+
+def sentence_bounds(text: str) -> list[tuple[int, int]]:
+    """Rough sentence spans (enough to give an LLM local context)."""
+    out, pos = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        if m.start() > pos:
+            out.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(text):
+        out.append((pos, len(text)))
+    return out
+
+
+def apply(
+    text: str,
+    edits: Sequence[tuple[int, int, str]],
+    marks: Sequence[tuple[int, int, str]] = (),
+) -> tuple[str, list[tuple[int, int, str]]]:
+    """Replace non-overlapping ``(start, end, new)`` spans.
+
+    ``marks`` are labelled spans of ``text`` (earlier edits) carried over to the new text:
+    shifted, or merged into an edit they overlap.  Returns ``(new_text, marks)``, the
+    marks including one per edit, labelled with the edit's replacement kind ("llm" or
+    "redacted", from ``new``).
+    """
+    parts: list[str] = []
+    pos = 0
+    shift: list[tuple[int, int]] = []  # (old end of edit, delta after it)
+    new_marks: list[tuple[int, int, str]] = []
+    delta = 0
+    for a, b, new in sorted(edits, key=lambda e: e[0]):
+        if a < pos:
+            raise ValueError("overlapping edits")
+        parts.append(text[pos:a])
+        parts.append(new)
+        label = "redacted" if new == REDACTED else "llm"
+        new_marks.append((a + delta, a + delta + len(new), label))
+        delta += len(new) - (b - a)
+        shift.append((b, delta))
+        pos = b
+    parts.append(text[pos:])
+    spans = sorted(edits, key=lambda e: e[0])
+    for ma, mb, label in marks:
+        if any(a < mb and ma < b for a, b, _ in spans):
+            continue  # absorbed by an edit
+        d = 0
+        for end, dl in shift:
+            if end <= ma:
+                d = dl
+        new_marks.append((ma + d, mb + d, label))
+    return "".join(parts), sorted(new_marks)
+
+
+def rejection(
+    span: str,
+    replacement: object,
+    tokenizer: Tokenizer,
+    forbidden: Iterable[str] = (),
+) -> str | None:
+    """Why ``replacement`` is not acceptable for ``span`` (None when it is).
+
+    Rejected: not a string, empty, multi-line, equal to or containing the span (compared
+    as normalised words), reintroducing text that PII redaction removed (``forbidden``),
+    containing a redaction placeholder with other words, or implausibly long.
+    """
+    if not isinstance(replacement, str):
+        return "not a string"
+    rep = replacement.strip()
+    if not rep:
+        return "empty"
+    if "\n" in rep or "\r" in rep:
+        return "spans several lines"
+    span_words = [w for seg in tokenizer.word_segments(span) for w in seg]
+    rep_segs = tokenizer.word_segments(rep)
+    rep_words = [w for seg in rep_segs for w in seg]
+    if not rep_words and rep != REDACTED:
+        return "no words"
+    if span_words and _contains(rep_words, span_words):
+        return "repeats the span"
+    for f in forbidden:
+        fw = [w for seg in tokenizer.word_segments(f) for w in seg]
+        if fw and _contains(rep_words, fw):
+            return "reintroduces redacted PII"
+    if rep != REDACTED and tokenizer.placeholder_spans(rep):
+        return "mixes a placeholder with text"
+    if (
+        len(rep_words) > max(3 * len(span_words), len(span_words) + 6)
+        or len(rep) > 4 * len(span) + 40
+    ):
+        return "implausibly long"
+    return None
+
+
+def _contains(hay: Sequence[str], needle: Sequence[str]) -> bool:
+    n = len(needle)
+    return any(list(hay[i : i + n]) == list(needle) for i in range(len(hay) - n + 1))
