@@ -97,7 +97,11 @@ def test_keys(max_n: int = 8) -> tuple[list[str], int]:
     return keys, n_docs
 
 
-CODE_UNDER_TEST = ("presidio_delink/index", "presidio_delink/text.py", "presidio_delink/datasets.py")
+CODE_UNDER_TEST = (
+    "presidio_delink/index",
+    "presidio_delink/text.py",
+    "presidio_delink/datasets.py",
+)
 
 
 def code_fingerprint() -> str:
@@ -181,7 +185,9 @@ def worker_tab_load(p: dict[str, Any]) -> dict[str, Any]:
         "n_keys": len(keys),
         "n_unique_keys": n_unique,
         "n_keys_not_in_trie": int((~in_trie).sum()),
-        "df_of_keys_not_in_trie": {str(v): int(c) for v, c in zip(*np.unique(df_m, return_counts=True), strict=True)},
+        "df_of_keys_not_in_trie": {
+            str(v): int(c) for v, c in zip(*np.unique(df_m, return_counts=True), strict=True)
+        },
         "load_s": load_s,
         "load_noverify_s": load_noverify_s,
         "rss_before": s0,
@@ -259,7 +265,6 @@ def worker_dict(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def worker_synth(p: dict[str, Any]) -> dict[str, Any]:
-    import numpy as np
 
     sys.path.insert(0, str(HERE))
     from synthetic import SyntheticCollection
@@ -303,7 +308,9 @@ def worker_synth(p: dict[str, Any]) -> dict[str, Any]:
     load_s = time.perf_counter() - t0
     # Sampled bulk df on held-out documents from the same model (another random stream).
     held = SyntheticCollection(p["query_words"], seed=p["seed"])
-    keys = [k for _, text in held.docs(stream=99, prefix="q") for k, _, _ in idx.tokenizer.ngrams(text)]
+    keys = [
+        k for _, text in held.docs(stream=99, prefix="q") for k, _, _ in idx.tokenizer.ngrams(text)
+    ]
     shard0 = idx.shards[0]
     n_in_all = sum(1 for k in keys if all(k in s.trie for s in idx.shards))
     done, spent = 0, 0.0
@@ -343,7 +350,14 @@ WORKERS = {
 
 # --------------------------------------------------------------------------- driver
 def run_worker(name: str, params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--params", json.dumps(params)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        name,
+        "--params",
+        json.dumps(params),
+    ]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -356,7 +370,10 @@ def run_worker(name: str, params: dict[str, Any], timeout: float | None = None) 
             res = json.loads(line[len(RESULT_TAG) :])
             res["elapsed_s"] = time.perf_counter() - t0
             return res
-    return {"error": f"worker {name} exited with {proc.returncode}", "stdout_tail": proc.stdout[-2000:]}
+    return {
+        "error": f"worker {name} exited with {proc.returncode}",
+        "stdout_tail": proc.stdout[-2000:],
+    }
 
 
 def fmt_bytes(n: float | None) -> str:
@@ -373,16 +390,31 @@ def verdict(ok: bool | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", default="1e6,1e7,1e8", help="synthetic sizes in words, comma-separated ('' for none)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--scale",
+        default="1e6,1e7,1e8",
+        help="synthetic sizes in words, comma-separated ('' for none)",
+    )
     ap.add_argument("--skip-baseline", action="store_true", help="skip the dict-of-sets baseline")
     ap.add_argument("--skip-tab", action="store_true", help="skip the TAB build/load measurements")
     ap.add_argument("--repeat", type=int, default=3, help="TAB builds (best time is reported)")
     ap.add_argument("--max-n", type=int, default=8)
     ap.add_argument("--shard-words", type=int, default=8_000_000)
-    ap.add_argument("--miss-sample", type=int, default=20_000, help="keys not in the trie timed on their own")
-    ap.add_argument("--query-words", type=int, default=20_000, help="held-out synthetic words for scale look-ups")
-    ap.add_argument("--lookup-budget", type=float, default=60.0, help="seconds of look-ups per scale")
+    ap.add_argument(
+        "--miss-sample", type=int, default=20_000, help="keys not in the trie timed on their own"
+    )
+    ap.add_argument(
+        "--query-words",
+        type=int,
+        default=20_000,
+        help="held-out synthetic words for scale look-ups",
+    )
+    ap.add_argument(
+        "--lookup-budget", type=float, default=60.0, help="seconds of look-ups per scale"
+    )
     ap.add_argument("--scale-timeout", type=float, default=1800.0, help="seconds allowed per scale")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
@@ -417,7 +449,11 @@ def main(argv: list[str] | None = None) -> int:
         "git_head": _git("rev-parse", "--short", "HEAD"),
         "dirty_files_under_test": _git("status", "--porcelain", *CODE_UNDER_TEST).splitlines(),
         "code_fingerprint_start": code_fingerprint(),
-        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("worker", "params")},
+        "params": {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in vars(args).items()
+            if k not in ("worker", "params")
+        },
     }
     t_all = time.perf_counter()
     common = {"max_n": args.max_n, "shard_words": args.shard_words}
@@ -434,13 +470,20 @@ def main(argv: list[str] | None = None) -> int:
             print("[tab] load + look-ups ...", file=sys.stderr, flush=True)
             report["tab_load"] = run_worker(
                 "tab-load",
-                {"dir": str(tab_dir), "df_out": str(run_dir / "df_index.npy"), "miss_sample": args.miss_sample, "max_n": args.max_n},
+                {
+                    "dir": str(tab_dir),
+                    "df_out": str(run_dir / "df_index.npy"),
+                    "miss_sample": args.miss_sample,
+                    "max_n": args.max_n,
+                },
             )
             _check(report["tab_load"])
             shutil.rmtree(tab_dir, ignore_errors=True)
         if not args.skip_baseline:
             print("[dict] baseline ...", file=sys.stderr, flush=True)
-            report["dict_baseline"] = run_worker("dict", {**common, "df_out": str(run_dir / "df_dict.npy")})
+            report["dict_baseline"] = run_worker(
+                "dict", {**common, "df_out": str(run_dir / "df_dict.npy")}
+            )
             _check(report["dict_baseline"])
             fi, fd = run_dir / "df_index.npy", run_dir / "df_dict.npy"
             if fi.exists() and fd.exists():
@@ -448,7 +491,11 @@ def main(argv: list[str] | None = None) -> int:
                 report["df_cross_check"] = {
                     "keys": len(a),
                     "mismatches": int((a != b).sum()) if len(a) == len(b) else None,
-                    "examples": [] if len(a) != len(b) else [[int(x), int(y)] for x, y in zip(a[a != b][:5], b[a != b][:5], strict=True)],
+                    "examples": []
+                    if len(a) != len(b)
+                    else [
+                        [int(x), int(y)] for x, y in zip(a[a != b][:5], b[a != b][:5], strict=True)
+                    ],
                 }
         report["scales"] = []
         for n in scales:
@@ -456,13 +503,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[synth] {n:,} words ...", file=sys.stderr, flush=True)
             res = run_worker(
                 "synth",
-                {**common, "words": n, "seed": args.seed, "dir": str(sdir),
-                 "query_words": args.query_words, "lookup_budget_s": args.lookup_budget},
+                {
+                    **common,
+                    "words": n,
+                    "seed": args.seed,
+                    "dir": str(sdir),
+                    "query_words": args.query_words,
+                    "lookup_budget_s": args.lookup_budget,
+                },
                 timeout=args.scale_timeout,
             )
             shutil.rmtree(sdir, ignore_errors=True)
             report["scales"].append(res)
-            print(f"[synth] {n:,} words: {json.dumps({k: v for k, v in res.items() if k != 'stats'})}", file=sys.stderr, flush=True)
+            print(
+                f"[synth] {n:,} words: "
+                + json.dumps({k: v for k, v in res.items() if k != "stats"}),
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     report["total_s"] = time.perf_counter() - t_all
@@ -484,7 +542,9 @@ def _check(res: dict[str, Any]) -> None:
 
 def _git(*a: str) -> str:
     try:
-        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True, check=False).stdout.strip()
+        return subprocess.run(
+            ["git", *a], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip()
     except OSError:
         return "?"
 
@@ -503,25 +563,67 @@ def summarise(r: dict[str, Any]) -> list[dict[str, Any]]:
         st = best["stats"]
         words = st["n_words"]
         times = ", ".join(f"{b['build_s']:.2f}" for b in builds)
-        row("TAB collection", f"{best['n_docs']:,} docs, {words:,} words, {fmt_bytes(best['raw_bytes'])} UTF-8")
-        row("TAB index build time (best of runs)", f"{best['build_s']:.2f} s  (runs: {times})", f"<= {T_BUILD_S:.0f} s", best["build_s"] <= T_BUILD_S)
+        row(
+            "TAB collection",
+            f"{best['n_docs']:,} docs, {words:,} words, {fmt_bytes(best['raw_bytes'])} UTF-8",
+        )
+        row(
+            "TAB index build time (best of runs)",
+            f"{best['build_s']:.2f} s  (runs: {times})",
+            f"<= {T_BUILD_S:.0f} s",
+            best["build_s"] <= T_BUILD_S,
+        )
         row("TAB build words/s", f"{words / best['build_s']:,.0f}")
         disk_ratio = st["bytes_on_disk"] / best["raw_bytes"]
-        row("TAB index on disk / raw text", f"{fmt_bytes(st['bytes_on_disk'])} / {fmt_bytes(best['raw_bytes'])} = {disk_ratio:.2f}x", f"<= {T_DISK_RATIO}x", disk_ratio <= T_DISK_RATIO)
-        row("TAB keys stored", f"{st['n_keys']:,} ({st['n_keys'] / words:.2f} per word), {st['n_postings']:,} postings")
+        row(
+            "TAB index on disk / raw text",
+            f"{fmt_bytes(st['bytes_on_disk'])} / {fmt_bytes(best['raw_bytes'])}"
+            f" = {disk_ratio:.2f}x",
+            f"<= {T_DISK_RATIO}x",
+            disk_ratio <= T_DISK_RATIO,
+        )
+        row(
+            "TAB keys stored",
+            f"{st['n_keys']:,} ({st['n_keys'] / words:.2f} per word),"
+            f" {st['n_postings']:,} postings",
+        )
         peak = max(b["peak_rss"] for b in builds)
-        row("TAB build peak RSS (max of runs)", f"{fmt_bytes(peak)} (process before build: {fmt_bytes(best['rss_before_build'])})")
+        row(
+            "TAB build peak RSS (max of runs)",
+            f"{fmt_bytes(peak)} (process before build: {fmt_bytes(best['rss_before_build'])})",
+        )
     ld = r.get("tab_load")
     base = r.get("dict_baseline")
     if ld:
-        row("TAB load time (verify / no verify)", f"{ld['load_s'] * 1000:.0f} ms / {ld['load_noverify_s'] * 1000:.0f} ms")
-        row("Index RSS increase: load + look-ups", f"{fmt_bytes(ld['rss_increase'])} (anon {fmt_bytes(ld['rss_increase_anon'])}, file-backed mmap {fmt_bytes(ld['rss_increase_file'])}; at load alone {fmt_bytes(ld['rss_increase_at_load'])})")
+        row(
+            "TAB load time (verify / no verify)",
+            f"{ld['load_s'] * 1000:.0f} ms / {ld['load_noverify_s'] * 1000:.0f} ms",
+        )
+        row(
+            "Index RSS increase: load + look-ups",
+            f"{fmt_bytes(ld['rss_increase'])} (anon {fmt_bytes(ld['rss_increase_anon'])},"
+            f" file-backed mmap {fmt_bytes(ld['rss_increase_file'])};"
+            f" at load alone {fmt_bytes(ld['rss_increase_at_load'])})",
+        )
         share = ld["n_keys_not_in_trie"] / ld["n_keys"]
-        row("Look-up keys (127 de-identified test docs)", f"{ld['n_keys']:,} 1..8-grams ({ld['n_unique_keys']:,} distinct); not in trie {ld['n_keys_not_in_trie']:,} = {share:.1%}")
-        row("Index bulk df_keys look-ups/s (all keys)", f"{ld['lookups_per_s']:,.0f}/s ({ld['lookup_full_s']:.1f} s)", f">= {T_LOOKUPS:,.0f}/s", ld["lookups_per_s"] >= T_LOOKUPS)
+        row(
+            "Look-up keys (127 de-identified test docs)",
+            f"{ld['n_keys']:,} 1..8-grams ({ld['n_unique_keys']:,} distinct);"
+            f" not in trie {ld['n_keys_not_in_trie']:,} = {share:.1%}",
+        )
+        row(
+            "Index bulk df_keys look-ups/s (all keys)",
+            f"{ld['lookups_per_s']:,.0f}/s ({ld['lookup_full_s']:.1f} s)",
+            f">= {T_LOOKUPS:,.0f}/s",
+            ld["lookups_per_s"] >= T_LOOKUPS,
+        )
         row("  of which keys stored in the trie", f"{ld['hit_lookups_per_s']:,.0f}/s")
         if ld.get("miss_lookups_per_s"):
-            row("  of which keys not stored (exact path)", f"{ld['miss_lookups_per_s']:,.0f}/s ({1e6 / ld['miss_lookups_per_s']:.0f} us each; sample of {ld['miss_sample']:,})")
+            row(
+                "  of which keys not stored (exact path)",
+                f"{ld['miss_lookups_per_s']:,.0f}/s ({1e6 / ld['miss_lookups_per_s']:.0f} us"
+                f" each; sample of {ld['miss_sample']:,})",
+            )
     if base:
         row("dict baseline build time", f"{base['build_s']:.2f} s ({base['n_keys']:,} keys)")
         if best:
@@ -530,11 +632,21 @@ def summarise(r: dict[str, Any]) -> list[dict[str, Any]]:
         row("dict baseline look-ups/s", f"{base['lookups_per_s']:,.0f}/s")
         if ld:
             ratio = base["rss_increase"] / max(ld["rss_increase"], 1)
-            row("Memory: dict RSS / index RSS", f"{ratio:.1f}x", f">= {T_MEM_RATIO:.0f}x", ratio >= T_MEM_RATIO)
+            row(
+                "Memory: dict RSS / index RSS",
+                f"{ratio:.1f}x",
+                f">= {T_MEM_RATIO:.0f}x",
+                ratio >= T_MEM_RATIO,
+            )
             row("Look-ups: index / dict", f"{ld['lookups_per_s'] / base['lookups_per_s']:.3f}x")
     cc = r.get("df_cross_check")
     if cc:
-        row("df cross-check index vs dict", f"{cc['mismatches']} mismatches in {cc['keys']:,} keys", "0", cc["mismatches"] == 0)
+        row(
+            "df cross-check index vs dict",
+            f"{cc['mismatches']} mismatches in {cc['keys']:,} keys",
+            "0",
+            cc["mismatches"] == 0,
+        )
     scales = [s for s in r.get("scales", []) if "error" not in s]
     for s in r.get("scales", []):
         if "error" in s:
@@ -545,7 +657,11 @@ def summarise(r: dict[str, Any]) -> list[dict[str, Any]]:
         w = st["n_words"]
         us = s["build_s"] / w * 1e6
         label = f"synthetic {s['target_words']:.0e} words"
-        row(label, f"{s['n_docs']:,} docs, {w:,} words, {st['n_shards']} shard(s), {st['n_keys']:,} keys, {fmt_bytes(s['raw_bytes'])} text")
+        row(
+            label,
+            f"{s['n_docs']:,} docs, {w:,} words, {st['n_shards']} shard(s),"
+            f" {st['n_keys']:,} keys, {fmt_bytes(s['raw_bytes'])} text",
+        )
         flat_ok = None
         if first is not None and s is not first and s is scales[-1]:
             ratio = us / (first["build_s"] / first["stats"]["n_words"] * 1e6)
@@ -553,12 +669,32 @@ def summarise(r: dict[str, Any]) -> list[dict[str, Any]]:
             extra = f"; {ratio:.2f}x the {first['target_words']:.0e} figure"
         else:
             extra = ""
-        row("  build time (net of generation)", f"{s['build_s']:.1f} s = {us:.2f} us/word{extra} (generation {s['gen_s']:.1f} s)", f"per word <= {T_FLAT}x smallest" if flat_ok is not None else "", flat_ok)
+        row(
+            "  build time (net of generation)",
+            f"{s['build_s']:.1f} s = {us:.2f} us/word{extra} (generation {s['gen_s']:.1f} s)",
+            f"per word <= {T_FLAT}x smallest" if flat_ok is not None else "",
+            flat_ok,
+        )
         big = s["target_words"] >= 100_000_000
-        row("  peak RSS", fmt_bytes(s["peak_rss"]), "< 8 GiB" if big else "", (s["peak_rss"] < T_PEAK_100M) if big else None)
-        row("  on disk / raw text", f"{fmt_bytes(st['bytes_on_disk'])} = {st['bytes_on_disk'] / s['raw_bytes']:.2f}x")
+        row(
+            "  peak RSS",
+            fmt_bytes(s["peak_rss"]),
+            "< 8 GiB" if big else "",
+            (s["peak_rss"] < T_PEAK_100M) if big else None,
+        )
+        row(
+            "  on disk / raw text",
+            f"{fmt_bytes(st['bytes_on_disk'])} = {st['bytes_on_disk'] / s['raw_bytes']:.2f}x",
+        )
         lk = s.get("lookups_per_s")
-        row("  load time / sampled df_keys look-ups/s", f"{s['load_s']:.2f} s / {lk:,.0f}/s over {s['lookup_keys_timed']:,} of {s['lookup_keys_total']:,} held-out keys ({s['lookup_keys_in_every_shard'] / max(s['lookup_keys_total'], 1):.0%} stored in every shard)" if lk else "-")
+        stored = s["lookup_keys_in_every_shard"] / max(s["lookup_keys_total"], 1)
+        row(
+            "  load time / sampled df_keys look-ups/s",
+            f"{s['load_s']:.2f} s / {lk:,.0f}/s over {s['lookup_keys_timed']:,} of"
+            f" {s['lookup_keys_total']:,} held-out keys ({stored:.0%} stored in every shard)"
+            if lk
+            else "-",
+        )
     return rows
 
 
@@ -567,13 +703,19 @@ def print_table(r: dict[str, Any]) -> None:
     w1 = max(len(x["figure"]) for x in rows) if rows else 10
     w2 = min(max(len(x["value"]) for x in rows), 110) if rows else 10
     w3 = max([len(x["target"]) for x in rows] + [6])
-    print(f"\nIndex benchmark  {r['date']}  (HEAD {r['git_head']}, {r['machine']['cpus']} CPUs, load avg {r['machine']['loadavg_start'][0]:.1f} -> {r['machine']['loadavg_end'][0]:.1f})")
+    m = r["machine"]
+    print(
+        f"\nIndex benchmark  {r['date']}  (HEAD {r['git_head']}, {m['cpus']} CPUs,"
+        f" load avg {m['loadavg_start'][0]:.1f} -> {m['loadavg_end'][0]:.1f})"
+    )
     print(f"{'figure':<{w1}}  {'value':<{w2}}  {'target':<{w3}}  verdict")
     print("-" * (w1 + w2 + w3 + 13))
     for x in rows:
         print(f"{x['figure']:<{w1}}  {x['value']:<{w2}}  {x['target']:<{w3}}  {x['verdict']}")
     if r["code_fingerprint_start"] != r["code_fingerprint_end"]:
-        print("WARNING: the sources under test changed during the run: " + ", ".join(CODE_UNDER_TEST))
+        print(
+            "WARNING: the sources under test changed during the run: " + ", ".join(CODE_UNDER_TEST)
+        )
     print(f"total {r['total_s']:.0f} s")
 
 

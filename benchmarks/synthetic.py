@@ -28,8 +28,34 @@ import numpy as np
 _LETTERS = np.array(list("etaoinshrdlcumwfgypbvkjxqz"))
 # Rough English letter frequencies, so that words look plausible and compress like text.
 _LETTER_P = np.array(
-    [12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0,
-     2.0, 1.9, 1.5, 1.0, 0.8, 0.15, 0.15, 0.1, 0.07]
+    [
+        12.7,
+        9.1,
+        8.2,
+        7.5,
+        7.0,
+        6.7,
+        6.3,
+        6.1,
+        6.0,
+        4.3,
+        4.0,
+        2.8,
+        2.8,
+        2.4,
+        2.4,
+        2.2,
+        2.0,
+        2.0,
+        1.9,
+        1.5,
+        1.0,
+        0.8,
+        0.15,
+        0.15,
+        0.1,
+        0.07,
+    ]
 )
 _LETTER_P = _LETTER_P / _LETTER_P.sum()
 
@@ -62,11 +88,11 @@ class SyntheticCollection:
         rng = np.random.default_rng(self.seed)
         self._vocab = _make_vocab(rng, self.vocab_size)
         ranks = np.arange(1, self.vocab_size + 1, dtype=np.float64)
-        self._word_cdf = _cdf(ranks ** -self.zipf_s)
+        self._word_cdf = _cdf(ranks**-self.zipf_s)
         lengths = rng.integers(2, 11, size=self.n_phrases)
         self._phrases = [self._sample_words(rng, int(n)) for n in lengths]
         pr = np.arange(1, self.n_phrases + 1, dtype=np.float64)
-        self._phrase_cdf = _cdf(pr ** -self.phrase_zipf_s)
+        self._phrase_cdf = _cdf(pr**-self.phrase_zipf_s)
         self._mean_phrase_len = float(lengths.mean())
 
     def _sample_words(self, rng: np.random.Generator, n: int) -> np.ndarray:

@@ -124,12 +124,14 @@ def rejection(
     replacement: object,
     tokenizer: Tokenizer,
     forbidden: Iterable[str] = (),
+    siblings: Iterable[str] = (),
 ) -> str | None:
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
     Rejected: not a string, empty, multi-line, equal to or containing the span (compared
     as normalised words), reintroducing text that PII redaction removed (``forbidden``),
-    containing a redaction placeholder with other words, or implausibly long.
+    containing a redaction placeholder with other words, implausibly long, or a copy of
+    another span of the same request (``siblings``: small models swap them).
     """
     if not isinstance(replacement, str):
         return "not a string"
@@ -149,6 +151,9 @@ def rejection(
         fw = [w for seg in tokenizer.word_segments(f) for w in seg]
         if fw and _contains(rep_words, fw):
             return "reintroduces redacted PII"
+    for other in siblings:
+        if rep_words == [w for seg in tokenizer.word_segments(other) for w in seg]:
+            return "copies another span"
     if rep != REDACTED and tokenizer.placeholder_spans(rep):
         return "mixes a placeholder with text"
     if (

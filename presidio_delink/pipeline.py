@@ -141,8 +141,14 @@ class Delinker:
     def check(self, text: str) -> LinkageReport:
         return analyze(self.index, text, k=self.k, arity=self.arity, max_n=self.max_n)
 
-    def delink(self, text: str, doc_id: str = "") -> DelinkResult:
+    def delink(self, text: str, doc_id: str = "", forbidden: Iterable[str] = ()) -> DelinkResult:
         """Delink one document.
+
+        Args:
+            text: the (de-identified) document.
+            doc_id: its id, for the result.
+            forbidden: strings an earlier PII redaction removed (a rewrite that puts one
+                back is refused); the built-in PII step adds its own.
 
         Raises:
             InputError: ``text`` is not a string or is too long.
@@ -157,13 +163,14 @@ class Delinker:
             )
         t0 = time.perf_counter()
         res = DelinkResult(id=doc_id, text=None, input_text=text, passes=0, linkable_after=True)
-        forbidden: list[str] = []
+        forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
         current = text
         if self.analyzer is not None:
             from presidio_delink.presidio.pii import redact_pii
 
-            current, forbidden = redact_pii(self.analyzer, text)
-            res.pii_redacted = len(forbidden)
+            current, removed = redact_pii(self.analyzer, text)
+            res.pii_redacted = len(removed)
+            forbidden += removed
         res.input_text = current
         res.n_words = sum(len(s) for s in self.tokenizer.segments(current))
         marks: list[tuple[int, int, str]] = []
