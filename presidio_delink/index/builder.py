@@ -32,11 +32,16 @@ class ShardBuilder:
         self.tokens = array("i")
         self.doc_starts = array("q", [0])
         self.doc_ids: list[str] = []
+        self.n_words = 0
 
-    def add(self, doc_id: str, ids: list[int]) -> None:
+    def add(self, doc_id: str, ids: list[int]) -> int:
+        """Append a document (word ids, -1 closing each segment); returns its word count."""
+        n = len(ids) - ids.count(-1)
+        self.n_words += n
         self.tokens.extend(ids)
         self.doc_starts.append(len(self.tokens))
         self.doc_ids.append(doc_id)
+        return n
 
     def write(self, directory: Path, max_n: int, vocab: dict[str, int]) -> dict[str, object]:
         """Build the shard's arrays and write them; returns counts."""

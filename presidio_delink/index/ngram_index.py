@@ -64,7 +64,8 @@ class NgramIndex:
                 ``None`` builds into a temporary directory removed with the object.
             max_n: longest N-gram in words (ignored when ``tokenizer`` is given).
             tokenizer: text model; default ``Tokenizer(max_n=max_n)``.
-            shard_words: words per shard; bounds peak memory (about 60 bytes a word).
+            shard_words: words per shard; bounds peak memory (about 180 bytes a word,
+                measured: 1.4 GB at the default).
             progress: show a progress bar on stderr.
 
         Raises:
@@ -98,12 +99,10 @@ class NgramIndex:
                 except (TypeError, ValueError) as exc:
                     raise InputError("documents must be (doc_id, text) pairs") from exc
                 sid = check_doc_id(doc_id, seen)
-                ids = encode_doc(tokenizer, text, vocab, cache)
-                n_words += len(ids) - ids.count(-1)
-                current.add(sid, ids)
+                n_words += current.add(sid, encode_doc(tokenizer, text, vocab, cache))
                 if bar is not None:
                     bar.update(1)
-                if len(current.tokens) >= shard_words:
+                if current.n_words >= shard_words:
                     shards_meta.append(
                         _flush(current, out, len(shards_meta), tokenizer.max_n, vocab)
                     )
@@ -181,7 +180,7 @@ class NgramIndex:
                 if verify and _sha256(path) != info["sha256"]:
                     raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
             try:
-                shard = Shard(sd, base, dict(sm["dtypes"]))
+                shard = Shard(sd, base, dict(sm["dtypes"]), int(meta["max_n"]), verify)
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexFormatError(f"{sd}: malformed shard metadata: {exc}") from exc
             if shard.n_docs != sm["n_docs"]:
@@ -295,10 +294,17 @@ class NgramIndex:
             hit = kids >= 0
             out[hit] = (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
             for i in np.flatnonzero(~hit).tolist():
-                out[i] = len(shard.lookup(keys[i].split(" ")))
+                out[i] = len(shard.lookup(keys[i].split(" "), stored=False))
             return out
-        for i, k in enumerate(keys):
-            out[i] = len(self.lookup(k.split(" ")))
+        out[:] = 0
+        for shard in self.shards:
+            get = shard.trie.get
+            offs = shard.offsets
+            kids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+            hit = kids >= 0
+            out[hit] += (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
+            for i in np.flatnonzero(~hit).tolist():
+                out[i] += len(shard.lookup(keys[i].split(" "), stored=False))
         return out
 
     def postings_keys(self, keys: Sequence[str]) -> list[np.ndarray]:

@@ -121,9 +121,17 @@ def write_shard(
 class Shard:
     """A loaded shard (read-only; arrays are memory-mapped)."""
 
-    def __init__(self, directory: Path, doc_base: int, dtypes: dict[str, str]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        doc_base: int,
+        dtypes: dict[str, str],
+        max_n: int,
+        check_values: bool = True,
+    ) -> None:
         self.directory = directory
         self.doc_base = doc_base
+        self.max_n = max_n
         try:
             self.trie = marisa_trie.Trie()
             self.trie.mmap(str(directory / "ngrams.marisa"))
@@ -134,6 +142,9 @@ class Shard:
             self.tokens = _map(directory / "tokens.bin", dtypes["tokens"])
             self.vocab = _map(directory / "vocab.bin", dtypes["vocab"])
             self.doc_starts = _map(directory / "doc_starts.bin", dtypes["doc_starts"])
+            self._bytes_cache: dict[int, bytes] = {}
+            self._witness_memo: dict[tuple[str, ...], int | None] = {}
+            self._word_ids: dict[str, int] = {}
             # vocabulary id -> trie id, with the segment mark (V) mapped to -1
             self._tok_tid = np.append(np.asarray(self.vocab, dtype=np.int64), -1)
             with open(directory / "doc_ids.json", encoding="utf-8") as f:
@@ -142,9 +153,9 @@ class Shard:
             raise
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexFormatError(f"cannot read index shard {directory}: {exc}") from exc
-        self._check()
+        self._check(check_values)
 
-    def _check(self) -> None:
+    def _check(self, check_values: bool) -> None:
         n_keys = len(self.trie)
         d = len(self.doc_ids)
         where = self.directory
@@ -154,6 +165,8 @@ class Shard:
             raise IndexFormatError(f"{where}: postings file is truncated or too long")
         if len(self.doc_starts) != d + 1 or int(self.doc_starts[-1]) != len(self.tokens):
             raise IndexFormatError(f"{where}: document table does not match the token file")
+        if not check_values:
+            return  # the value scans below read every array once
         if len(self.postings) and int(self.postings.max()) >= max(d, 1):
             raise IndexFormatError(f"{where}: a posting points past the document table")
         if len(self.tokens) and int(self.tokens.max()) > len(self.vocab):
@@ -198,12 +211,68 @@ class Shard:
         toks = self.tokens[int(self.doc_starts[d]) : int(self.doc_starts[d + 1])]
         return self._tok_tid[np.asarray(toks, dtype=np.int64)]
 
-    def lookup(self, words: Sequence[str]) -> np.ndarray:
-        """Exact local posting list of any N-gram, stored or not (any length)."""
-        key = " ".join(words)
-        kid = self.key_id(key)
-        if kid is not None:
-            return self.postings_of(kid)
+    def lookup(self, words: Sequence[str], stored: bool = True) -> np.ndarray:
+        """Exact local posting list of any N-gram, stored or not (any length).
+
+        ``stored=False`` skips the trie look-up of the whole key (known to be absent).
+        """
+        if stored:
+            kid = self.key_id(" ".join(words))
+            if kid is not None:
+                return self.postings_of(kid)
+        if len(words) <= self.max_n:
+            # Not stored, so df <= 1; if it occurs, a stored sub-N-gram has df 1.
+            wit = self._witness(tuple(words))
+            cands = self.postings_of(wit) if wit is not None else np.empty(0, np.uint32)
+        else:
+            # Longer than the stored levels: candidates from the rarest stored piece.
+            cands = self._rarest_piece(words)
+        if len(cands) == 0:
+            return np.empty(0, dtype=np.uint32)
+        word_id = self._word_ids.get
+        seq = [word_id(w) for w in words]
+        if any(x is None for x in seq):
+            seq = [self.key_id(w) for w in words]
+            if any(x is None for x in seq):
+                return np.empty(0, dtype=np.uint32)
+            if len(self._word_ids) < 1_000_000:
+                self._word_ids.update(zip(words, seq, strict=True))  # type: ignore[arg-type]
+        needle = np.asarray(seq, dtype=np.int64)
+        return np.asarray([d for d in cands if self._contains(int(d), needle)], dtype=np.uint32)
+
+    def _witness(self, words: tuple[str, ...]) -> int | None:
+        """For an N-gram that is not stored (``n <= max_n``): a stored sub-N-gram with
+        df 1 (its only document is the only candidate), or None when the N-gram occurs
+        nowhere.
+
+        Not stored means a proper sub-N-gram has df <= 1 or the N-gram does not occur.
+        If its prefix and suffix are both stored with df >= 2, every proper sub-N-gram
+        has df >= 2, so it does not occur.  Otherwise take a piece with df 1, or recurse
+        into a piece that is not stored.  Results are memoised (bulk look-ups of one
+        text ask for overlapping N-grams).
+        """
+        memo = self._witness_memo
+        if words in memo:
+            return memo[words]
+        found: int | None = None
+        if len(words) > 1:
+            parts = (words[:-1], words[1:])
+            ids = [self.key_id(" ".join(p)) for p in parts]
+            for pid in ids:
+                if pid is not None and self.df_of(pid) <= 1:
+                    found = pid
+                    break
+            else:
+                for part, pid in zip(parts, ids, strict=True):
+                    if pid is None:
+                        found = self._witness(part)
+                        break  # None: that piece occurs nowhere, so neither does this
+        if len(memo) > 200_000:
+            memo.clear()
+        memo[words] = found
+        return found
+
+    def _rarest_piece(self, words: Sequence[str]) -> np.ndarray:
         best: int | None = None
         for i in range(len(words)):
             found = False
@@ -211,20 +280,30 @@ class Shard:
                 found = True
                 if best is None or self.df_of(pid) < self.df_of(best):
                     best = pid
-            if not found:  # words[i] is not even a stored unigram: occurs nowhere
+            if not found:  # words[i] occurs nowhere
                 return np.empty(0, dtype=np.uint32)
         assert best is not None
-        seq = np.asarray([self.key_id(w) for w in words], dtype=np.int64)
-        cands = self.postings_of(best)
-        return np.asarray([d for d in cands if self._contains(int(d), seq)], dtype=np.uint32)
+        return self.postings_of(best)
+
+    def _doc_bytes(self, d: int) -> bytes:
+        """Document ``d`` as int64 trie ids, as bytes; the last few are cached (a bulk
+        look-up of one text's N-grams keeps verifying against the same documents)."""
+        got = self._bytes_cache.get(d)
+        if got is None:
+            if len(self._bytes_cache) >= 32:
+                self._bytes_cache.pop(next(iter(self._bytes_cache)))
+            got = self._bytes_cache[d] = self.doc_tokens(d).tobytes()
+        return got
 
     def _contains(self, d: int, seq: np.ndarray) -> bool:
-        toks = self.doc_tokens(d)
-        n = len(seq)
-        if len(toks) < n:
-            return False
-        hits = np.flatnonzero(toks[: len(toks) - n + 1] == seq[0])
-        return any(np.array_equal(toks[h : h + n], seq) for h in hits)
+        hay = self._doc_bytes(d)
+        needle = seq.tobytes()
+        at = hay.find(needle)
+        while at >= 0:
+            if at % 8 == 0:
+                return True
+            at = hay.find(needle, at + 1)
+        return False
 
 
 def _map(path: Path, dtype: str) -> np.ndarray:
