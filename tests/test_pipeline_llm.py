@@ -35,7 +35,7 @@ def engine() -> Iterator[EmbeddedRewriter]:
 
 def short_doc(sample_deid) -> str:  # type: ignore[no-untyped-def]
     text = sample_deid[0][1]
-    return text[: text.index(".", 900) + 1]
+    return text[: text.index(".", 450) + 1]
 
 
 def check_result(index: NgramIndex, res) -> None:  # type: ignore[no-untyped-def]
