@@ -89,17 +89,27 @@ def index() -> None:
     type=click.IntRange(1000),
     help="Words per shard (bounds memory).",
 )
+@click.option("--cross-punctuation", is_flag=True,
+              help="N-grams cross punctuation (only placeholders break them): a stricter check "
+                   "against adversaries whose search ignores punctuation.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_clean_errors
 def index_build(
-    inputs: tuple[Path, ...], output: Path, max_n: int, shard_words: int, progress: bool
+    inputs: tuple[Path, ...],
+    output: Path,
+    max_n: int,
+    shard_words: int,
+    cross_punctuation: bool,
+    progress: bool,
 ) -> None:
     """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files)."""
     from presidio_delink.index import NgramIndex
     from presidio_delink.io import read_many
+    from presidio_delink.text import Tokenizer
 
+    tok = Tokenizer(max_n=max_n, break_on_punctuation=not cross_punctuation)
     idx = NgramIndex.build(
-        read_many(inputs), output, max_n=max_n, shard_words=shard_words, progress=progress
+        read_many(inputs), output, tokenizer=tok, shard_words=shard_words, progress=progress
     )
     st = idx.stats()
     click.echo(

@@ -121,3 +121,18 @@ def test_folder_of_txt(tmp_path: Path) -> None:
     assert res.exit_code == 0
     res = run("index", "query", str(tmp_path / "i"), "beta")
     assert json.loads(res.output)["doc_ids"] == ["a", "sub/b"]
+
+
+def test_cross_punctuation_index(tmp_path: Path) -> None:
+    src = tmp_path / "c.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "He was arrested. The gendarmes left."}) + "\n"
+                   + json.dumps({"id": "b", "text": "He was arrested and the gendarmes left."})
+                   + "\n")
+    for flag, want in (([], 0), (["--cross-punctuation"], 1)):
+        out = tmp_path / f"i{len(flag)}"
+        assert run("index", "build", str(src), "-o", str(out), "--no-progress", *flag).exit_code == 0
+        doc = tmp_path / "d.jsonl"
+        doc.write_text(json.dumps({"id": "q", "text": "arrested. The gendarmes"}) + "\n")
+        res = run("check", "--index", str(out), "-k", "2", str(doc))
+        spans = json.loads(res.output)["spans"]
+        assert len([s for s in spans if "." in s["text"]]) == want
