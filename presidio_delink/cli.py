@@ -184,19 +184,30 @@ _maxn_opt = click.option(
 )
 
 
+def _detection_options(func: F) -> F:
+    """The options and arguments that `check` and `attack` share."""
+    for deco in reversed(
+        [
+            _index_opt,
+            _k_opt,
+            _arity_opt,
+            _maxn_opt,
+            click.option(
+                "-o",
+                "--output",
+                type=click.Path(path_type=Path),
+                default=None,
+                help="Write JSONL here instead of stdout.",
+            ),
+            click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
+        ]
+    ):
+        func = deco(func)
+    return func
+
+
 @main.command("check")
-@_index_opt
-@_k_opt
-@_arity_opt
-@_maxn_opt
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write JSONL here instead of stdout.",
-)
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_detection_options
 @_clean_errors
 def check(
     index_dir: Path,
@@ -242,18 +253,7 @@ def check(
 
 
 @main.command("attack")
-@_index_opt
-@_k_opt
-@_arity_opt
-@_maxn_opt
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write JSONL here instead of stdout.",
-)
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_detection_options
 @_clean_errors
 def attack(
     index_dir: Path,
