@@ -144,7 +144,7 @@ class Shard:
             self.doc_starts = _map(directory / "doc_starts.bin", dtypes["doc_starts"])
             self._bytes_cache: dict[int, bytes] = {}
             self._witness_memo: dict[tuple[str, ...], int | None] = {}
-            self._word_ids: dict[str, int] = {}
+            self._ngram_cache: dict[int, set[str]] = {}
             # vocabulary id -> trie id, with the segment mark (V) mapped to -1
             self._tok_tid = np.append(np.asarray(self.vocab, dtype=np.int64), -1)
             with open(directory / "doc_ids.json", encoding="utf-8") as f:
@@ -221,24 +221,46 @@ class Shard:
             if kid is not None:
                 return self.postings_of(kid)
         if len(words) <= self.max_n:
-            # Not stored, so df <= 1; if it occurs, a stored sub-N-gram has df 1.
+            # Not stored, so df <= 1; if it occurs, a stored sub-N-gram has df 1 and the
+            # N-gram is among that one document's N-grams.
             wit = self._witness(tuple(words))
-            cands = self.postings_of(wit) if wit is not None else np.empty(0, np.uint32)
-        else:
-            # Longer than the stored levels: candidates from the rarest stored piece.
-            cands = self._rarest_piece(words)
+            if wit is None:
+                return _EMPTY
+            d = int(self.postings[int(self.offsets[wit])])
+            if " ".join(words) in self._doc_ngrams(d):
+                return np.array([d], dtype=np.uint32)
+            return _EMPTY
+        # Longer than the stored levels: candidates from the rarest stored piece.
+        cands = self._rarest_piece(words)
         if len(cands) == 0:
-            return np.empty(0, dtype=np.uint32)
-        word_id = self._word_ids.get
-        seq = [word_id(w) for w in words]
+            return _EMPTY
+        seq = [self.key_id(w) for w in words]
         if any(x is None for x in seq):
-            seq = [self.key_id(w) for w in words]
-            if any(x is None for x in seq):
-                return np.empty(0, dtype=np.uint32)
-            if len(self._word_ids) < 1_000_000:
-                self._word_ids.update(zip(words, seq, strict=True))  # type: ignore[arg-type]
+            return _EMPTY
         needle = np.asarray(seq, dtype=np.int64)
         return np.asarray([d for d in cands if self._contains(int(d), needle)], dtype=np.uint32)
+
+    def _doc_ngrams(self, d: int) -> set[str]:
+        """Every N-gram key (1..max_n words) of document ``d``; the last few are cached
+        (a bulk look-up of one text's N-grams keeps verifying against the same documents)."""
+        got = self._ngram_cache.get(d)
+        if got is None:
+            if len(self._ngram_cache) >= 16:
+                self._ngram_cache.pop(next(iter(self._ngram_cache)))
+            restore = self.trie.restore_key
+            words = [restore(int(t)) if t >= 0 else "" for t in self.doc_tokens(d).tolist()]
+            got = set()
+            seg: list[str] = []
+            for w in [*words, ""]:
+                if w:
+                    seg.append(w)
+                    continue
+                for i in range(len(seg)):
+                    for n in range(1, min(self.max_n, len(seg) - i) + 1):
+                        got.add(" ".join(seg[i : i + n]))
+                seg = []
+            self._ngram_cache[d] = got
+        return got
 
     def _witness(self, words: tuple[str, ...]) -> int | None:
         """For an N-gram that is not stored (``n <= max_n``): a stored sub-N-gram with
@@ -304,6 +326,9 @@ class Shard:
                 return True
             at = hay.find(needle, at + 1)
         return False
+
+
+_EMPTY = np.empty(0, dtype=np.uint32)
 
 
 def _map(path: Path, dtype: str) -> np.ndarray:
