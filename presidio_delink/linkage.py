@@ -357,11 +357,13 @@ def _combinations(
         if exhaustive:
             found.extend(_triples(inc, co >= k, k))
         else:
-            done = np.zeros(len(items), dtype=bool)
-            if len(ia):
-                done[np.where(score[ia] < score[ib], ia, ib)] = True
-            found.extend(_triples_to_flag(inc, co >= k, k, score, done, max_partners))
             combos.complete = False
+            if len(ia):
+                done = np.zeros(len(items), dtype=bool)
+                done[np.where(score[ia] < score[ib], ia, ib)] = True
+                found.extend(_triples_to_flag(inc, co >= k, k, score, done, max_partners))
+            else:
+                found.extend(_triples_in_documents(items, q, cols, inc, co >= k, k))
     if not found:
         return
     rows = np.concatenate(found)
@@ -468,3 +470,51 @@ def _triples_to_flag(
             tri = np.stack([np.full(len(bi), x), nb[bi], nb[bj]], axis=1)
             out.append(np.sort(tri, axis=1))
     return [np.concatenate(out)] if out else []
+
+
+def _triples_in_documents(
+    items: list[int],
+    q: list[np.ndarray],
+    cols: np.ndarray,
+    inc: np.ndarray,
+    frequent: np.ndarray,
+    k: int,
+) -> list[np.ndarray]:
+    """Linkable triples when no pair links: searched per collection document ``D`` among
+    its maximal items ``M_D`` (enough for the decision, see the module docstring).
+
+    A document whose whole ``M_D`` is held by ``k`` or more documents is skipped: every
+    subset of ``M_D`` is held by them too.  (A near-duplicate of the text in the
+    collection makes this the common case.)  Within ``M_D``, work per anchor as in
+    :func:`_triples_to_flag`.  Returns the triples found (not necessarily all of them).
+    """
+    present = inc.astype(bool)
+    members: dict[int, list[int]] = {}
+    for r, j in enumerate(items):
+        for d in np.searchsorted(cols, q[j]).tolist():
+            members.setdefault(d, []).append(r)
+    out: list[np.ndarray] = []
+    for rows_list in members.values():
+        if len(rows_list) < 3:
+            continue
+        rows = np.asarray(rows_list)
+        if np.logical_and.reduce(present[rows], axis=0).sum() >= k:
+            continue
+        f = frequent[np.ix_(rows, rows)]
+        dfs = present[rows].sum(axis=1)
+        order = np.lexsort((rows, dfs))
+        rank = np.empty(len(rows), dtype=np.int64)
+        rank[order] = np.arange(len(rows))
+        for a in order.tolist():
+            nb = np.flatnonzero(f[a] & (rank > rank[a]))
+            if len(nb) < 2:
+                continue
+            y = inc[np.ix_(rows[nb], np.flatnonzero(present[rows[a]]))]
+            co = y @ y.T
+            rare = (co >= 1) & (co < k) & f[np.ix_(nb, nb)]
+            bi, bj = np.nonzero(np.triu(rare, 1))
+            if len(bi):
+                tri = np.stack([np.full(len(bi), rows[a]), rows[nb[bi]], rows[nb[bj]]], axis=1)
+                out.append(np.sort(tri, axis=1))
+                break  # one witness per document is enough for the decision
+    return [np.unique(np.concatenate(out), axis=0)] if out else []

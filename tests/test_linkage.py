@@ -88,9 +88,14 @@ def check(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: igno
     idx = NgramIndex.build(docs, tmp_path_factory.mktemp("l") / "i", max_n=4)
     rep = analyze(idx, query, k=k, arity=arity, max_n=max_n)
     full = analyze(idx, query, k=k, arity=arity, max_n=max_n, exhaustive=True)
-    # The fast search flags exactly what the exhaustive one does.
-    assert {f.key: f.arity for f in rep.flagged} == {f.key: f.arity for f in full.flagged}
+    # The fast search decides exactly as the exhaustive one, flagging a subset of what it
+    # flags (the same set whenever some pair links).
+    fast_flags = {f.key: f.arity for f in rep.flagged}
+    full_flags = {f.key: f.arity for f in full.flagged}
     assert rep.linkable == full.linkable
+    assert fast_flags.items() <= full_flags.items()
+    if any(f.arity == 2 for f in full.flagged) or arity < 3:
+        assert fast_flags == full_flags
     grams, post, minimal, combos = brute(docs, query, k, max_n, idx.tokenizer)
     single = {f.key: f for f in rep.flagged if f.arity == 1}
     assert set(single) == minimal
