@@ -32,10 +32,15 @@ Algorithm and complexity (``u = |U|``, ``N`` documents, ``w = N/64`` words of a 
 2. Pairs: the co-occurrence counts of all pairs of ``U`` are one matrix product of the
    ``u x N`` incidence matrix with its transpose, ``O(u^2 N)`` in BLAS; a pair is linkable
    when its count is in ``1..k-1``.  Exact over ``U``, hence exact (see above).
-3. Triples: *per co-occurring document* ``D``, only over ``M_D``, and only triples whose
-   three pairs all have counts ``>= k`` (otherwise a pair is already linkable, or the
-   triple's intersection is empty).  Counts are ANDs of packed bitsets and a popcount,
-   ``O(t * w)`` for ``t`` such triples, instead of ``C(|A|, 3)`` intersections.
+3. Triples, only those whose three pairs all have counts ``>= k`` (otherwise a pair
+   already links, or the intersection is empty).  When some pair links, most N-grams are
+   flagged already: each remaining one ``x`` is tried as the triple's shortest member,
+   counting all ``(b, c)`` on ``x``'s documents with one matrix product.  When no pair
+   links, the search goes *per co-occurring document* ``D`` over ``M_D`` (enough for the
+   decision, by the argument above), skipping every ``D`` whose whole ``M_D`` is held by
+   ``k`` or more documents; per anchor (fewest documents) one matrix product on the
+   anchor's documents.  Either way no ``C(|A|, 3)`` enumeration of intersections.
+   ``exhaustive=True`` enumerates every linkable triple over ``U`` (the adversary's view).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ class Embedder:
         model_path: str | os.PathLike[str] | None = None,
         *,
         chunk_words: int = 200,
-        max_chunks: int = 8,
+        max_chunks: int = 2,
         batch_size: int = 32,
         device: str = "cpu",
     ) -> None:

@@ -72,7 +72,10 @@ def _gguf_tokenizer(path: Path) -> Any:
     pre_field = reader.fields.get("tokenizer.ggml.pre")
     pre = bytes(pre_field.parts[-1]).decode() if pre_field is not None else "default"
     tokens = strings("tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
+    merges: list[tuple[str, str]] = []
+    for m in strings("tokenizer.ggml.merges"):
+        a, _, b = m.partition(" ")
+        merges.append((a, b))
     tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     if pre == "smollm":  # SmolLM splits digits one by one before the GPT-2 regex

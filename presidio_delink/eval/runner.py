@@ -59,7 +59,7 @@ def collection_index(
     for d, t in docs:
         h.update(d.encode() + b"\0" + t.encode("utf-8", "surrogatepass") + b"\1")
     path = work_dir / f"index-{dataset.collection_name}-{h.hexdigest()[:16]}"
-    if (path / "meta.json").is_file() or any(path.glob("*.json")):
+    if (path / "meta.json").is_file():
         try:
             return NgramIndex.load(path, verify=False), docs
         except DelinkError as exc:
@@ -155,7 +155,10 @@ def run_eval(
         if setting.llm not in rewriters:
             rewriters = {setting.llm: make_rewriter(setting.llm)}  # one backend loaded at once
         delinker = Delinker(
-            index, k=setting.k, arity=setting.arity, rewriter=rewriters[setting.llm],
+            index,
+            k=setting.k,
+            arity=setting.arity,
+            rewriter=rewriters[setting.llm],
             passes=setting.passes,
         )
         say(f"[{s_no}/{len(settings)}] {setting.label}")
@@ -166,7 +169,9 @@ def run_eval(
             results.append(res)
             if i % 10 == 0 or i == len(tests):
                 say(f"  {i}/{len(tests)} docs, {time.perf_counter() - t0:.0f} s")
-        records = [metrics.doc_record(r, doc_ids, t.id) for r, t in zip(results, tests, strict=True)]
+        records = [
+            metrics.doc_record(r, doc_ids, t.id) for r, t in zip(results, tests, strict=True)
+        ]
         if monitor is not None:
             ok = [i for i, r in enumerate(results) if r.text is not None]
             vecs = monitor.embedder.encode([results[i].text or "" for i in ok])
@@ -194,8 +199,14 @@ def run_eval(
 
             summary["fluency"]["method"] = METHOD
             summary["fluency"]["tokens_per_text"] = fluency_tokens
-        out_settings.append({"setting": asdict(setting), "label": setting.label,
-                             "summary": summary, "docs": records})
+        out_settings.append(
+            {
+                "setting": asdict(setting),
+                "label": setting.label,
+                "summary": summary,
+                "docs": records,
+            }
+        )
         if on_results is not None:
             on_results(setting, results)
     if scorer is not None:
