@@ -187,11 +187,13 @@ def analyze(
     m: list[list[int]] = []
     df_at: dict[tuple[int, int, int], int] = {}
     cands: list[list[tuple[int, int, int]]] = []  # per segment: (i, n, df) flagged at i
+    queries = [ws[i : i + mx] for ws in words for i in range(len(ws))]
+    all_dfs = iter(index.prefix_dfs_many(queries, k))
     for s, ws in enumerate(words):
         ms: list[int] = []
         cs: list[tuple[int, int, int]] = []
         for i in range(len(ws)):
-            dfs = index.prefix_dfs(ws[i : i + mx], k)
+            dfs = next(all_dfs)
             good = 0
             for n, d in enumerate(dfs, 1):
                 if d >= k:

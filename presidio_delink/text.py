@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -118,8 +119,7 @@ def normalize_word(surface: str) -> tuple[str, ...]:
     return _normalize_slow(surface)
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """A normalised word with its offsets into the original text."""
 
     word: str
@@ -223,17 +223,26 @@ class Tokenizer:
         brk = self.break_on_punctuation
         segs: list[list[Token]] = []
         cur: list[Token] = []
+        cache: dict[str, list[tuple[str, int, int]]] = {}
         for start, chunk in self._chunks(stripped):
             if not chunk:
                 if cur and (brk or chunk is None):
                     segs.append(cur)
                     cur = []
                 continue
-            for w in _WORD_RE.finditer(chunk):
-                a, b = start + w.start(), start + w.end()
-                if omap is not None:
-                    a, b = omap[a], omap[b - 1] + 1
-                cur.extend(Token(n, a, b) for n in normalize_word(w.group()))
+            parts = cache.get(chunk)
+            if parts is None:
+                parts = cache[chunk] = [
+                    (n, w.start(), w.end())
+                    for w in _WORD_RE.finditer(chunk)
+                    for n in normalize_word(w.group())
+                ]
+            if omap is None:
+                cur.extend([Token(n, start + a, start + b) for n, a, b in parts])
+            else:
+                cur.extend(
+                    [Token(n, omap[start + a], omap[start + b - 1] + 1) for n, a, b in parts]
+                )
         return segs
 
     def word_segments(self, text: str) -> list[list[str]]:

@@ -1,0 +1,219 @@
+"""`presidio-delink eval`: the click command (registered by ``presidio_delink.cli``)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from presidio_delink.errors import DelinkError
+from presidio_delink.eval.data import DATASETS
+
+
+@click.command("eval")
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    default=("wiki-manual",),
+    show_default=True,
+    type=click.Choice(sorted(DATASETS)),
+    help="Test set and collection (repeatable).",
+)
+@click.option(
+    "-k",
+    "ks",
+    multiple=True,
+    type=click.IntRange(2),
+    default=(2, 5),
+    show_default=True,
+    help="Minimum document frequency (repeatable).",
+)
+@click.option(
+    "--arity",
+    "arities",
+    multiple=True,
+    type=click.IntRange(1, 3),
+    default=(1, 3),
+    show_default=True,
+    help="Largest combination checked (repeatable).",
+)
+@click.option(
+    "--llm",
+    "llms",
+    multiple=True,
+    default=("none",),
+    show_default=True,
+    help="LLM backend: none, embedded, ollama:MODEL, ... (repeatable).",
+)
+@click.option(
+    "--passes",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0),
+    help="LLM rewrite passes before redaction.",
+)
+@click.option(
+    "--limit", type=click.IntRange(1), default=None, help="Only the first N test documents."
+)
+@click.option(
+    "--llm-limit",
+    type=click.IntRange(1),
+    default=None,
+    help="Only the first N documents for settings with an LLM (default: --limit).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Index and embedding cache [default: ~/.cache/presidio-delink/eval].",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("eval-out"),
+    show_default=True,
+    help="Folder for JSON, Markdown, PNG and HTML.",
+)
+@click.option(
+    "--semantic/--no-semantic",
+    default=True,
+    show_default=True,
+    help="Embedding cosine and semantic linkage monitor (needs the MiniLM model).",
+)
+@click.option(
+    "--fluency-docs",
+    default=3,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Perplexity of input and output for the first N documents (0: off).",
+)
+@click.option(
+    "--fluency-tokens",
+    default=128,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Tokens scored per text.",
+)
+@click.option(
+    "--html/--no-html",
+    default=True,
+    show_default=True,
+    help="HTML before/after report of the first setting.",
+)
+def eval_command(
+    datasets: tuple[str, ...],
+    ks: tuple[int, ...],
+    arities: tuple[int, ...],
+    llms: tuple[str, ...],
+    passes: int,
+    limit: int | None,
+    llm_limit: int | None,
+    work_dir: Path | None,
+    out_dir: Path,
+    semantic: bool,
+    fluency_docs: int,
+    fluency_tokens: int,
+    html: bool,
+) -> None:
+    """Delink a de-identified test set under each setting (k x arity x LLM) and report
+    linkage risk, semantic integrity, edit cost, fluency and speed."""
+    try:
+        _run(
+            datasets,
+            ks,
+            arities,
+            llms,
+            passes,
+            limit,
+            llm_limit,
+            work_dir,
+            out_dir,
+            semantic,
+            fluency_docs,
+            fluency_tokens,
+            html,
+        )
+    except DelinkError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _run(
+    datasets: tuple[str, ...],
+    ks: tuple[int, ...],
+    arities: tuple[int, ...],
+    llms: tuple[str, ...],
+    passes: int,
+    limit: int | None,
+    llm_limit: int | None,
+    work_dir: Path | None,
+    out_dir: Path,
+    semantic: bool,
+    fluency_docs: int,
+    fluency_tokens: int,
+    html: bool,
+) -> None:
+    from presidio_delink.eval.output import at_a_glance, plot_tradeoff, write_all, write_json
+    from presidio_delink.eval.runner import Setting, run_eval
+    from presidio_delink.llm import make_rewriter
+    from presidio_delink.pipeline import DelinkResult
+
+    for spec in llms:  # fail fast on a bad backend spec (models load only when used)
+        make_rewriter(spec)
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        click.echo(f"[{time.perf_counter() - t0:6.0f} s] {msg}", err=True)
+
+    ks_u = tuple(dict.fromkeys(ks))
+    ar_u = tuple(dict.fromkeys(arities))
+    all_results = []
+    for name in dict.fromkeys(datasets):
+        html_written = False
+
+        def keep_html(setting: Setting, results: list[DelinkResult], name: str = name) -> None:
+            nonlocal html_written
+            if html and not html_written:
+                from presidio_delink.report import render
+
+                out_dir.mkdir(parents=True, exist_ok=True)
+                (out_dir / f"{name}-report.html").write_text(
+                    render(results, title=f"presidio-delink eval: {name}, {setting.label}"),
+                    encoding="utf-8",
+                )
+                html_written = True
+
+        merged = None
+        for spec in dict.fromkeys(llms):
+            n = limit if spec.strip().lower() == "none" else (llm_limit or limit)
+            settings = [Setting(k, a, spec, passes) for k in ks_u for a in ar_u]
+            res = run_eval(
+                name,
+                settings,
+                limit=n,
+                work_dir=work_dir,
+                semantic=semantic,
+                fluency_docs=fluency_docs,
+                fluency_tokens=fluency_tokens,
+                progress=say,
+                on_results=keep_html,
+            )
+            if merged is None:
+                merged = res
+            else:
+                merged["settings"] += res["settings"]
+                merged["meta"]["seconds"] += res["meta"]["seconds"]
+                merged["meta"].setdefault("runs", []).append(res["meta"])
+        assert merged is not None
+        for p in write_all(merged, out_dir):
+            say(f"wrote {p}")
+        click.echo(at_a_glance(merged))
+        all_results.append(merged)
+    if len(all_results) > 1:
+        write_json({"datasets": all_results}, out_dir / "all.json")
+        plot_tradeoff(all_results, out_dir / "all-tradeoff.png")
+        say(f"wrote {out_dir / 'all.json'} and {out_dir / 'all-tradeoff.png'}")
