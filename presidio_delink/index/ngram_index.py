@@ -284,28 +284,24 @@ class NgramIndex:
         return [self.df(p) for p in phrases]
 
     def df_keys(self, keys: Sequence[str]) -> np.ndarray:
-        """Bulk document frequency of normalised keys (words joined by one space)."""
-        out = np.empty(len(keys), dtype=np.int64)
-        if len(self.shards) == 1:
-            shard = self.shards[0]
-            get = shard.trie.get
-            offs = shard.offsets
-            kids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
-            hit = kids >= 0
-            out[hit] = (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
-            for i in np.flatnonzero(~hit).tolist():
-                out[i] = len(shard.lookup(keys[i].split(" "), stored=False))
-            return out
-        out[:] = 0
+        """Bulk document frequency of normalised keys (words joined by one space).
+
+        Repeated keys are looked up once; shards are summed (their documents differ).
+        """
+        distinct = list(dict.fromkeys(keys))
+        found = np.zeros(len(distinct), dtype=np.int64)
         for shard in self.shards:
             get = shard.trie.get
             offs = shard.offsets
-            kids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+            kids = np.fromiter((get(k, -1) for k in distinct), dtype=np.int64, count=len(distinct))
             hit = kids >= 0
-            out[hit] += (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
+            found[hit] += (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
             for i in np.flatnonzero(~hit).tolist():
-                out[i] += len(shard.lookup(keys[i].split(" "), stored=False))
-        return out
+                found[i] += len(shard.lookup(distinct[i].split(" "), stored=False))
+        if len(distinct) == len(keys):
+            return found
+        where = {k: i for i, k in enumerate(distinct)}
+        return found[np.fromiter((where[k] for k in keys), dtype=np.int64, count=len(keys))]
 
     def postings_keys(self, keys: Sequence[str]) -> list[np.ndarray]:
         """Bulk global posting lists of normalised keys."""
