@@ -89,9 +89,12 @@ def index() -> None:
     type=click.IntRange(1000),
     help="Words per shard (bounds memory).",
 )
-@click.option("--cross-punctuation", is_flag=True,
-              help="N-grams cross punctuation (only placeholders break them): a stricter check "
-                   "against adversaries whose search ignores punctuation.")
+@click.option(
+    "--cross-punctuation",
+    is_flag=True,
+    help="N-grams cross punctuation (only placeholders break them): a stricter check "
+    "against adversaries whose search ignores punctuation.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_clean_errors
 def index_build(
@@ -362,6 +365,7 @@ def delink(
     strict: bool,
     allow_remote: bool,
     cache_path: Path | None,
+    monitor_inputs: tuple[Path, ...],
     output: Path,
     report_path: Path | None,
     progress: bool,
@@ -383,6 +387,14 @@ def delink(
         from presidio_delink.presidio.engines import make_analyzer
 
         analyzer = make_analyzer(spacy_model)
+    monitor = None
+    if monitor_inputs:
+        from presidio_delink.eval.embeddings import Embedder
+        from presidio_delink.eval.monitor import SemanticMonitor
+
+        monitor = SemanticMonitor.from_collection(
+            list(read_many(monitor_inputs)), Embedder(), output.parent / ".delink-embeddings"
+        )
     delinker = Delinker(
         idx,
         k=k,
@@ -392,6 +404,7 @@ def delink(
         passes=passes,
         analyzer=analyzer,
         strict=strict,
+        monitor=monitor,
     )
     results = []
     failed = 0
@@ -414,3 +427,12 @@ def delink(
         err=True,
     )
     sys.exit(1 if failed else 0)
+
+
+def _register_eval() -> None:
+    from presidio_delink.eval.cli import eval_command
+
+    main.add_command(eval_command)
+
+
+_register_eval()

@@ -72,6 +72,7 @@ class DelinkResult:
     words_redacted: int = 0
     pii_redacted: int = 0
     warnings: list[str] = field(default_factory=list)
+    semantic: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSONL record (``text``, ``linkable_after``, ``audit``, figures)."""
@@ -92,6 +93,7 @@ class DelinkResult:
             "words_redacted": self.words_redacted,
             "pii_redacted": self.pii_redacted,
             "warnings": self.warnings,
+            "semantic": self.semantic,
         }
 
 
@@ -110,6 +112,11 @@ class Delinker:
         strict: raise :class:`LLMError` instead of falling back to redaction when the
             LLM fails.
         max_chars: longer documents are refused (an :class:`InputError`).
+        monitor: a semantic linkage monitor (``presidio_delink.eval.SemanticMonitor``, or
+            anything with ``assess(text) -> dict``): each result then carries a
+            ``semantic`` risk figure for its output (nearest collection document by
+            embedding cosine, the cosine, and its margin over the second nearest), the
+            method's known limit made visible.
     """
 
     def __init__(
@@ -124,6 +131,7 @@ class Delinker:
         analyzer: Any = None,
         strict: bool = False,
         max_chars: int = DEFAULT_MAX_CHARS,
+        monitor: Any = None,
     ) -> None:
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
         if passes < 0:
@@ -135,6 +143,7 @@ class Delinker:
         self.analyzer = analyzer
         self.strict = strict
         self.max_chars = max_chars
+        self.monitor = monitor
         self.tokenizer = index.tokenizer
 
     # -- public -----------------------------------------------------------------------
@@ -199,6 +208,8 @@ class Delinker:
             res.error = "still linkable after every fallback"
         else:
             res.text = current
+            if self.monitor is not None:
+                res.semantic = dict(self.monitor.assess(current))
         res.seconds = time.perf_counter() - t0
         log.info(
             "document %s: %d passes, %d words rewritten, %d redacted, %d LLM calls",

@@ -250,3 +250,18 @@ def test_cli_delink_redaction_only(tmp_path: Path) -> None:
         assert {"id", "text", "linkable_after", "audit"} <= set(rec)
     html = rep.read_text()
     assert "<mark class=\"flag\"" in html and "<mark class=\"redacted\"" in html
+
+
+def test_semantic_monitor_figure_in_result(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
+    class Monitor:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def assess(self, text: str) -> dict[str, object]:
+            self.seen.append(text)
+            return {"nearest": "tab:x", "cosine": 0.9, "margin": 0.1, "source_rank": None}
+
+    mon = Monitor()
+    res = Delinker(sample_index, k=2, monitor=mon).delink(sample_deid[0][1], "d")
+    assert mon.seen == [res.text]  # the output is assessed, not the input
+    assert res.to_json()["semantic"]["nearest"] == "tab:x"
