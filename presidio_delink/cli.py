@@ -342,6 +342,14 @@ def attack(
     default=None,
     help="SQLite cache of LLM answers (reruns are free).",
 )
+@click.option(
+    "--semantic-monitor",
+    "monitor_inputs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The collection's texts (INPUT formats): report each output's nearest collection "
+    "document by embedding cosine (needs the 'eval' extra).",
+)
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path))
 @click.option(
     "--report",
