@@ -58,10 +58,25 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _WORD = r"[^\W_]+"
 _WORD_RE = re.compile(_WORD)
 # Either a *chunk* (group 1: words joined by single in-word punctuation characters, e.g.
-# ``36110/97``, ``well-known``, ``applicant's``) or one breaking punctuation character
-# (group 1 is None).  Whitespace and apostrophes between chunks match nothing, so they
-# never break a segment.
-_SCANNER = re.compile(rf"({_WORD}(?:(?:[^\w\s]|_){_WORD})*)|[^\w\s{re.escape(_APOSTROPHES)}]")
+# ``36110/97``, ``well-known``, ``applicant's``) or one punctuation mark or symbol
+# between chunks (group 2; it breaks the segment only if :func:`breaks` says so).
+_SCANNER = re.compile(rf"({_WORD}(?:(?:[^\w\s]|_){_WORD})*)|([^\w\s])")
+
+# Punctuation that does not end a phrase: search engines skip these, so N-grams run
+# through them (more N-grams are checked, never fewer).
+_NON_BREAKING = frozenset(_APOSTROPHES + "§¶%‰‱#&@*†‡•·/\\′″‴※")
+_BREAKING_CATEGORIES = frozenset(("Po", "Ps", "Pe", "Pi", "Pf"))
+
+
+@lru_cache(maxsize=4096)
+def breaks(mark: str) -> bool:
+    """Does this punctuation mark or symbol (between words) break a segment?
+
+    Sentence and clause punctuation, brackets and quotes do (Unicode categories Po, Ps,
+    Pe, Pi, Pf), except apostrophes and word-like marks such as ``§``, ``%``, ``/``,
+    ``&``.  Dashes, symbols (``+``, ``=``, ``$``, ``°``...) and connectors do not.
+    """
+    return mark not in _NON_BREAKING and unicodedata.category(mark) in _BREAKING_CATEGORIES
 
 
 def strip_invisible(text: str, *, offsets: bool = True) -> tuple[str, list[int] | None]:
@@ -212,7 +227,12 @@ class Tokenizer:
         pos = 0
         for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
             if a > pos:
-                out.extend((m.start(), m.group(1) or "") for m in _SCANNER.finditer(text, pos, a))
+                for m in _SCANNER.finditer(text, pos, a):
+                    chunk = m.group(1)
+                    if chunk:
+                        out.append((m.start(), chunk))
+                    elif breaks(m.group(2)):
+                        out.append((m.start(), ""))
             out.append((a, None))
             pos = b
         return out
@@ -275,10 +295,10 @@ class Tokenizer:
         open_seg = False
         pos = 0
         for a, b in [*self.placeholder_spans(stripped), (len(stripped), len(stripped))]:
-            # findall gives group 1: the chunk, or "" for breaking punctuation.
-            for chunk in _SCANNER.findall(stripped, pos, a) if a > pos else ():
+            # findall gives (chunk, "") or ("", mark).
+            for chunk, mark in _SCANNER.findall(stripped, pos, a) if a > pos else ():
                 if not chunk:
-                    if open_seg and brk:
+                    if open_seg and brk and breaks(mark):
                         add(-1)
                         open_seg = False
                     continue
@@ -311,7 +331,7 @@ class Tokenizer:
             yield from iter_ngrams(seg, self.max_n)
 
 
-TOKENIZER_VERSION = "delink-text-1"
+TOKENIZER_VERSION = "delink-text-2"
 
 
 def ngram_key(words: Sequence[str]) -> str:
