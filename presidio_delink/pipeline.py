@@ -337,8 +337,11 @@ class Delinker:
             for r in group:
                 span = text[r.start : r.end]
                 new = answer.get(span)
+                others = [x for x in spans if x != span]
                 reason = (
-                    "no answer" if new is None else rejection(span, new, self.tokenizer, forbidden)
+                    "no answer"
+                    if new is None
+                    else rejection(span, new, self.tokenizer, forbidden, others)
                 )
                 if reason is None:
                     assert isinstance(new, str)

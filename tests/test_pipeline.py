@@ -265,3 +265,16 @@ def test_semantic_monitor_figure_in_result(sample_index: NgramIndex, sample_deid
     res = Delinker(sample_index, k=2, monitor=mon).delink(sample_deid[0][1], "d")
     assert mon.seen == [res.text]  # the output is assessed, not the input
     assert res.to_json()["semantic"]["nearest"] == "tab:x"
+
+
+def test_answers_shifted_between_spans_are_refused(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
+    class Shifter:
+        name = "shifter"
+
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            return {s: spans[(i + 1) % len(spans)] for i, s in enumerate(spans)}
+
+    res = Delinker(sample_index, k=2, rewriter=Shifter(), passes=1).delink(sample_deid[1][1])
+    assert_clean(sample_index, res)
+    multi = [a for a in res.audit if a.reason == "copies another span"]
+    assert multi and all(a.method == "redacted" for a in multi)
