@@ -125,13 +125,16 @@ def rejection(
     tokenizer: Tokenizer,
     forbidden: Iterable[str] = (),
     siblings: Iterable[str] = (),
+    context: str | None = None,
 ) -> str | None:
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
     Rejected: not a string, empty, multi-line, equal to or containing the span (compared
     as normalised words), reintroducing text that PII redaction removed (``forbidden``),
     containing a redaction placeholder with other words, implausibly long, or a copy of
-    another span of the same request (``siblings``: small models swap them).
+    another span of the same request (``siblings``: small models swap them), or bringing
+    in a capitalised word found nowhere in ``context`` (an invented name is new PII-like
+    content, even though it links nothing).
     """
     if not isinstance(replacement, str):
         return "not a string"
@@ -154,6 +157,15 @@ def rejection(
     for other in siblings:
         if rep_words == [w for seg in tokenizer.word_segments(other) for w in seg]:
             return "copies another span"
+    if context is not None and rep != REDACTED:
+        known = set(re.findall(r"\w+", context + " " + span))
+        for i, w in enumerate(re.findall(r"\w+", rep)):
+            if (
+                w[:1].isupper()
+                and w not in known
+                and (i > 0 or w.lower() not in {x.lower() for x in known})
+            ):
+                return "introduces a new name"
     if rep != REDACTED and tokenizer.placeholder_spans(rep):
         return "mixes a placeholder with text"
     if (

@@ -341,7 +341,7 @@ class Delinker:
                 reason = (
                     "no answer"
                     if new is None
-                    else rejection(span, new, self.tokenizer, forbidden, others)
+                    else rejection(span, new, self.tokenizer, forbidden, others, context)
                 )
                 if reason is None:
                     assert isinstance(new, str)

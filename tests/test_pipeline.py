@@ -278,3 +278,14 @@ def test_answers_shifted_between_spans_are_refused(sample_index: NgramIndex, sam
     assert_clean(sample_index, res)
     multi = [a for a in res.audit if a.reason == "copies another span"]
     assert multi and all(a.method == "redacted" for a in multi)
+
+
+def test_invented_names_are_refused() -> None:
+    tok = Tokenizer()
+    ctx = "The applicants lodged a complaint with the Court."
+    assert rejection("applicants", "Birgitta and Sven Linde", tok, context=ctx) == (
+        "introduces a new name"
+    )
+    assert rejection("applicants", "claimants", tok, context=ctx) is None
+    assert rejection("The applicants", "The claimants", tok, context=ctx) is None
+    assert rejection("applicants", "the Court's clients", tok, context=ctx) is None
