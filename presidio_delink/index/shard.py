@@ -289,7 +289,7 @@ class Shard:
                     if pid is None:
                         found = self._witness(part)
                         break  # None: that piece occurs nowhere, so neither does this
-        if len(memo) > 200_000:
+        if len(memo) > 20_000:
             memo.clear()
         memo[words] = found
         return found
