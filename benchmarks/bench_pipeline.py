@@ -526,7 +526,8 @@ def table(report: dict[str, Any]) -> str:
         q = llm["rewrite_quality"]
         lines.append(
             _row(
-                "LLM: accepted rewrites copying another span / inventing a capitalised word",
+                "LLM: accepted rewrites equal to another span of the doc+pass (upper bound) "
+                "/ with an invented capitalised word",
                 f"{q['copies_sibling']} / {q['invents_capitalised']} of {q['accepted_rewrites']}",
             )
         )
