@@ -5,7 +5,7 @@
 #  3. delink them (LLM rewrites + verified redaction fallback) -> samples/out/delinked.jsonl,
 #     with an HTML report samples/out/report.html;
 #  4. check the output again: nothing links (exit code 0).
-# Takes a few minutes on 2 cores (about 1 s per LLM call). Writes only into samples/out/.
+# Takes about 5 minutes on 2 cores (about 2 s per LLM call). Writes only into samples/out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/setup.sh
