@@ -334,24 +334,9 @@ class Tokenizer:
 TOKENIZER_VERSION = "delink-text-2"
 
 
-def ngram_key(words: Sequence[str]) -> str:
-    """The index key of an N-gram given as normalised words."""
-    return " ".join(words)
-
-
 def iter_ngrams(seg: Sequence[Token], max_n: int) -> Iterator[tuple[str, int, int]]:
     """Yield ``(key, start, end)`` of every N-gram of one segment."""
     words = [t.word for t in seg]
     for i in range(len(seg)):
         for n in range(1, min(max_n, len(seg) - i) + 1):
             yield " ".join(words[i : i + n]), seg[i].start, seg[i + n - 1].end
-
-
-def key_words(key: str) -> list[str]:
-    """Inverse of :func:`ngram_key`."""
-    return key.split(" ")
-
-
-def normalize_query(phrase: str, tokenizer: Tokenizer) -> list[str]:
-    """Normalise a free-text phrase into N-gram keys, one per segment."""
-    return [ngram_key(w) for w in tokenizer.word_segments(phrase)]

@@ -279,10 +279,6 @@ class NgramIndex:
         ids = self.doc_ids
         return [ids[i] for i in self.lookup(self.words_of(phrase)).tolist()]
 
-    def df_many(self, phrases: Iterable[str]) -> list[int]:
-        """Bulk :meth:`df` for raw phrases."""
-        return [self.df(p) for p in phrases]
-
     def df_keys(self, keys: Sequence[str]) -> np.ndarray:
         """Bulk document frequency of normalised keys (words joined by one space).
 

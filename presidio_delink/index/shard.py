@@ -142,7 +142,6 @@ class Shard:
             self.tokens = _map(directory / "tokens.bin", dtypes["tokens"])
             self.vocab = _map(directory / "vocab.bin", dtypes["vocab"])
             self.doc_starts = _map(directory / "doc_starts.bin", dtypes["doc_starts"])
-            self._bytes_cache: dict[int, bytes] = {}
             self._witness_memo: dict[tuple[str, ...], int | None] = {}
             self._ngram_cache: dict[int, set[str]] = {}
             # vocabulary id -> trie id, with the segment mark (V) mapped to -1
@@ -307,18 +306,8 @@ class Shard:
         assert best is not None
         return self.postings_of(best)
 
-    def _doc_bytes(self, d: int) -> bytes:
-        """Document ``d`` as int64 trie ids, as bytes; the last few are cached (a bulk
-        look-up of one text's N-grams keeps verifying against the same documents)."""
-        got = self._bytes_cache.get(d)
-        if got is None:
-            if len(self._bytes_cache) >= 32:
-                self._bytes_cache.pop(next(iter(self._bytes_cache)))
-            got = self._bytes_cache[d] = self.doc_tokens(d).tobytes()
-        return got
-
     def _contains(self, d: int, seq: np.ndarray) -> bool:
-        hay = self._doc_bytes(d)
+        hay = self.doc_tokens(d).tobytes()  # only for N-grams longer than the stored levels
         needle = seq.tobytes()
         at = hay.find(needle)
         while at >= 0:
