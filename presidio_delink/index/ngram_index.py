@@ -223,6 +223,26 @@ class NgramIndex:
             self._doc_ids = [i for s in self.shards for i in s.doc_ids]
         return self._doc_ids
 
+    @property
+    def doc_groups(self) -> list[str]:
+        """Group of each document, by ordinal (a person or case; each document is its own
+        group when the collection has no groups)."""
+        return self.doc_ids
+
+    def doc_words(self, ordinal: int) -> list[str]:
+        """The normalised words of document ``ordinal`` in order, ``""`` closing each
+        segment (what an aligner needs to compare a text with its source)."""
+        if not 0 <= ordinal < self.n_docs:
+            raise IndexError(f"document ordinal {ordinal} out of range")
+        for s in self.shards:
+            if ordinal < s.doc_base + s.n_docs:
+                restore = s.trie.restore_key
+                return [
+                    restore(int(t)) if t >= 0 else ""
+                    for t in s.doc_tokens(ordinal - s.doc_base).tolist()
+                ]
+        raise AssertionError("unreachable")
+
     def stats(self) -> dict[str, object]:
         """Counts and sizes."""
         size = sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
