@@ -398,7 +398,7 @@ def delink(
     monitor = None
     if monitor_inputs:
         from presidio_delink.eval.embeddings import Embedder
-        from presidio_delink.eval.monitor import SemanticMonitor
+        from presidio_delink.attacks.semantic import SemanticMonitor
 
         monitor = SemanticMonitor.from_collection(
             list(read_many(monitor_inputs)), Embedder(), output.parent / ".delink-embeddings"

@@ -77,7 +77,7 @@ def test_embedder_cosines(embedder, tmp_path: Path) -> None:  # type: ignore[no-
 
 @needs_model
 def test_monitor_ranks_source_first(embedder) -> None:  # type: ignore[no-untyped-def]
-    from presidio_delink.eval.monitor import SemanticMonitor
+    from presidio_delink.attacks.semantic import SemanticMonitor
 
     mon = SemanticMonitor.from_collection(COLLECTION, embedder)
     r = mon.assess("A small [REDACTED] cat, kept as a pet, purrs and hunts mice.", "c:cats")

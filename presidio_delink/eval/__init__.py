@@ -26,7 +26,7 @@ _LAZY = {
     "load_dataset": "presidio_delink.eval.data",
     "Embedder": "presidio_delink.eval.embeddings",
     "Perplexity": "presidio_delink.eval.fluency",
-    "SemanticMonitor": "presidio_delink.eval.monitor",
+    "SemanticMonitor": "presidio_delink.attacks.semantic",
     "Setting": "presidio_delink.eval.runner",
     "run_eval": "presidio_delink.eval.runner",
 }

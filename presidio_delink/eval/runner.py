@@ -127,10 +127,12 @@ def run_eval(
     monitor = None
     inputs_sem: list[dict[str, Any]] = []
     if semantic:
-        from presidio_delink.eval.monitor import SemanticMonitor
+        from presidio_delink.attacks.semantic import SemanticMonitor
 
         say("embedding the collection (cached after the first run)")
-        monitor = SemanticMonitor.from_collection(coll, cache_dir=wd / "embeddings")
+        from presidio_delink.eval.embeddings import Embedder
+
+        monitor = SemanticMonitor.from_collection(coll, Embedder(), wd / "embeddings")
         in_vecs = monitor.embedder.encode_cached(
             [t.id for t in tests], [t.deidentified for t in tests], wd / "embeddings"
         )

@@ -1,0 +1,294 @@
+"""Containment attack: how much of a text does each group of the collection contain, in order?
+
+This is the near-verbatim copy detection of text-reuse tools (winnowing / MOSS, Schleimer,
+Wilkerson and Aiken 2003; "seed, then extend" aligners), run against the N-gram index the
+package already has.  It needs no rare phrase: a text whose every rare word was redacted
+still shares long runs of ordinary words with its source, in the source's order.
+
+Definitions.  The text's words ``t_0 .. t_{L-1}`` are its normalised words (the index's
+tokenizer), numbered across segment breaks and placeholders; a collection document's
+words ``d_0 ..`` likewise (``NgramIndex.doc_words`` without the segment marks).
+
+* A **seed** is a ``q``-gram (``q = seed`` words, default 3) lying inside one segment of
+  both texts.  A seed match is a pair ``(i, j)`` with ``t_i..t_{i+q-1} = d_j..d_{j+q-1}``;
+  its *diagonal* is ``j - i``.
+* A **chain** is a sequence of seed matches ``(i_1, j_1), (i_2, j_2), ...`` with
+  ``0 < i_{m+1} - i_m <= gap``, ``j_{m+1} > j_m`` and diagonals differing by at most
+  ``drift`` between neighbours: the same passage, in the same order, at consistent
+  offsets.  A single edited word breaks the ``q`` seeds through it but not the chain (the
+  next seed is at most ``q + 1 <= gap`` words on, on the same diagonal); an inserted or
+  deleted word, or a placeholder standing for several words, shifts the diagonal by a
+  few words (``<= drift``).
+* A chain **covers** the text words of its seeds.  Chains covering fewer than
+  ``min_chain`` words are dropped (stray common phrases).  The **score** of a group is
+  the share of the text's words covered by the kept chains of its documents (union over
+  the group's documents, so a group whose texts hold different parts of the text gets
+  credit for all of them), in ``[0, 1]``.
+
+Decision.  ``linked`` when the best group's score exceeds the ``k``-th best's by at least
+``margin`` (and is at least ``min_score``): the adversary can claim the top group when
+fewer than ``k`` groups explain the text about as well.  The default ``margin`` was
+calibrated on held-in data: TAB ECHR cases whose text is NOT in the collection
+(the annotated train/dev documents of ``tab_sample144`` queried against an index of the
+TAB collection without them) give the null distribution of ``s_1 - s_k``; the margin is
+above its 99th percentile (0.057 at k = 2), so a text with no source in the collection
+is claimed about 1 time in 100.  See ``benchmarks/bench_containment.py --calibrate``.
+
+Method and complexity (``L`` text words, ``C`` candidates, ``|D|`` words of a candidate):
+
+1. Candidates: every seed of the text is looked up in the index (``df_keys``, then the
+   posting lists of the seeds with ``df <= max_df``; common seeds say nothing about which
+   document): ``O(L)`` look-ups.  Documents are ranked by the number of text positions
+   whose seed they hold, weighted by ``1/df``; the best ``C`` are aligned.
+2. Alignment of a candidate: a hash table of its ``q``-grams (``O(|D|)``), the matches of
+   the text's seeds (each seed's occurrences capped at ``max_occ``), then one sweep in
+   text order that extends, for each match, the open chain ending within ``gap`` words
+   with the closest diagonal: ``O(M * a)`` for ``M`` matches and ``a`` open chains.
+3. Scores per group: union of covered positions.  Total ``O(L + C (|D| + M a))``;
+   on TAB (1,635 documents, 850-word texts) tens of milliseconds per text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from presidio_delink.attacks.base import Ranked, Verdict
+from presidio_delink.errors import ConfigError
+from presidio_delink.index import NgramIndex
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Chain", "ContainmentAttack", "DEFAULT_MARGIN"]
+
+#: Calibrated margin between the best and the k-th group (see the module docstring).
+DEFAULT_MARGIN = 0.06
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain of seed matches between the text and one collection document.
+
+    Attributes:
+        doc: the document's ordinal.
+        positions: text word positions of the chain's seeds (ascending).
+        covered: number of text words its seeds cover.
+    """
+
+    doc: int
+    positions: tuple[int, ...]
+    covered: int
+
+
+class ContainmentAttack:
+    """Rank the collection's groups by how much of a text they contain, in order.
+
+    Args:
+        index: the collection's N-gram index (its tokenizer normalises the text).
+        k: the decision compares the best group with the ``k``-th (>= 2).
+        seed: seed length ``q`` in words (2..8; at most the index's ``max_n``).
+        gap: largest step between consecutive seeds of a chain, in text words
+            (>= ``seed + 1`` so that one edited word does not break a chain).
+        drift: largest change of diagonal between consecutive seeds (insertions,
+            deletions, placeholders standing for several words).
+        min_chain: chains covering fewer words are dropped.
+        candidates: documents aligned per text.
+        max_df: seeds found in more documents are not used to pick candidates
+            (default: ``max(20, n_docs // 20)``).
+        max_occ: occurrences of one seed in one document considered.
+        margin: decision margin between the best and the ``k``-th score.
+        min_score: the best score must be at least this to decide ``linked``.
+    """
+
+    name = "containment"
+
+    def __init__(
+        self,
+        index: NgramIndex,
+        *,
+        k: int = 2,
+        seed: int = 3,
+        gap: int = 8,
+        drift: int = 5,
+        min_chain: int = 6,
+        candidates: int = 40,
+        max_df: int | None = None,
+        max_occ: int = 8,
+        margin: float = DEFAULT_MARGIN,
+        min_score: float = 0.05,
+    ) -> None:
+        if not isinstance(k, int) or k < 2:
+            raise ConfigError(f"k must be an integer >= 2, got {k!r}")
+        if not 2 <= seed <= min(8, index.max_n):
+            raise ConfigError(f"seed must be in 2..{min(8, index.max_n)}, got {seed!r}")
+        if gap < seed + 1:
+            raise ConfigError(f"gap must be >= seed + 1 = {seed + 1}, got {gap!r}")
+        if drift < 0 or min_chain < 1 or candidates < 1 or max_occ < 1:
+            raise ConfigError("drift must be >= 0; min_chain, candidates, max_occ >= 1")
+        if not 0 <= margin <= 1 or not 0 <= min_score <= 1:
+            raise ConfigError("margin and min_score must lie in [0, 1]")
+        self.index = index
+        self.k, self.seed, self.gap, self.drift = k, seed, gap, drift
+        self.min_chain, self.candidates, self.max_occ = min_chain, candidates, max_occ
+        self.max_df = max_df if max_df is not None else max(20, index.n_docs // 20)
+        self.margin, self.min_score = margin, min_score
+        self._groups = index.doc_groups
+        self._ids = index.doc_ids
+
+    # -- public ---------------------------------------------------------------------
+    def rank(self, text: str, top: int = 10) -> list[Ranked]:
+        """The ``top`` groups with the highest containment score, best first."""
+        return self.scores(text)[:top]
+
+    def verdict(self, text: str, top: int = 10) -> Verdict:
+        """Ranking plus decision (see the module docstring)."""
+        ranking = self.scores(text)
+        return Verdict(self.name, tuple(ranking[:top]), self.decide(ranking))
+
+    def decide(self, ranking: Sequence[Ranked]) -> bool:
+        """``linked``: the best score exceeds the ``k``-th by ``margin``."""
+        if not ranking or ranking[0].score < self.min_score:
+            return False
+        kth = ranking[self.k - 1].score if len(ranking) >= self.k else 0.0
+        return ranking[0].score - kth >= self.margin
+
+    def scores(self, text: str) -> list[Ranked]:
+        """Every group with kept chains, best first (ties: group id)."""
+        words, seeds = self._text_seeds(text)
+        if not seeds:
+            return []
+        covered = self.coverage(words, seeds, self._candidates(text))
+        return self._rank(covered, len(words))
+
+    def chains(self, text: str, docs: Sequence[int] | None = None) -> list[Chain]:
+        """Kept chains of ``text`` against ``docs`` (default: the candidates)."""
+        words, seeds = self._text_seeds(text)
+        if not seeds:
+            return []
+        cands = list(docs) if docs is not None else self._candidates(text)
+        return [c for d in cands for c in self._align(seeds, d)]
+
+    def group_docs(self, group: str) -> list[int]:
+        """Ordinals of the documents of ``group``."""
+        return [i for i, g in enumerate(self._groups) if g == group]
+
+    # -- internals ------------------------------------------------------------------
+    def _text_seeds(self, text: str) -> tuple[list[str], dict[int, tuple[str, ...]]]:
+        """The text's words and its seeds by start position (across punctuation)."""
+        words = [t.word for seg in self.index.tokenizer.segments(text) for t in seg]
+        q = self.seed
+        return words, {i: tuple(words[i : i + q]) for i in range(len(words) - q + 1)}
+
+    def _candidates(self, text: str) -> list[int]:
+        q = self.seed
+        keys = list(
+            dict.fromkeys(
+                " ".join(t.word for t in seg[i : i + q])
+                for seg in self.index.tokenizer.segments(text)
+                for i in range(len(seg) - q + 1)
+            )
+        )
+        if not keys:
+            return []
+        dfs = self.index.df_keys(keys)
+        rare = [k for k, df in zip(keys, dfs.tolist(), strict=True) if 1 <= df <= self.max_df]
+        if not rare:
+            return []
+        weight = np.zeros(self.index.n_docs, dtype=np.float64)
+        for post in self.index.postings_keys(rare):
+            weight[post] += 1.0 / len(post)
+        n = min(self.candidates, int(np.count_nonzero(weight)))
+        best = np.argpartition(-weight, n - 1)[:n] if n < len(weight) else np.arange(len(weight))
+        return sorted(int(d) for d in best if weight[d] > 0)
+
+    def _align(self, seeds: dict[int, tuple[str, ...]], doc: int) -> list[Chain]:
+        """Kept chains between the text (its seeds) and document ``doc``."""
+        q = self.seed
+        table: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        dw = [w for w in self.index.doc_words(doc) if w]
+        for j in range(len(dw) - q + 1):
+            occ = table[tuple(dw[j : j + q])]
+            if len(occ) < self.max_occ:
+                occ.append(j)
+        # open chains: [last_i, last_j, positions]
+        open_: list[list] = []
+        done: list[list[int]] = []
+        gap, drift = self.gap, self.drift
+        for i in sorted(seeds):
+            occ = table.get(seeds[i])
+            if not occ:
+                continue
+            still = []
+            for c in open_:
+                if i - c[0] > gap:
+                    done.append(c[2])
+                else:
+                    still.append(c)
+            open_ = still
+            extended: set[int] = set()
+            for j in occ:
+                best = None
+                best_d = drift + 1
+                for ci, c in enumerate(open_):
+                    if ci in extended or c[0] >= i or j <= c[1]:
+                        continue
+                    d = abs((j - i) - (c[1] - c[0]))
+                    if d < best_d:
+                        best, best_d = ci, d
+                if best is None:
+                    open_.append([i, j, [i]])
+                    extended.add(len(open_) - 1)
+                else:
+                    c = open_[best]
+                    c[0], c[1] = i, j
+                    c[2].append(i)
+                    extended.add(best)
+        done.extend(c[2] for c in open_)
+        out = []
+        for ps in done:
+            cov = _covered(ps, q)
+            if cov >= self.min_chain:
+                out.append(Chain(doc, tuple(ps), cov))
+        return out
+
+    def coverage(
+        self, words: Sequence[str], seeds: dict[int, tuple[str, ...]], docs: Sequence[int]
+    ) -> dict[int, set[int]]:
+        """Text positions covered by the kept chains of each document."""
+        q = self.seed
+        out: dict[int, set[int]] = {}
+        for d in docs:
+            cov: set[int] = set()
+            for ch in self._align(seeds, d):
+                for p in ch.positions:
+                    cov.update(range(p, p + q))
+            if cov:
+                out[d] = cov
+        return out
+
+    def _rank(self, covered: dict[int, set[int]], n_words: int) -> list[Ranked]:
+        by_group: dict[str, set[int]] = {}
+        best_doc: dict[str, tuple[int, int]] = {}
+        for d, cov in covered.items():
+            g = self._groups[d]
+            by_group.setdefault(g, set()).update(cov)
+            if g not in best_doc or len(cov) > best_doc[g][0]:
+                best_doc[g] = (len(cov), d)
+        ranking = [
+            Ranked(g, len(cov) / max(1, n_words), self._ids[best_doc[g][1]])
+            for g, cov in by_group.items()
+        ]
+        ranking.sort(key=lambda r: (-r.score, r.group))
+        return ranking
+
+
+def _covered(positions: Sequence[int], q: int) -> int:
+    """Words covered by seeds of length ``q`` starting at sorted ``positions``."""
+    total = 0
+    for a, b in zip(positions, positions[1:], strict=False):
+        total += min(q, b - a)
+    return total + q if positions else 0

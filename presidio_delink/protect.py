@@ -1,0 +1,235 @@
+"""`--protect containment`: cut the chains that let an aligner find the source, fewest words first.
+
+Search-based delinking (the pipeline) removes every rare phrase, but one changed word per
+rare phrase leaves the text in its source's order: a containment attack
+(:mod:`presidio_delink.attacks.containment`) still ranks the source first.  This module
+takes a linkage-free output whose source group is known and edits it further until the
+containment attack no longer ranks that group first.
+
+Definitions (``q`` = the attack's seed length, the shortest fingerprint an adversary uses;
+a longer fingerprint only matches where ``q``-grams do).  For the current text ``T``:
+
+* ``S`` = text positions covered by the kept chains of the source group's documents;
+  ``C`` = those covered by the best *other* group (the *competitor*);
+* score ``s(T) = |S| / L`` and ``c(T) = |C| / L`` (the attack's scores);
+* goal: ``s(T) <= (1 - safety) * c(T)``, i.e. the source is not first, with a relative
+  safety factor so that detectors with other fingerprint lengths (3..5 words) and other
+  windows, whose scores differ from ours by a few percent, do not put it first either.
+
+Method.  A word changed inside a run of ``S \\ C`` (positions only the source explains)
+lowers ``s`` without lowering ``c``.  Every ``q``-gram of a run is broken by changing
+every ``q``-th word of it (positions ``start + q - 1, start + 2q - 1, ...``), and no
+fewer changes break them all (a minimum stabbing set of the run's ``q``-grams, as for the
+flagged N-grams of the pipeline).  Runs are cut longest first (most score per changed
+word), just enough to reach the goal by the estimate ``|S| - cut``; then the attack runs
+again (the chains re-form around the cuts only where the estimate was optimistic).  When
+``S \\ C`` is exhausted the same cut is applied to ``S \\ C`` of the *new* competitor, and
+last to ``S`` itself.  A cut is a redaction placeholder: it creates no N-gram, but it can
+shorten an N-gram, so after each round the text is checked again against the index and
+whatever links is redacted by the pipeline's own rule (minimum stabbing set).  The
+guarantee (linkage-free at the delinker's ``k`` and arity) therefore still holds.
+
+Escalation order.  Arity 2 and 3 change 75 to 77 % of the words of a TAB document; the
+cuts above reach the goal at a fraction of that, so ``arities`` (tried first, when given)
+is empty by default.  Complexity: each round is one attack (``O(L + C |D|)``, see the
+attack) plus one linkage check; rounds are few (each cuts at least one run).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from presidio_delink.attacks.base import rank_of
+from presidio_delink.attacks.containment import ContainmentAttack
+from presidio_delink.edits import REDACTED, apply, runs, stabbing_tokens
+from presidio_delink.errors import ConfigError
+from presidio_delink.linkage import analyze
+from presidio_delink.pipeline import AuditEntry, Delinker, DelinkResult
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_SAFETY", "ProtectOutcome", "protect_containment", "protect_result"]
+
+#: Relative safety factor (see the module docstring), tuned on TAB so that winnowing
+#: detectors with 3-, 4- and 5-word fingerprints stay at or below 5 % top-1.
+DEFAULT_SAFETY = 0.25
+
+
+@dataclass
+class ProtectOutcome:
+    """What protection did to one text."""
+
+    text: str
+    rounds: int = 0
+    words_cut: int = 0
+    words_relinked: int = 0  # redacted because a cut made an N-gram linkable
+    source_rank: int | None = None
+    audit: list[AuditEntry] = field(default_factory=list)
+    marks: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+def _goal(attack: ContainmentAttack, text: str, group: str, safety: float) -> tuple[bool, list]:
+    ranking = attack.scores(text)
+    src = next((r for r in ranking if r.group == group), None)
+    if src is None:
+        return True, ranking
+    best_other = next((r.score for r in ranking if r.group != group), 0.0)
+    return src.score <= (1.0 - safety) * best_other and src.score < best_other, ranking
+
+
+def protect_containment(
+    text: str,
+    group: str,
+    attack: ContainmentAttack,
+    *,
+    k: int,
+    arity: int,
+    max_n: int | None = None,
+    safety: float = DEFAULT_SAFETY,
+    max_rounds: int = 200,
+    marks: Sequence[tuple[int, int, str]] = (),
+) -> ProtectOutcome:
+    """Edit a linkage-free ``text`` until ``attack`` no longer ranks ``group`` first.
+
+    Args:
+        text: the pipeline's output (linkage-free at ``k``/``arity``).
+        group: the source's group id (``NgramIndex.doc_groups``).
+        attack: the containment attack (its index is the one checked).
+        k, arity, max_n: the linkage guarantee to keep.
+        safety: relative margin below the competitor to reach (0 <= safety < 1).
+        max_rounds: bound on attack rounds.
+        marks: the pipeline's edit marks, carried along.
+
+    Returns:
+        The protected text and what was changed; the text is linkage-free.
+    """
+    if not 0 <= safety < 1:
+        raise ConfigError(f"safety must lie in [0, 1), got {safety!r}")
+    index = attack.index
+    q = attack.seed
+    out = ProtectOutcome(text=text, marks=list(marks))
+    docs_of: dict[str, list[int]] = {}
+    for _ in range(max_rounds):
+        done, ranking = _goal(attack, out.text, group, safety)
+        if done:
+            break
+        out.rounds += 1
+        segs = index.tokenizer.segments(out.text)
+        tokens = [t for s in segs for t in s]
+        words, seeds = attack._text_seeds(out.text)
+        others = [r.group for r in ranking if r.group != group]
+        src_docs = docs_of.setdefault(group, attack.group_docs(group))
+        cov = attack.coverage(words, seeds, src_docs)
+        s_pos: set[int] = set().union(*cov.values()) if cov else set()
+        c_pos: set[int] = set()
+        if others:
+            comp = attack.coverage(words, seeds, docs_of.setdefault(others[0], attack.group_docs(others[0])))
+            c_pos = set().union(*comp.values()) if comp else set()
+        best_other = len(c_pos)
+        need = len(s_pos) - int((1.0 - safety) * best_other)
+        chosen = _cuts(s_pos - c_pos, q, need) or _cuts(s_pos, q, need)
+        if not chosen:  # nothing left to cut (cannot happen while the source scores)
+            break
+        edits = [(tokens[i].start, tokens[i].end, REDACTED) for i in chosen]
+        for i in chosen:
+            out.audit.append(
+                AuditEntry(
+                    original=out.text[tokens[i].start : tokens[i].end],
+                    df=0,
+                    arity=0,
+                    ngram="",
+                    replacement=REDACTED,
+                    pass_no=0,
+                    method="redacted",
+                    n_words=1,
+                    reason="containment chain",
+                )
+            )
+        out.words_cut += len(chosen)
+        out.text, out.marks = apply(out.text, _merge(edits), out.marks)
+        _relink(out, index, k, arity, max_n)
+    ranking = attack.scores(out.text)
+    out.source_rank = rank_of(ranking, group)
+    return out
+
+
+def _cuts(positions: set[int], q: int, need: int) -> list[int]:
+    """Every ``q``-th position of the longest runs of ``positions`` until ``need`` positions
+    are covered by the runs cut."""
+    if not positions:
+        return []
+    ps = sorted(positions)
+    rs: list[tuple[int, int]] = []
+    a = prev = ps[0]
+    for p in ps[1:]:
+        if p != prev + 1:
+            rs.append((a, prev + 1))
+            a = p
+        prev = p
+    rs.append((a, prev + 1))
+    rs.sort(key=lambda r: (-(r[1] - r[0]), r[0]))
+    chosen: list[int] = []
+    got = 0
+    for a, b in rs:
+        if got >= max(1, need):
+            break
+        if b - a < q:
+            cut = [a + (b - a) // 2]
+        else:
+            cut = list(range(a + q - 1, b, q))
+        chosen.extend(cut)
+        got += b - a
+    return sorted(set(chosen))
+
+
+def _merge(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    return sorted(set(edits))
+
+
+def _relink(out: ProtectOutcome, index, k: int, arity: int, max_n: int | None) -> None:  # type: ignore[no-untyped-def]
+    """Redact what a cut made linkable (the pipeline's rule), until nothing links."""
+    for _ in range(1000):
+        rep = analyze(index, out.text, k=k, arity=arity, max_n=max_n)
+        if not rep.linkable:
+            return
+        segs = index.tokenizer.segments(out.text)
+        tokens = [t for s in segs for t in s]
+        chosen = stabbing_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
+        edits = [(r.start, r.end, REDACTED) for r in runs(chosen, segs)]
+        out.words_relinked += len(chosen)
+        out.text, out.marks = apply(out.text, edits, out.marks)
+    raise AssertionError("a redaction loop did not terminate")  # pragma: no cover
+
+
+def protect_result(
+    delinker: Delinker,
+    attack: ContainmentAttack,
+    res: DelinkResult,
+    group: str,
+    *,
+    safety: float = DEFAULT_SAFETY,
+) -> ProtectOutcome | None:
+    """Protect a pipeline result in place (text, audit, marks, words redacted).
+
+    Returns None (and changes nothing) when the result failed.
+    """
+    if res.text is None:
+        return None
+    out = protect_containment(
+        res.text,
+        group,
+        attack,
+        k=delinker.k,
+        arity=delinker.arity,
+        max_n=delinker.max_n,
+        safety=safety,
+        marks=res.marks,
+    )
+    res.text = out.text
+    res.marks = out.marks
+    res.audit.extend(out.audit)
+    res.words_redacted += out.words_cut + out.words_relinked
+    res.linkable_after = False
+    return out
