@@ -257,6 +257,21 @@ def check(
 
 @main.command("attack")
 @_detection_options
+@click.option(
+    "--method",
+    type=click.Choice(["ngram", "containment", "semantic", "all"]),
+    default="ngram",
+    show_default=True,
+    help="ngram: rare phrases and combinations; containment: near-verbatim alignment; "
+    "semantic: nearest by embedding (needs --semantic-monitor); all: each in turn.",
+)
+@click.option(
+    "--semantic-monitor",
+    "monitor_inputs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The collection's texts (INPUT formats), for --method semantic/all.",
+)
 @_clean_errors
 def attack(
     index_dir: Path,
@@ -265,27 +280,36 @@ def attack(
     max_n: int | None,
     output: Path | None,
     inputs: tuple[Path, ...],
+    method: str,
+    monitor_inputs: tuple[Path, ...],
 ) -> None:
-    """The adversary's view: which collection documents each document of INPUT... links to,
-    and through which N-grams (all combinations enumerated).
+    """The adversary's view: which collection documents each document of INPUT... links to.
+
+    ngram (default): through which N-grams (all combinations enumerated).  containment and
+    semantic: {"id", "method", "ranking": top 10 groups, best first, "linked"}.
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
     from presidio_delink.index import NgramIndex
     from presidio_delink.io import read_many
-    from presidio_delink.linkage import analyze
 
     idx = NgramIndex.load(index_dir)
     ids = idx.doc_ids
+    methods = ["ngram", "containment", "semantic"] if method == "all" else [method]
+    if method == "all" and not monitor_inputs:
+        methods.remove("semantic")
+    attacks = _make_attacks(idx, k, methods, monitor_inputs, output)
     any_linkable = False
     with _open_out(output) as out:
         for doc_id, text in read_many(inputs):
-            rep = analyze(idx, text, k=k, arity=arity, max_n=max_n, exhaustive=True)
-            linked = rep.linked_docs()
-            any_linkable |= bool(linked)
-            out.write(
-                json.dumps(
-                    {
+            for m in methods:
+                if m == "ngram":
+                    from presidio_delink.linkage import analyze
+
+                    rep = analyze(idx, text, k=k, arity=arity, max_n=max_n, exhaustive=True)
+                    linked = rep.linked_docs()
+                    any_linkable |= bool(linked)
+                    rec: dict[str, Any] = {
                         "id": doc_id,
                         "linkable": bool(linked),
                         "n_combinations": rep.n_combinations,
@@ -297,12 +321,45 @@ def attack(
                             }
                             for d, ev in linked.items()
                         ],
-                    },
-                    ensure_ascii=False,
-                )
-                + "\n"
-            )
+                    }
+                    if method == "all":
+                        rec = {"id": doc_id, "method": "ngram", **rec}
+                else:
+                    verdict = attacks[m].verdict(text, top=10)
+                    any_linkable |= verdict.linked
+                    rec = verdict.to_json(doc_id)
+                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
     sys.exit(1 if any_linkable else 0)
+
+
+def _make_attacks(
+    idx: Any, k: int, methods: list[str], monitor_inputs: tuple[Path, ...], near: Path | None
+) -> dict[str, Any]:
+    """The containment / semantic attacks that ``methods`` need."""
+    from presidio_delink.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    if "containment" in methods:
+        from presidio_delink.attacks.containment import ContainmentAttack
+
+        out["containment"] = ContainmentAttack(idx, k=k)
+    if "semantic" in methods:
+        if not monitor_inputs:
+            raise ConfigError("--method semantic needs the collection: --semantic-monitor INPUT")
+        out["semantic"] = _semantic_monitor(idx, k, monitor_inputs, near)
+    return out
+
+
+def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: Path | None) -> Any:
+    from presidio_delink.attacks.semantic import SemanticMonitor
+    from presidio_delink.eval.embeddings import Embedder
+    from presidio_delink.io import read_many
+
+    docs = list(read_many(monitor_inputs))
+    group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
+    groups = [group_of.get(d, d) for d, _ in docs]
+    cache = (near.parent if near else Path.cwd()) / ".delink-embeddings"
+    return SemanticMonitor.from_collection(docs, Embedder(), cache, groups=groups, k=k)
 
 
 @main.command("delink")
@@ -350,6 +407,19 @@ def attack(
     help="The collection's texts (INPUT formats): report each output's nearest collection "
     "document by embedding cosine (needs the 'eval' extra).",
 )
+@click.option(
+    "--protect",
+    type=click.Choice(["containment"]),
+    default=None,
+    help="Also edit each output until the containment attack no longer ranks its known "
+    "source first (fewest words; the output stays linkage-free).",
+)
+@click.option(
+    "--source-field",
+    default=None,
+    help="JSONL field holding the id of each document's source in the collection "
+    "(default: the document's own id, when the collection has it).",
+)
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path))
 @click.option(
     "--report",
@@ -374,6 +444,8 @@ def delink(
     allow_remote: bool,
     cache_path: Path | None,
     monitor_inputs: tuple[Path, ...],
+    protect: str | None,
+    source_field: str | None,
     output: Path,
     report_path: Path | None,
     progress: bool,
@@ -381,7 +453,9 @@ def delink(
 ) -> None:
     """Rewrite each document of INPUT... until no N-gram links below K; JSONL to OUTPUT.
 
-    Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
+    When a document's source is known (its id is in the collection, or --source-field),
+    the record's "source_ranks" gives the source's containment (and semantic) rank, and a
+    risk summary ends the run.  Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
     """
     from presidio_delink.index import NgramIndex
     from presidio_delink.io import read_many
@@ -397,12 +471,7 @@ def delink(
         analyzer = make_analyzer(spacy_model)
     monitor = None
     if monitor_inputs:
-        from presidio_delink.eval.embeddings import Embedder
-        from presidio_delink.attacks.semantic import SemanticMonitor
-
-        monitor = SemanticMonitor.from_collection(
-            list(read_many(monitor_inputs)), Embedder(), output.parent / ".delink-embeddings"
-        )
+        monitor = _semantic_monitor(idx, k, monitor_inputs, output)
     delinker = Delinker(
         idx,
         k=k,
@@ -414,11 +483,27 @@ def delink(
         strict=strict,
         monitor=monitor,
     )
+    from presidio_delink.attacks.audit import source_ranks
+    from presidio_delink.attacks.containment import ContainmentAttack
+
+    containment = ContainmentAttack(idx, k=k)
+    group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
+    sources = _source_map(inputs, source_field) if source_field else {}
     results = []
-    failed = 0
+    failed = known = first = 0
     with open(output, "w", encoding="utf-8") as out:
         for res in delinker.delink_many(read_many(inputs), progress=progress):
-            out.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")
+            group = group_of.get(sources.get(res.id, res.id))
+            if protect and group is not None and res.text is not None:
+                from presidio_delink.protect import protect_result
+
+                protect_result(delinker, containment, res, group)
+            rec = res.to_json()
+            if group is not None and res.text is not None:
+                rec["source_ranks"] = ranks = source_ranks(res.text, group, containment, monitor)
+                known += 1
+                first += ranks["containment"]["source_rank"] == 1
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
             out.flush()
             failed += res.failed
             if report_path:
@@ -434,7 +519,33 @@ def delink(
         + (f"; {failed} failed" if failed else ""),
         err=True,
     )
+    if known:
+        click.echo(
+            f"{first} documents still rank their source first under containment search "
+            f"(of {known} with a known source)",
+            err=True,
+        )
     sys.exit(1 if failed else 0)
+
+
+def _source_map(inputs: tuple[Path, ...], field: str) -> dict[str, str]:
+    """``{doc id: source id}`` from the ``field`` of JSONL records."""
+    from presidio_delink.errors import InputError
+
+    out: dict[str, str] = {}
+    for path in inputs:
+        if path.is_dir() or path.suffix == ".json":
+            raise InputError(f"--source-field needs JSONL input, not {path}")
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    try:
+                        rec = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # the reader names the bad line
+                    if isinstance(rec, dict) and field in rec and "id" in rec:
+                        out[str(rec["id"])] = str(rec[field])
+    return out
 
 
 def _register_eval() -> None:

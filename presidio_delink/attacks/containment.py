@@ -98,7 +98,7 @@ class ContainmentAttack:
         min_chain: chains covering fewer words are dropped.
         candidates: documents aligned per text.
         max_df: seeds found in more documents are not used to pick candidates
-            (default: ``max(20, n_docs // 20)``).
+            (default: ``max(20, n_docs // 2)``).
         max_occ: occurrences of one seed in one document considered.
         margin: decision margin between the best and the ``k``-th score.
         min_score: the best score must be at least this to decide ``linked``.
@@ -134,7 +134,7 @@ class ContainmentAttack:
         self.index = index
         self.k, self.seed, self.gap, self.drift = k, seed, gap, drift
         self.min_chain, self.candidates, self.max_occ = min_chain, candidates, max_occ
-        self.max_df = max_df if max_df is not None else max(20, index.n_docs // 20)
+        self.max_df = max_df if max_df is not None else max(20, index.n_docs // 2)
         self.margin, self.min_score = margin, min_score
         self._groups = index.doc_groups
         self._ids = index.doc_ids

@@ -203,7 +203,11 @@ class SemanticMonitor:
 
     def group_rank(self, text: str, group: str) -> int | None:
         """1-based rank of ``group`` among all groups for ``text`` (ties count as found)."""
-        row = self.matrix @ self.embedder.encode([text])[0]
+        return self.group_rank_vector(self.embedder.encode([text])[0], group)
+
+    def group_rank_vector(self, vector: np.ndarray, group: str) -> int | None:
+        """:meth:`group_rank` for an embedded text."""
+        row = self.matrix @ np.asarray(vector, dtype=np.float32).reshape(-1)
         best: dict[str, float] = {}
         for g, c in zip(self.groups, row.tolist(), strict=True):
             if c > best.get(g, -2.0):
