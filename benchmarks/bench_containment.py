@@ -67,7 +67,9 @@ def words_of(text: str) -> list[str]:
 
 
 def _h(gram: tuple[str, ...]) -> int:
-    return int.from_bytes(hashlib.blake2b(" ".join(gram).encode(), digest_size=8).digest(), "little")
+    return int.from_bytes(
+        hashlib.blake2b(" ".join(gram).encode(), digest_size=8).digest(), "little"
+    )
 
 
 def fingerprints(words: list[str], k: int, w: int) -> list[tuple[int, int]]:
@@ -93,8 +95,14 @@ def fingerprints(words: list[str], k: int, w: int) -> list[tuple[int, int]]:
 class Winnowing:
     """Winnowing fingerprint index of a collection, with chain scoring."""
 
-    def __init__(self, docs: list[tuple[str, str]], k: int = 4, w: int = 4,
-                 gap: int | None = None, drift: int = 5) -> None:
+    def __init__(
+        self,
+        docs: list[tuple[str, str]],
+        k: int = 4,
+        w: int = 4,
+        gap: int | None = None,
+        drift: int = 5,
+    ) -> None:
         self.k, self.w, self.drift = k, w, drift
         self.gap = gap if gap is not None else 3 * (k + w)
         self.ids = [d for d, _ in docs]
@@ -117,9 +125,12 @@ class Winnowing:
                 best = None
                 for c in chains:
                     lq, ld = c[-1]
-                    if 0 < qp - lq <= self.gap and dp > ld and abs((dp - qp) - (ld - lq)) <= self.drift:
-                        if best is None or c[-1][0] > best[-1][0]:
-                            best = c
+                    if (
+                        0 < qp - lq <= self.gap
+                        and dp > ld
+                        and abs((dp - qp) - (ld - lq)) <= self.drift
+                    ) and (best is None or c[-1][0] > best[-1][0]):
+                        best = c
                 if best is None:
                     chains.append([(qp, dp)])
                 else:
@@ -144,7 +155,9 @@ class Winnowing:
 # -- helpers ------------------------------------------------------------------------------
 def _uptime() -> str:
     try:
-        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+        return subprocess.run(
+            ["uptime"], capture_output=True, text=True, check=False
+        ).stdout.strip()
     except OSError:
         return "?"
 
@@ -186,8 +199,9 @@ def main() -> None:
         print(f"winnowing k={k} w={a.window}: built in {time.perf_counter() - t0:.1f} s")
     figures: dict[str, object] = {"load": _uptime(), "docs": len(tests)}
 
-    settings = [("input", 0, False)] + [(f"arity {r}", r, False) for r in
-                                         [int(x) for x in a.arities.split(",")]]
+    settings = [("input", 0, False)] + [
+        (f"arity {r}", r, False) for r in [int(x) for x in a.arities.split(",")]
+    ]
     settings.append(("arity 1 + protect containment", 1, True))
     rows = []
     for label, arity, protect in settings:
@@ -219,12 +233,18 @@ def main() -> None:
         print(json.dumps(row))
     figures["frontier"] = rows
     n = len(tests)
-    print(f"\n| setting | words changed | ours top-1 | " + " | ".join(
-        f"winnow k={k} top-1" for k in lengths) + " | attack s/doc |")
+    print(
+        "\n| setting | words changed | ours top-1 | "
+        + " | ".join(f"winnow k={k} top-1" for k in lengths)
+        + " | attack s/doc |"
+    )
     print("|---|---|---|" + "---|" * len(lengths) + "---|")
     for r in rows:
-        print(f"| {r['setting']} | {r['words_changed_pct']} % | {r['ours_top1']}/{n} | " + " | ".join(
-            f"{r[f'winnow{k}_top1']}/{n}" for k in lengths) + f" | {r['attack_s_per_doc']} |")
+        print(
+            f"| {r['setting']} | {r['words_changed_pct']} % | {r['ours_top1']}/{n} | "
+            + " | ".join(f"{r[f'winnow{k}_top1']}/{n}" for k in lengths)
+            + f" | {r['attack_s_per_doc']} |"
+        )
 
     if a.calibrate:
         figures["calibration"] = calibrate(coll)
@@ -236,14 +256,21 @@ def main() -> None:
 def calibrate(coll: list[tuple[str, str]]) -> dict[str, object]:
     """Null distribution of s1 - s2: the annotated train/dev TAB documents (not test) are
     removed from the collection and queried against it, gold-masked where masks exist."""
-    data = Path(os.environ.get("PRESIDIO_DELINK_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    data = Path(
+        os.environ.get(
+            "PRESIDIO_DELINK_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"
+        )
+    )
     held = {}
     with open(data / "tab" / "tab_sample144_one_annotator.jsonl", encoding="utf-8") as f:
         for line in f:
             rec = json.loads(line)
             if rec["metadata"]["provenance"].get("dataset_type") != "test":
-                spans = [(e["start_offset"], e["end_offset"]) for e in rec["entities"]
-                         if e.get("identifier_type") in ("DIRECT", "QUASI")]
+                spans = [
+                    (e["start_offset"], e["end_offset"])
+                    for e in rec["entities"]
+                    if e.get("identifier_type") in ("DIRECT", "QUASI")
+                ]
                 text = rec["text"]
                 for s, e in sorted(spans, reverse=True):
                     text = text[:s] + "[REDACTED]" + text[e:]
@@ -259,9 +286,14 @@ def calibrate(coll: list[tuple[str, str]]) -> dict[str, object]:
         s2 = r[1].score if len(r) > 1 else 0.0
         gaps.append(s1 - s2)
     g = np.asarray(gaps)
-    out = {"null_docs": len(g), "p50": float(np.percentile(g, 50)), "p95": float(np.percentile(g, 95)),
-           "p99": float(np.percentile(g, 99)), "max": float(g.max()),
-           "false_claims_at_default_margin": int(np.sum(g >= att.margin))}
+    out = {
+        "null_docs": len(g),
+        "p50": float(np.percentile(g, 50)),
+        "p95": float(np.percentile(g, 95)),
+        "p99": float(np.percentile(g, 99)),
+        "max": float(g.max()),
+        "false_claims_at_default_margin": int(np.sum(g >= att.margin)),
+    }
     print("calibration (s1 - s2, source absent):", json.dumps(out))
     return out
 

@@ -455,7 +455,9 @@ def delink(
 
     When a document's source is known (its id is in the collection, or --source-field),
     the record's "source_ranks" gives the source's containment (and semantic) rank, and a
-    risk summary ends the run.  Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
+    risk summary ends the run.
+
+    Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
     """
     from presidio_delink.index import NgramIndex
     from presidio_delink.io import read_many

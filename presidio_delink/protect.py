@@ -41,10 +41,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from presidio_delink.attacks.base import rank_of
+from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
 from presidio_delink.edits import REDACTED, apply, runs, stabbing_tokens
 from presidio_delink.errors import ConfigError
+from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import AuditEntry, Delinker, DelinkResult
 
@@ -70,7 +71,9 @@ class ProtectOutcome:
     marks: list[tuple[int, int, str]] = field(default_factory=list)
 
 
-def _goal(attack: ContainmentAttack, text: str, group: str, safety: float) -> tuple[bool, list]:
+def _goal(
+    attack: ContainmentAttack, text: str, group: str, safety: float
+) -> tuple[bool, list[Ranked]]:
     ranking = attack.scores(text)
     src = next((r for r in ranking if r.group == group), None)
     if src is None:
@@ -125,7 +128,9 @@ def protect_containment(
         s_pos: set[int] = set().union(*cov.values()) if cov else set()
         c_pos: set[int] = set()
         if others:
-            comp = attack.coverage(words, seeds, docs_of.setdefault(others[0], attack.group_docs(others[0])))
+            comp = attack.coverage(
+                words, seeds, docs_of.setdefault(others[0], attack.group_docs(others[0]))
+            )
             c_pos = set().union(*comp.values()) if comp else set()
         best_other = len(c_pos)
         need = len(s_pos) - int((1.0 - safety) * best_other)
@@ -175,10 +180,7 @@ def _cuts(positions: set[int], q: int, need: int) -> list[int]:
     for a, b in rs:
         if got >= max(1, need):
             break
-        if b - a < q:
-            cut = [a + (b - a) // 2]
-        else:
-            cut = list(range(a + q - 1, b, q))
+        cut = [a + (b - a) // 2] if b - a < q else list(range(a + q - 1, b, q))
         chosen.extend(cut)
         got += b - a
     return sorted(set(chosen))
@@ -188,7 +190,7 @@ def _merge(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return sorted(set(edits))
 
 
-def _relink(out: ProtectOutcome, index, k: int, arity: int, max_n: int | None) -> None:  # type: ignore[no-untyped-def]
+def _relink(out: ProtectOutcome, index: NgramIndex, k: int, arity: int, max_n: int | None) -> None:
     """Redact what a cut made linkable (the pipeline's rule), until nothing links."""
     for _ in range(1000):
         rep = analyze(index, out.text, k=k, arity=arity, max_n=max_n)

@@ -214,40 +214,33 @@ class ContainmentAttack:
             occ = table[tuple(dw[j : j + q])]
             if len(occ) < self.max_occ:
                 occ.append(j)
-        # open chains: [last_i, last_j, positions]
-        open_: list[list] = []
+        open_: list[_Open] = []  # chains that may still be extended
         done: list[list[int]] = []
         gap, drift = self.gap, self.drift
         for i in sorted(seeds):
-            occ = table.get(seeds[i])
-            if not occ:
+            hits = table.get(seeds[i])
+            if not hits:
                 continue
-            still = []
-            for c in open_:
-                if i - c[0] > gap:
-                    done.append(c[2])
-                else:
-                    still.append(c)
-            open_ = still
+            done.extend(c.positions for c in open_ if i - c.i > gap)
+            open_ = [c for c in open_ if i - c.i <= gap]
             extended: set[int] = set()
-            for j in occ:
-                best = None
-                best_d = drift + 1
+            for j in hits:
+                best, best_d = -1, drift + 1
                 for ci, c in enumerate(open_):
-                    if ci in extended or c[0] >= i or j <= c[1]:
+                    if ci in extended or c.i >= i or j <= c.j:
                         continue
-                    d = abs((j - i) - (c[1] - c[0]))
+                    d = abs((j - i) - (c.j - c.i))
                     if d < best_d:
                         best, best_d = ci, d
-                if best is None:
-                    open_.append([i, j, [i]])
+                if best < 0:
+                    open_.append(_Open(i, j, [i]))
                     extended.add(len(open_) - 1)
                 else:
                     c = open_[best]
-                    c[0], c[1] = i, j
-                    c[2].append(i)
+                    c.i, c.j = i, j
+                    c.positions.append(i)
                     extended.add(best)
-        done.extend(c[2] for c in open_)
+        done.extend(c.positions for c in open_)
         out = []
         for ps in done:
             cov = _covered(ps, q)
@@ -284,6 +277,15 @@ class ContainmentAttack:
         ]
         ranking.sort(key=lambda r: (-r.score, r.group))
         return ranking
+
+
+@dataclass
+class _Open:
+    """A chain being built: its last match ``(i, j)`` and its seeds' text positions."""
+
+    i: int
+    j: int
+    positions: list[int]
 
 
 def _covered(positions: Sequence[int], q: int) -> int:

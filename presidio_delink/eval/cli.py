@@ -59,6 +59,12 @@ from presidio_delink.eval.data import DATASETS
     "--limit", type=click.IntRange(1), default=None, help="Only the first N test documents."
 )
 @click.option(
+    "--protect",
+    type=click.Choice(["containment"]),
+    default=None,
+    help="Also evaluate each setting with --protect containment (the frontier plot shows both).",
+)
+@click.option(
     "--llm-limit",
     type=click.IntRange(1),
     default=None,
@@ -111,6 +117,7 @@ def eval_command(
     llms: tuple[str, ...],
     passes: int,
     limit: int | None,
+    protect: str | None,
     llm_limit: int | None,
     work_dir: Path | None,
     out_dir: Path,
@@ -129,6 +136,7 @@ def eval_command(
             llms,
             passes,
             limit,
+            protect,
             llm_limit,
             work_dir,
             out_dir,
@@ -149,6 +157,7 @@ def _run(
     llms: tuple[str, ...],
     passes: int,
     limit: int | None,
+    protect: str | None,
     llm_limit: int | None,
     work_dir: Path | None,
     out_dir: Path,
@@ -190,7 +199,12 @@ def _run(
         merged = None
         for spec in dict.fromkeys(llms):
             n = limit if spec.strip().lower() == "none" else (llm_limit or limit)
-            settings = [Setting(k, a, spec, passes) for k in ks_u for a in ar_u]
+            settings = [
+                Setting(k, a, spec, passes, protect=p)
+                for k in ks_u
+                for a in ar_u
+                for p in ([None, protect] if protect else [None])
+            ]
             res = run_eval(
                 name,
                 settings,

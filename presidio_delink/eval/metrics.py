@@ -133,6 +133,16 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         sem[f"mean_margin_{when}"] = _mean([s["margin"] for s in rows])
     sem["docs"] = len([r for r in ok if r.get("semantic_after")])
     out["semantic_linkage"] = sem
+    cont: dict[str, Any] = {}
+    for when in ("before", "after"):
+        rows = [r[f"containment_{when}"] for r in ok if r.get(f"containment_{when}")]
+        ranks = [s["source_rank"] for s in rows]
+        cont[f"share_source_first_{when}"] = _share([x == 1 for x in ranks])
+        found = [x for x in ranks if x is not None]
+        cont[f"median_source_rank_{when}"] = statistics.median(found) if found else None
+        cont[f"share_linked_{when}"] = _share([bool(s["linked"]) for s in rows])
+    cont["docs"] = len([r for r in ok if r.get("containment_after")])
+    out["containment_linkage"] = cont
     out["fluency"] = summarize_fluency(records)
     return out
 

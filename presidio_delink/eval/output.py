@@ -24,6 +24,8 @@ COLUMNS = (
     "redacted",
     "semantic top-1 before",
     "semantic top-1 after",
+    "containment top-1 before",
+    "containment top-1 after",
     "ppl in",
     "ppl out",
     "s/doc",
@@ -63,6 +65,8 @@ def table_rows(results: dict[str, Any]) -> list[list[str]]:
                 _pct(ec["share_redacted"]),
                 _pct(sem.get("share_source_first_before")),
                 _pct(sem.get("share_source_first_after")),
+                _pct(m.get("containment_linkage", {}).get("share_source_first_before")),
+                _pct(m.get("containment_linkage", {}).get("share_source_first_after")),
                 _num(fl.get("perplexity_input"), 1),
                 _num(fl.get("perplexity_output"), 1),
                 _num(m["speed"]["seconds_per_doc"], 2),
@@ -224,8 +228,50 @@ def plot_bars(results: dict[str, Any], path: str | Path) -> Path:
     return p
 
 
+def plot_frontier(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """The containment frontier: share of words changed (x) against the share of documents
+    whose source the containment attack still ranks first (y), one point per setting (arity
+    1..3, ``protect=containment``) and data set; hollow markers are the inputs."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    markers = "osD^vP*X"
+    for d_no, res in enumerate(results):
+        ds = res["meta"]["dataset"]
+        mk = markers[d_no % len(markers)]
+        for s_no, s in enumerate(res["settings"]):
+            m = s["summary"]
+            cont = m.get("containment_linkage") or {}
+            after = cont.get("share_source_first_after")
+            if after is not None:
+                ax.scatter(
+                    [m["edit_cost"]["share_changed"] or 0.0],
+                    [after],
+                    color=f"C{s_no % 10}",
+                    marker=mk,
+                    label=f"{ds} {s['label']}",
+                )
+            before = cont.get("share_source_first_before")
+            if before is not None and s_no == 0:
+                ax.scatter(
+                    [0], [before], facecolors="none", edgecolors="k", marker=mk, label=f"{ds} input"
+                )
+    ax.set_xlabel("share of words changed (rewritten + redacted)")
+    ax.set_ylabel("source ranked first by the containment attack (share)")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return p
+
+
 def write_all(results: dict[str, Any], out_dir: str | Path, stem: str | None = None) -> list[Path]:
-    """``<stem>.json``, ``<stem>.md``, ``<stem>-tradeoff.png`` and ``<stem>-bars.png``."""
+    """``<stem>.json``, ``<stem>.md``, ``<stem>-tradeoff.png``, ``<stem>-bars.png`` and
+    ``<stem>-frontier.png``."""
     out = Path(out_dir)
     stem = stem or results["meta"]["dataset"]
     md = out / f"{stem}.md"
@@ -236,6 +282,7 @@ def write_all(results: dict[str, Any], out_dir: str | Path, stem: str | None = N
         md,
         plot_tradeoff([results], out / f"{stem}-tradeoff.png"),
         plot_bars(results, out / f"{stem}-bars.png"),
+        plot_frontier([results], out / f"{stem}-frontier.png"),
     ]
 
 
@@ -253,7 +300,9 @@ def at_a_glance(results: dict[str, Any]) -> str:
             f"(rewritten {_pct(ec['share_rewritten'])}), cosine "
             f"{_num(m['semantic_integrity']['mean_cosine'], 3)}, semantic top-1 "
             f"{_pct(sem.get('share_source_first_before'))} -> "
-            f"{_pct(sem.get('share_source_first_after'))}, "
+            f"{_pct(sem.get('share_source_first_after'))}, containment top-1 "
+            f"{_pct(m.get('containment_linkage', {}).get('share_source_first_before'))} -> "
+            f"{_pct(m.get('containment_linkage', {}).get('share_source_first_after'))}, "
             f"{_num(m['speed']['seconds_per_doc'])} s/doc"
         )
     return "\n".join(lines)

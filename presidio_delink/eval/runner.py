@@ -32,15 +32,24 @@ class Setting:
     arity: int = 1
     llm: str = "none"
     passes: int = 2
+    protect: str | None = None  # "containment": presidio_delink.protect on each output
 
     @property
     def label(self) -> str:
-        return f"k={self.k} arity={self.arity} llm={self.llm}"
+        base = f"k={self.k} arity={self.arity} llm={self.llm}"
+        return base + (f" protect={self.protect}" if self.protect else "")
 
 
-def grid(ks: Sequence[int], arities: Sequence[int], llms: Sequence[str]) -> list[Setting]:
+def grid(
+    ks: Sequence[int],
+    arities: Sequence[int],
+    llms: Sequence[str],
+    protects: Sequence[str | None] = (None,),
+) -> list[Setting]:
     """Every combination, LLM outermost (settings sharing a backend run together)."""
-    return [Setting(k, a, m) for m in llms for k in ks for a in arities]
+    return [
+        Setting(k, a, m, protect=p) for m in llms for k in ks for a in arities for p in protects
+    ]
 
 
 def default_work_dir() -> Path:
@@ -123,6 +132,14 @@ def run_eval(
     if missing:
         raise ConfigError(f"{len(missing)} test documents have no source in the collection")
     say(f"{ds.name}: {len(tests)} test docs, collection of {len(doc_ids)} docs")
+    from presidio_delink.attacks.audit import source_ranks
+    from presidio_delink.attacks.containment import ContainmentAttack
+
+    containment = ContainmentAttack(index)
+    group_of = dict(zip(doc_ids, index.doc_groups, strict=True))
+    inputs_cont = [
+        source_ranks(t.deidentified, group_of[t.id], containment)["containment"] for t in tests
+    ]
 
     monitor = None
     inputs_sem: list[dict[str, Any]] = []
@@ -168,12 +185,24 @@ def run_eval(
         t0 = time.perf_counter()
         stream = delinker.delink_many((t.id, t.deidentified) for t in tests)
         for i, res in enumerate(stream, 1):
+            if setting.protect == "containment":
+                from presidio_delink.protect import protect_result
+
+                protect_result(delinker, containment, res, group_of[res.id])
+            elif setting.protect is not None:
+                raise ConfigError(f"unknown protection {setting.protect!r}")
             results.append(res)
             if i % 10 == 0 or i == len(tests):
                 say(f"  {i}/{len(tests)} docs, {time.perf_counter() - t0:.0f} s")
         records = [
             metrics.doc_record(r, doc_ids, t.id) for r, t in zip(results, tests, strict=True)
         ]
+        for i, (res, t) in enumerate(zip(results, tests, strict=True)):
+            records[i]["containment_before"] = inputs_cont[i]
+            if res.text is not None:
+                records[i]["containment_after"] = source_ranks(
+                    res.text, group_of[t.id], containment
+                )["containment"]
         if monitor is not None:
             ok = [i for i, r in enumerate(results) if r.text is not None]
             vecs = monitor.embedder.encode([results[i].text or "" for i in ok])
