@@ -121,15 +121,15 @@ def protect_containment(
         out.rounds += 1
         segs = index.tokenizer.segments(out.text)
         tokens = [t for s in segs for t in s]
-        words, seeds = attack._text_seeds(out.text)
+        prep = attack.prepare(out.text)
         others = [r.group for r in ranking if r.group != group]
         src_docs = docs_of.setdefault(group, attack.group_docs(group))
-        cov = attack.coverage(words, seeds, src_docs)
+        cov = attack.coverage(prep, src_docs)
         s_pos: set[int] = set().union(*cov.values()) if cov else set()
         c_pos: set[int] = set()
         if others:
             comp = attack.coverage(
-                words, seeds, docs_of.setdefault(others[0], attack.group_docs(others[0]))
+                prep, docs_of.setdefault(others[0], attack.group_docs(others[0]))
             )
             c_pos = set().union(*comp.values()) if comp else set()
         best_other = len(c_pos)

@@ -26,10 +26,13 @@ from presidio_delink.protect import protect_containment
 # -- a generated collection: random words plus recurring formulas --------------------------
 def _corpus(seed: int = 7, n_docs: int = 30, words: int = 260) -> list[tuple[str, str]]:
     rng = random.Random(seed)
-    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8)))
-             for _ in range(1500)]
-    formulas = [" ".join(rng.choice(vocab[:200]) for _ in range(rng.randint(4, 7)))
-                for _ in range(25)]
+    vocab = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8)))
+        for _ in range(1500)
+    ]
+    formulas = [
+        " ".join(rng.choice(vocab[:200]) for _ in range(rng.randint(4, 7))) for _ in range(25)
+    ]
     docs = []
     for d in range(n_docs):
         out: list[str] = []
@@ -116,9 +119,7 @@ def test_chains_bridge_single_edits_and_placeholders(index: NgramIndex) -> None:
         assert v.ranking[0].group == doc_id and v.linked and v.ranking[0].score > 0.5
 
 
-def test_ranking_groups_by_doc_groups(
-    index: NgramIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ranking_groups_by_doc_groups(index: NgramIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     groups = [f"g{i // 2}" for i in range(len(CORPUS))]  # d0+d1 = g0, d2+d3 = g1, ...
     monkeypatch.setattr(NgramIndex, "doc_groups", property(lambda self: groups))
     att = ContainmentAttack(index)
@@ -128,9 +129,9 @@ def test_ranking_groups_by_doc_groups(
     assert ranking[0].group == "g2"
     assert len({r.group for r in ranking}) == len(ranking)  # one row per group
     # the group gets credit for both halves: more than either document alone
-    words, seeds = att._text_seeds(half0 + " " + half1)
-    per_doc = att.coverage(words, seeds, [4, 5])
-    assert max(len(c) for c in per_doc.values()) < 0.6 * len(words)
+    prep = att.prepare(half0 + " " + half1)
+    per_doc = att.coverage(prep, [4, 5])
+    assert max(len(c) for c in per_doc.values()) < 0.6 * len(prep.words)
     assert ranking[0].score > 0.9
 
 
@@ -151,8 +152,10 @@ def _win_words(text: str) -> list[str]:
 
 
 def _fingerprints(words: list[str], k: int = 4, w: int = 4) -> list[tuple[int, int]]:
-    hs = [int(hashlib.md5(" ".join(words[i : i + k]).encode()).hexdigest()[:12], 16)
-          for i in range(len(words) - k + 1)]
+    hs = [
+        int(hashlib.md5(" ".join(words[i : i + k]).encode()).hexdigest()[:12], 16)
+        for i in range(len(words) - k + 1)
+    ]
     fp = {min(range(s, s + w), key=lambda i: (hs[i], -i)) for s in range(len(hs) - w + 1)}
     return [(hs[i], i) for i in sorted(fp)]
 
@@ -164,8 +167,12 @@ def _winnow_rank(query: str, docs: list[tuple[str, str]]) -> list[str]:
             table[h].append((d, p))
     score: dict[str, int] = defaultdict(int)
     for d in {d for d, _ in docs}:
-        pairs = sorted((q, p) for h, q in _fingerprints(_win_words(query))
-                       for dd, p in table.get(h, ()) if dd == d)
+        pairs = sorted(
+            (q, p)
+            for h, q in _fingerprints(_win_words(query))
+            for dd, p in table.get(h, ())
+            if dd == d
+        )
         run = 0
         for (q0, p0), (q1, p1) in zip(pairs, pairs[1:], strict=False):
             if 0 < q1 - q0 <= 24 and abs((p1 - q1) - (p0 - q0)) <= 5:
@@ -257,8 +264,10 @@ def cli_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pat
     assert res.exit_code == 0, res.output
     q = d / "q.jsonl"
     q.write_text(
-        json.dumps({"id": "d3", "text": _edit(CORPUS[3][1], 3)}) + "\n"
-        + json.dumps({"id": "new", "text": _edit(CORPUS[9][1], 9), "src": "d9"}) + "\n"
+        json.dumps({"id": "d3", "text": _edit(CORPUS[3][1], 3)})
+        + "\n"
+        + json.dumps({"id": "new", "text": _edit(CORPUS[9][1], 9), "src": "d9"})
+        + "\n"
     )
     return d / "idx", q, d
 
@@ -296,9 +305,7 @@ def test_cli_attack_all_and_semantic_needs_collection(cli_files) -> None:  # typ
 def test_cli_delink_protect_containment(cli_files) -> None:  # type: ignore[no-untyped-def]
     idx, q, d = cli_files
     base = ["delink", "--index", str(idx), "--llm", "none", "--no-progress", str(q)]
-    res = CliRunner().invoke(
-        main, [*base, "-o", str(d / "plain.jsonl"), "--source-field", "src"]
-    )
+    res = CliRunner().invoke(main, [*base, "-o", str(d / "plain.jsonl"), "--source-field", "src"])
     assert res.exit_code == 0, res.stderr
     assert "2 documents still rank their source first under containment search" in res.stderr
     plain = [json.loads(x) for x in (d / "plain.jsonl").read_text().splitlines()]

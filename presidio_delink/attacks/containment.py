@@ -51,7 +51,7 @@ Method and complexity (``L`` text words, ``C`` candidates, ``|D|`` words of a ca
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,7 +63,9 @@ from presidio_delink.index import NgramIndex
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Chain", "ContainmentAttack", "DEFAULT_MARGIN"]
+__all__ = ["DEFAULT_MARGIN", "Chain", "ContainmentAttack", "Prepared"]
+
+_VOCAB_RESET = 1 << 20  # word ids stay below 2**21 (a text adds far fewer than 2**20)
 
 #: Calibrated margin between the best and the k-th group (see the module docstring).
 DEFAULT_MARGIN = 0.06
@@ -102,6 +104,7 @@ class ContainmentAttack:
         max_occ: occurrences of one seed in one document considered.
         margin: decision margin between the best and the ``k``-th score.
         min_score: the best score must be at least this to decide ``linked``.
+        cache_docs: aligned documents whose seed keys are kept for the next texts.
     """
 
     name = "containment"
@@ -120,6 +123,7 @@ class ContainmentAttack:
         max_occ: int = 8,
         margin: float = DEFAULT_MARGIN,
         min_score: float = 0.05,
+        cache_docs: int = 512,
     ) -> None:
         if not isinstance(k, int) or k < 2:
             raise ConfigError(f"k must be an integer >= 2, got {k!r}")
@@ -136,8 +140,11 @@ class ContainmentAttack:
         self.min_chain, self.candidates, self.max_occ = min_chain, candidates, max_occ
         self.max_df = max_df if max_df is not None else max(20, index.n_docs // 2)
         self.margin, self.min_score = margin, min_score
+        self.cache_docs = cache_docs
         self._groups = index.doc_groups
         self._ids = index.doc_ids
+        self._vocab: dict[str, int] = {}
+        self._doc_cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     # -- public ---------------------------------------------------------------------
     def rank(self, text: str, top: int = 10) -> list[Ranked]:
@@ -158,30 +165,84 @@ class ContainmentAttack:
 
     def scores(self, text: str) -> list[Ranked]:
         """Every group with kept chains, best first (ties: group id)."""
-        words, seeds = self._text_seeds(text)
-        if not seeds:
+        prep = self.prepare(text)
+        if len(prep.keys) == 0:
             return []
-        covered = self.coverage(words, seeds, self._candidates(text))
-        return self._rank(covered, len(words))
+        return self._rank(self.coverage(prep, self._candidates(text)), len(prep.words))
 
     def chains(self, text: str, docs: Sequence[int] | None = None) -> list[Chain]:
         """Kept chains of ``text`` against ``docs`` (default: the candidates)."""
-        words, seeds = self._text_seeds(text)
-        if not seeds:
+        prep = self.prepare(text)
+        if len(prep.keys) == 0:
             return []
         cands = list(docs) if docs is not None else self._candidates(text)
-        return [c for d in cands for c in self._align(seeds, d)]
+        return [c for d in cands for c in self._align(prep, d)]
 
     def group_docs(self, group: str) -> list[int]:
         """Ordinals of the documents of ``group``."""
         return [i for i, g in enumerate(self._groups) if g == group]
 
-    # -- internals ------------------------------------------------------------------
-    def _text_seeds(self, text: str) -> tuple[list[str], dict[int, tuple[str, ...]]]:
-        """The text's words and its seeds by start position (across punctuation)."""
+    def prepare(self, text: str) -> Prepared:
+        """The text's words (numbered across punctuation) and the keys of its seeds."""
         words = [t.word for seg in self.index.tokenizer.segments(text) for t in seg]
+        if len(self._vocab) > _VOCAB_RESET:  # keeps the keys exact; ids are per-attack
+            self._vocab.clear()
+            self._doc_cache.clear()
+        return Prepared(words, self._keys(self._encode(words)))
+
+    def coverage(self, prep: Prepared, docs: Sequence[int]) -> dict[int, set[int]]:
+        """Text positions covered by the kept chains of each document."""
         q = self.seed
-        return words, {i: tuple(words[i : i + q]) for i in range(len(words) - q + 1)}
+        out: dict[int, set[int]] = {}
+        for d in docs:
+            cov: set[int] = set()
+            for ch in self._align(prep, d):
+                for p in ch.positions:
+                    cov.update(range(p, p + q))
+            if cov:
+                out[d] = cov
+        return out
+
+    # -- internals ------------------------------------------------------------------
+    def _encode(self, words: Sequence[str]) -> np.ndarray:
+        vocab = self._vocab
+        return np.fromiter(
+            (vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int64, count=len(words)
+        )
+
+    def _keys(self, ids: np.ndarray) -> np.ndarray:
+        """One integer per ``q``-gram of ``ids``: exact (base ``2**21``; the vocabulary is
+        reset before it can outgrow it) for ``q <= 3``, else a 64-bit mix (a collision
+        only adds a stray match, which the chain rules filter)."""
+        q = self.seed
+        if len(ids) < q:
+            return np.empty(0, dtype=np.int64)
+        win = np.lib.stride_tricks.sliding_window_view(ids, q)
+        if q * 21 <= 63:
+            keys = np.zeros(len(win), dtype=np.int64)
+            for c in range(q):
+                keys = (keys << 21) | win[:, c]
+            return keys
+        h = np.full(len(win), 1469598103934665603, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for c in range(q):
+                h = (h ^ win[:, c].astype(np.uint64)) * np.uint64(1099511628211)
+        return h.view(np.int64)
+
+    def _doc_keys(self, doc: int) -> tuple[np.ndarray, np.ndarray]:
+        """A document's seed keys, sorted, with their positions (cached: the same
+        candidates come back across texts and protection rounds)."""
+        got = self._doc_cache.get(doc)
+        if got is not None:
+            self._doc_cache.move_to_end(doc)
+            return got
+        keys = self._keys(self._encode([w for w in self.index.doc_words(doc) if w]))
+        order = np.argsort(keys, kind="stable")
+        got = (keys[order], order)
+        self._doc_cache[doc] = got
+        if len(self._doc_cache) > self.cache_docs:
+            self._doc_cache.popitem(last=False)
+        return got
 
     def _candidates(self, text: str) -> list[int]:
         q = self.seed
@@ -205,26 +266,21 @@ class ContainmentAttack:
         best = np.argpartition(-weight, n - 1)[:n] if n < len(weight) else np.arange(len(weight))
         return sorted(int(d) for d in best if weight[d] > 0)
 
-    def _align(self, seeds: dict[int, tuple[str, ...]], doc: int) -> list[Chain]:
-        """Kept chains between the text (its seeds) and document ``doc``."""
+    def _align(self, prep: Prepared, doc: int) -> list[Chain]:
+        """Kept chains between the text and document ``doc``."""
         q = self.seed
-        table: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        dw = [w for w in self.index.doc_words(doc) if w]
-        for j in range(len(dw) - q + 1):
-            occ = table[tuple(dw[j : j + q])]
-            if len(occ) < self.max_occ:
-                occ.append(j)
+        dkeys, dpos = self._doc_keys(doc)
+        lo = np.searchsorted(dkeys, prep.keys, side="left")
+        hi = np.minimum(np.searchsorted(dkeys, prep.keys, side="right"), lo + self.max_occ)
+        hit = np.flatnonzero(hi > lo)
         open_: list[_Open] = []  # chains that may still be extended
         done: list[list[int]] = []
         gap, drift = self.gap, self.drift
-        for i in sorted(seeds):
-            hits = table.get(seeds[i])
-            if not hits:
-                continue
+        for i, a, b in zip(hit.tolist(), lo[hit].tolist(), hi[hit].tolist(), strict=True):
             done.extend(c.positions for c in open_ if i - c.i > gap)
             open_ = [c for c in open_ if i - c.i <= gap]
             extended: set[int] = set()
-            for j in hits:
+            for j in sorted(dpos[a:b].tolist()):
                 best, best_d = -1, drift + 1
                 for ci, c in enumerate(open_):
                     if ci in extended or c.i >= i or j <= c.j:
@@ -248,21 +304,6 @@ class ContainmentAttack:
                 out.append(Chain(doc, tuple(ps), cov))
         return out
 
-    def coverage(
-        self, words: Sequence[str], seeds: dict[int, tuple[str, ...]], docs: Sequence[int]
-    ) -> dict[int, set[int]]:
-        """Text positions covered by the kept chains of each document."""
-        q = self.seed
-        out: dict[int, set[int]] = {}
-        for d in docs:
-            cov: set[int] = set()
-            for ch in self._align(seeds, d):
-                for p in ch.positions:
-                    cov.update(range(p, p + q))
-            if cov:
-                out[d] = cov
-        return out
-
     def _rank(self, covered: dict[int, set[int]], n_words: int) -> list[Ranked]:
         by_group: dict[str, set[int]] = {}
         best_doc: dict[str, tuple[int, int]] = {}
@@ -277,6 +318,15 @@ class ContainmentAttack:
         ]
         ranking.sort(key=lambda r: (-r.score, r.group))
         return ranking
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A text ready for alignment: its normalised words and one key per seed
+    (``keys[i]`` is the seed starting at word ``i``)."""
+
+    words: list[str]
+    keys: np.ndarray
 
 
 @dataclass
