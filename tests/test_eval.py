@@ -165,6 +165,8 @@ def _fake_results() -> dict:  # type: ignore[type-arg]
     rec["cosine"] = 0.8
     rec["semantic_before"] = {"source_rank": 1, "margin": 0.2}
     rec["semantic_after"] = {"source_rank": 2, "margin": 0.1}
+    rec["containment_before"] = {"source_rank": 1, "linked": True}
+    rec["containment_after"] = {"source_rank": None, "linked": False}
     settings = []
     for k, a in ((2, 1), (2, 3), (5, 1)):
         summ = metrics.summarize([rec])
@@ -178,7 +180,11 @@ def _fake_results() -> dict:  # type: ignore[type-arg]
 def test_writers(tmp_path: Path) -> None:
     res = _fake_results()
     paths = write_all(res, tmp_path)
-    assert {p.name for p in paths} == {"fake.json", "fake.md", "fake-tradeoff.png", "fake-bars.png"}
+    assert {p.name for p in paths} == {
+        "fake.json", "fake.md", "fake-tradeoff.png", "fake-bars.png", "fake-frontier.png"
+    }
+    cont = res["settings"][0]["summary"]["containment_linkage"]
+    assert cont["share_source_first_before"] == 1.0 and cont["share_source_first_after"] == 0.0
     for p in paths:
         assert p.is_file() and p.stat().st_size > 0
         if p.suffix == ".png":
@@ -197,13 +203,21 @@ def test_run_eval_wiki_manual(tmp_path: Path) -> None:
 
     lines: list[str] = []
     seen = []
+    prot = Setting(2, 1, protect="containment")
     res = run_eval(
-        "wiki-manual", [Setting(2, 1), Setting(5, 3)], limit=3, work_dir=tmp_path,
+        "wiki-manual", [Setting(2, 1), Setting(5, 3), prot], limit=3, work_dir=tmp_path,
         semantic=False, progress=lines.append, on_results=lambda s, r: seen.append((s, len(r))),
     )
     assert res["meta"]["test_docs"] == 3 and res["meta"]["collection_docs"] == 648
-    assert [len(s["docs"]) for s in res["settings"]] == [3, 3]
-    assert seen == [(Setting(2, 1), 3), (Setting(5, 3), 3)]
+    assert [len(s["docs"]) for s in res["settings"]] == [3, 3, 3]
+    assert seen == [(Setting(2, 1), 3), (Setting(5, 3), 3), (prot, 3)]
+    plain_c, _, prot_c = (s["summary"]["containment_linkage"] for s in res["settings"])
+    # (a person's background page is its own group until the index has real groups)
+    assert plain_c["share_source_first_before"] >= 2 / 3
+    assert plain_c["share_source_first_after"] >= 2 / 3  # search-based delinking keeps order
+    assert prot_c["share_source_first_after"] == 0.0  # --protect containment
+    assert res["settings"][2]["label"].endswith("protect=containment")
+    res["settings"] = res["settings"][:2]
     for s in res["settings"]:
         m = s["summary"]
         assert m["failed"] == 0 and m["linkage"]["linkable_docs_after"] == 0
