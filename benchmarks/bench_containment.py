@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from presidio_delink.attacks import ContainmentAttack, rank_of
-from presidio_delink.datasets import tab_collection, tab_test
+from presidio_delink.datasets import tab_collection, tab_test, wikibio_collection, wikibio_test
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import Delinker
@@ -176,7 +176,8 @@ def _delink(idx: NgramIndex, tests, arity: int, protect: bool, attack: Containme
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--limit", type=int, default=None, help="first N TAB test documents")
+    ap.add_argument("--dataset", choices=["tab", "wiki"], default="tab")
+    ap.add_argument("--limit", type=int, default=None, help="first N test documents")
     ap.add_argument("--arities", default="1,2,3")
     ap.add_argument("--lengths", default="3,4,5")
     ap.add_argument("--window", type=int, default=4)
@@ -184,12 +185,17 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     print("load:", _uptime())
-    coll = list(tab_collection())
-    tests = list(tab_test())[: a.limit]
+    if a.dataset == "tab":
+        coll, tests = list(tab_collection()), list(tab_test())[: a.limit]
+    else:
+        coll, tests = list(wikibio_collection()), list(wikibio_test())[: a.limit]
     work = Path(tempfile.mkdtemp(prefix="bench-containment-"))
     t0 = time.perf_counter()
     idx = NgramIndex.build(coll, work / "tab", max_n=8)
-    print(f"TAB index: {len(coll)} docs, {time.perf_counter() - t0:.1f} s; {len(tests)} test docs")
+    print(
+        f"{a.dataset} index: {len(coll)} docs, {time.perf_counter() - t0:.1f} s; "
+        f"{len(tests)} test docs"
+    )
     attack = ContainmentAttack(idx)
     lengths = [int(x) for x in a.lengths.split(",")]
     dets = {}
@@ -246,7 +252,7 @@ def main() -> None:
             + f" | {r['attack_s_per_doc']} |"
         )
 
-    if a.calibrate:
+    if a.calibrate and a.dataset == "tab":
         figures["calibration"] = calibrate(coll)
     if a.json:
         a.json.write_text(json.dumps(figures, indent=2))
