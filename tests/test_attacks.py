@@ -329,3 +329,18 @@ def test_cli_delink_protect_containment(cli_files) -> None:  # type: ignore[no-u
     recs = [json.loads(x) for x in (d / "nosrc.jsonl").read_text().splitlines()]
     assert "source_ranks" in recs[0] and "source_ranks" not in recs[1]
     assert "(of 1 with a known source)" in res.stderr
+
+
+def test_attacks_import_nothing_downstream() -> None:
+    """Imports flow one way: ... -> linkage -> attacks -> ... -> pipeline -> cli / eval."""
+    import ast
+
+    pkg = Path(__file__).resolve().parent.parent / "presidio_delink" / "attacks"
+    for path in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mod = node.module
+                assert not mod.startswith(
+                    ("presidio_delink.pipeline", "presidio_delink.cli", "presidio_delink.eval",
+                     "presidio_delink.protect", "presidio_delink.llm", "presidio_delink.presidio")
+                ), f"{path.name} imports {mod}"
