@@ -212,19 +212,55 @@ def protect_result(
     group: str,
     *,
     safety: float = DEFAULT_SAFETY,
+    arities: Sequence[int] = (),
 ) -> ProtectOutcome | None:
-    """Protect a pipeline result in place (text, audit, marks, words redacted).
+    """Protect a pipeline result in place (text, audit, marks, words changed).
 
-    Returns None (and changes nothing) when the result failed.
+    Args:
+        delinker: the pipeline that produced ``res`` (its ``k``, arity and rewriter).
+        attack: the containment attack.
+        res: the pipeline's result.
+        group: the source's group.
+        safety: see :func:`protect_containment`.
+        arities: escalation steps tried first, in order (e.g. ``(2, 3)``): the text is
+            delinked again at that arity until the goal is met; the chain cuts follow.
+            Empty by default: on TAB, arity 2 and 3 change 75-77 % of the words and the
+            cuts alone far fewer.
+
+    Returns:
+        None (and nothing changed) when the result failed.
     """
     if res.text is None:
         return None
+    arity = delinker.arity
+    for a in arities:
+        if a <= arity:
+            continue
+        if _goal(attack, res.text, group, safety)[0]:
+            break
+        step = Delinker(
+            delinker.index,
+            k=delinker.k,
+            arity=a,
+            max_n=delinker.max_n,
+            rewriter=delinker.rewriter,
+            passes=delinker.passes,
+        ).delink(res.text, res.id)
+        if step.text is None:  # cannot happen without an LLM error in strict mode
+            break
+        arity = a
+        res.text = step.text
+        res.audit.extend(step.audit)
+        res.words_rewritten += step.words_rewritten
+        res.words_redacted += step.words_redacted
+        res.llm_calls += step.llm_calls
+        res.marks = step.marks  # offsets of the new text (earlier marks are not carried)
     out = protect_containment(
         res.text,
         group,
         attack,
         k=delinker.k,
-        arity=delinker.arity,
+        arity=arity,
         max_n=delinker.max_n,
         safety=safety,
         marks=res.marks,

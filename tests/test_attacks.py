@@ -213,6 +213,21 @@ def test_protect_containment_breaks_the_chains_and_stays_linkage_free(
     assert _winnow_rank(out.text, CORPUS)[:1] != [doc_id]  # nor does the reference
 
 
+def test_protect_result_with_an_arity_ladder(index: NgramIndex, attack: ContainmentAttack) -> None:
+    from presidio_delink.pipeline import Delinker
+    from presidio_delink.protect import protect_result
+
+    doc_id, text = CORPUS[21]
+    d = Delinker(index, k=2, arity=1)
+    res = d.delink(_edit(text, seed=21), doc_id)
+    before = res.words_redacted
+    out = protect_result(d, attack, res, doc_id, arities=(2,))
+    assert out is not None and res.text == out.text
+    assert rank_of(attack.rank(res.text), doc_id) != 1
+    assert not analyze(index, res.text, k=2, arity=2).linkable  # the stricter step holds
+    assert res.words_redacted > before
+
+
 # -- n-gram and semantic attacks -------------------------------------------------------------
 def test_ngram_attack_ranks_by_evidence(index: NgramIndex) -> None:
     doc_id, text = CORPUS[6]

@@ -11,8 +11,8 @@ words ``d_0 ..`` likewise (``NgramIndex.doc_words`` without the segment marks).
 
 * A **seed** is a ``q``-gram (``q = seed`` words, default 3) of these numbered words; it
   may cross punctuation (text-reuse tools ignore it) and placeholders (a seed across a
-  placeholder matches nothing: the source has the masked words there).  A seed match is a pair ``(i, j)`` with ``t_i..t_{i+q-1} = d_j..d_{j+q-1}``;
-  its *diagonal* is ``j - i``.
+  placeholder matches nothing: the source has the masked words there).  A seed match is
+  a pair ``(i, j)`` with ``t_i..t_{i+q-1} = d_j..d_{j+q-1}``; its *diagonal* is ``j - i``.
 * A **chain** is a sequence of seed matches ``(i_1, j_1), (i_2, j_2), ...`` with
   ``0 < i_{m+1} - i_m <= gap``, ``j_{m+1} > j_m`` and diagonals differing by at most
   ``drift`` between neighbours: the same passage, in the same order, at consistent
