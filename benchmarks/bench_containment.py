@@ -218,8 +218,10 @@ def main() -> None:
             outs = _delink(idx, tests, arity, protect, attack)
         t_del = (time.perf_counter() - t0) / len(tests)
         t0 = time.perf_counter()
-        ours = [rank_of(attack.scores(t), tid) == 1 for tid, t, _, _ in outs]
+        verdicts = [(tid, attack.verdict(t)) for tid, t, _, _ in outs]
         t_att = (time.perf_counter() - t0) / len(tests)
+        ours = [rank_of(v.ranking, tid) == 1 for tid, v in verdicts]
+        linked = sum(1 for tid, v in verdicts if v.linked and v.ranking[0].group == tid)
         win = {k: [dets[k].top1(t, tid) for tid, t, _, _ in outs] for k in lengths}
         words = sum(n for _, _, n, _ in outs)
         changed = sum(c for _, _, _, c in outs)
@@ -227,6 +229,7 @@ def main() -> None:
             "setting": label,
             "words_changed_pct": round(100 * changed / words, 1) if words else 0.0,
             "ours_top1": sum(ours),
+            "ours_linked_to_source": linked,
             **{f"winnow{k}_top1": sum(win[k]) for k in lengths},
             "attack_s_per_doc": round(t_att, 3),
             "delink_s_per_doc": round(t_del, 3),
