@@ -22,8 +22,8 @@ a longer fingerprint only matches where ``q``-grams do).  For the current text `
 
 Method.  Each round takes the first attack whose goal fails.  A word changed inside a
 run of ``S \\ C`` (positions only the source explains) lowers ``s`` without lowering ``c``.
-Every ``q``-gram of a run is broken by changing every ``q``-th word of it (positions ``start + q - 1, start + 2q - 1, ...``), and no
-fewer changes break them all (a minimum stabbing set of the run's ``q``-grams, as for the
+Every ``q``-gram of a run is broken by changing every ``q``-th word of it (positions
+``start + q - 1, start + 2q - 1, ...``), and no fewer changes break them all (a minimum stabbing set of the run's ``q``-grams, as for the
 flagged N-grams of the pipeline).  Runs are cut longest first (most score per changed
 word), just enough to reach the goal by the estimate ``|S| - cut``; then the attack runs
 again (the chains re-form around the cuts only where the estimate was optimistic).  When
