@@ -110,7 +110,7 @@ def index() -> None:
     multiple=True,
     metavar="NAME",
     help="Also build this view (repeatable): case, case-cross. The defaults (folded, "
-    "folded-cross, fine, fine-cross) are always built unless --no-default-views.",
+    "folded-cross, fine, accent-cross) are always built unless --no-default-views.",
 )
 @click.option(
     "--default-views/--no-default-views",

@@ -26,7 +26,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["skeleton", "skeleton_word", "table_version"]
+__all__ = ["latin", "skeleton", "skeleton_word", "table_version"]
 
 _WORDLIKE = re.compile(r"[^\W_]+")
 
@@ -114,9 +114,51 @@ def skeleton_word(word: str) -> str:
     return word.translate(_word_table())
 
 
+@lru_cache(maxsize=1)
+def _latin_table() -> dict[int, str]:
+    # Each non-ASCII character of a confusable class that holds an ASCII letter or digit
+    # goes to an ASCII member.
+    classes: dict[str, list[str]] = {}
+    table = _table()
+    for k, v in table.items():
+        classes.setdefault(v, [v]).append(chr(k))
+    out: dict[int, str] = {}
+    for proto, members in classes.items():
+        ascii_ = [c for c in members if c.isascii() and c.isalnum()]
+        if not ascii_:
+            continue
+        # The class prototype when it is ASCII, else a lower-case letter, else a digit,
+        # else an upper-case letter (lower-cased).
+        if proto in ascii_:
+            best = proto.lower()
+        else:
+            best = min(ascii_, key=lambda c: (not c.islower(), not c.isdigit(), c)).lower()
+        for c in members:
+            # Letters of other scripts only: a Latin letter (Turkish dotless ``ı``, ``æ``)
+            # is a spelling of its own, as search engines (FTS5 among them) keep it.
+            if (
+                not c.isascii()
+                and _WORDLIKE.fullmatch(c)
+                and not unicodedata.name(c, "").startswith("LATIN")
+            ):
+                out[ord(c)] = best
+    return out
+
+
+def latin(word: str) -> str:
+    """Look-alike letters of other scripts (Cyrillic, Greek, ...) in ``word`` replaced by
+    the ASCII letter or digit they imitate; Latin letters are left alone (the folded views
+    fold words this way, so that ``аpplicant`` with a Cyrillic ``а`` is ``applicant``).
+
+    >>> latin("\u0430ppl\u0456cant")
+    'applicant'
+    """
+    return word if word.isascii() else word.translate(_latin_table())
+
+
 def table_version() -> str:
     """A short fingerprint of the confusables table (recorded with each index)."""
     import hashlib
 
-    items = sorted(_word_table().items())
+    items = sorted(_latin_table().items())
     return hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()[:16]

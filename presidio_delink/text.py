@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from presidio_delink.confusables import skeleton_word, table_version
+from presidio_delink.confusables import latin, table_version
 from presidio_delink.errors import ConfigError
 
 __all__ = [
@@ -65,9 +65,12 @@ _WORD_RE = re.compile(_WORD)
 _FINE_WORD_RE = re.compile(rf"{_WORD}(?:[\-\u2010\u2011.{_APOSTROPHES}]{_WORD})*")
 
 #: Word models: ``folded`` (NFKC, casefold, diacritics and look-alike letters folded),
-#: ``fine`` (NFC and casefold only; inner hyphens, apostrophes and periods kept in the
-#: word), ``case`` (``fine`` without casefolding).
-FOLDS = ("folded", "fine", "case")
+#: ``accent`` (casefold only, code points as written, words split at every punctuation
+#: mark, as SQLite FTS5's ``unicode61`` tokenizer with ``remove_diacritics 0``; no Unicode
+#: normalisation, so a decomposed ``c`` + cedilla is not ``ç``), ``fine`` (NFC and
+#: casefold only; inner hyphens, apostrophes and periods kept in the word), ``case``
+#: (``fine`` without casefolding).
+FOLDS = ("folded", "accent", "fine", "case")
 # Either a *chunk* (group 1: words joined by single in-word punctuation characters, e.g.
 # ``36110/97``, ``well-known``, ``applicant's``) or one punctuation mark or symbol
 # between chunks (group 2; it breaks the segment only if :func:`breaks` says so).
@@ -145,40 +148,30 @@ def normalize_word(surface: str) -> tuple[str, ...]:
     return _normalize_slow(surface)
 
 
-# ASCII word characters that TR39 maps to others, once lower-cased (1 -> l, 0 -> o, m -> rn).
-_ASCII_CONFUSABLE = re.compile("[01m]")
-
-
 @lru_cache(maxsize=1 << 18)
-def _fold_slow(surface: str) -> tuple[str, ...]:
-    # casefold first (``I`` is ``i``, not TR39's ``l``), skeleton, and again after the
-    # skeleton's own upper-case prototypes (``0`` -> ``O``).
-    return tuple(skeleton_word(skeleton_word(w).casefold()) for w in normalize_word(surface))
+def fine_word(surface: str, casefold: bool = True, nfc: bool = True) -> str:
+    """The word model of the ``fine``, ``case`` and ``accent`` views: NFC (unless ``nfc``
+    is False), format characters (zero-width and the like) removed, casefolded unless
+    ``casefold`` is False; diacritics, look-alike letters and inner punctuation kept as
+    written."""
+    s = unicodedata.normalize("NFC", surface) if nfc else surface
+    if not s.isascii():
+        s = "".join(c for c in s if unicodedata.category(c) != "Cf")
+    return s.casefold() if casefold else s
 
 
 def fold_word(surface: str) -> tuple[str, ...]:
-    """:func:`normalize_word`, then look-alike letters folded (TR39 skeleton): the word
-    model of the ``folded`` views.
+    """The word model of the ``folded`` views: :func:`normalize_word`, then look-alike
+    letters of other scripts folded to the ASCII letter they imitate (``аpplicant`` with a
+    Cyrillic ``а``, Turkish dotless ``ı``: see :func:`presidio_delink.confusables.latin`).
 
     >>> fold_word("\u0430pplicant")
     ('applicant',)
     """
+    words = normalize_word(surface)
     if surface.isascii():
-        low = surface.lower()
-        if not _ASCII_CONFUSABLE.search(low):
-            return (low,)
-    return _fold_slow(surface)
-
-
-@lru_cache(maxsize=1 << 18)
-def fine_word(surface: str, casefold: bool = True) -> str:
-    """The word model of the ``fine`` and ``case`` views: NFC, format characters (zero-width
-    and the like) removed, casefolded unless ``casefold`` is False; diacritics, look-alike
-    letters and inner punctuation kept as written."""
-    s = unicodedata.normalize("NFC", surface)
-    if not s.isascii():
-        s = "".join(c for c in s if unicodedata.category(c) != "Cf")
-    return s.casefold() if casefold else s
+        return words
+    return tuple(latin(w) for w in words)
 
 
 class Token(NamedTuple):
@@ -258,8 +251,8 @@ class Tokenizer:
         tok = cls(max_n=mx, placeholders=tuple(ph), break_on_punctuation=brk, fold=fold)
         if fold == "folded" and settings.get("confusables") != table_version():
             raise ConfigError(
-                "the index was built with another confusables table (another version of "
-                "confusable-homoglyphs)"
+                "the index was built with another look-alike table (another version of "
+                "confusable-homoglyphs): rebuild the index"
             )
         return tok
 
@@ -314,7 +307,9 @@ class Tokenizer:
             return got
         stripped, omap = strip_invisible(text)
         fine = self.fold != "folded"
-        casefold = self.fold == "fine"
+        casefold = self.fold != "case"
+        nfc = self.fold != "accent"
+        word_re = _FINE_WORD_RE if self.fold in ("fine", "case") else _WORD_RE
         out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
         cache: dict[str, list[tuple[str, int, int]]] = {}
@@ -327,11 +322,11 @@ class Tokenizer:
                     out[-1] = (out[-1][0], True)
                 continue
             if fine:
-                for w in _FINE_WORD_RE.finditer(chunk):
+                for w in word_re.finditer(chunk):
                     a, b = start + w.start(), start + w.end()
                     if omap is not None:
                         a, b = omap[a], omap[b - 1] + 1
-                    word = fine_word(text[a:b], casefold)
+                    word = fine_word(text[a:b], casefold, nfc)
                     if word:
                         cur.append(Token(word, a, b))
                 continue

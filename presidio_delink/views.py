@@ -11,13 +11,15 @@ adversary with a *finer* text model counts fewer documents.  A *coarser* adversa
 phrases a single model never checks: search boxes and SQLite FTS5 phrases run across
 punctuation, and look-alike letters (``аpplicant`` with a Cyrillic ``а``) hide a word from
 an exact check (document frequency 0, "links nothing") while any folding search finds it.
-No single model is both finest and coarsest, so the index keeps one of each kind:
+No single model is both finest and coarsest, so the index keeps views of each kind,
+chosen after the search tools an adversary is likely to use:
 
 =================  ===========================================================  =======
 view               models an adversary who                                      default
 =================  ===========================================================  =======
 ``folded``         folds case, diacritics (``Biçer`` = ``bicer``) and look-      yes
-                   alike letters (TR39 skeletons), splits words at every
+                   alike letters (``аpplicant`` with a Cyrillic ``а`` =
+                   ``applicant``), splits words at every
                    punctuation mark, and stops phrases at sentence and clause
                    punctuation
 ``folded-cross``   the same, with phrases across punctuation (FTS5 with         yes
@@ -26,11 +28,21 @@ view               models an adversary who                                      
                    as written) and periods inside words (``non-pecuniary``,
                    ``applicant’s``, ``3.5``), folds case only; phrases stop at
                    punctuation
-``fine-cross``     the same, with phrases across punctuation (FTS5 with         yes
-                   ``remove_diacritics 0``, grep -i on words)
+``accent-cross``   keeps diacritics and code points as written (no Unicode       yes
+                   normalisation), folds case, splits words at every
+                   punctuation mark and runs phrases across punctuation
+                   (SQLite FTS5 ``unicode61`` with ``remove_diacritics 0``)
 ``case``           ``fine`` without case folding (grep without ``-i``)          opt-in
 ``case-cross``     ``case`` with phrases across punctuation                     opt-in
 =================  ===========================================================  =======
+
+Look-alike letters of other scripts (Cyrillic, Greek, ...) are folded to the ASCII letter
+they imitate (TR39 confusables, see :mod:`presidio_delink.confusables`) in the folded
+views only, on both sides; Latin letters are never folded (``ı`` stays ``ı``, as in FTS5; ``l995`` stays apart from ``1995``): merging spellings raises document frequencies, the
+unsafe direction, and the other views see the exact spelling.
+
+Not covered: look-alike spellings
+inside the collection itself, found by an adversary who folds both sides.
 
 Not covered: an adversary whose text model is finer than ``fine`` in one respect and
 coarser than ``folded`` in another at once, semantic (paraphrase, embedding) search, and
@@ -74,12 +86,12 @@ VIEWS: dict[str, View] = {
         View("folded", "folded", False, "folds case, diacritics and look-alike letters"),
         View("folded-cross", "folded", True, "the same, phrases across punctuation"),
         View("fine", "fine", False, "keeps diacritics and inner punctuation, folds case"),
-        View("fine-cross", "fine", True, "the same, phrases across punctuation"),
+        View("accent-cross", "accent", True, "keeps diacritics, folds case, across punctuation"),
         View("case", "case", False, "case-sensitive, diacritics and inner punctuation kept"),
         View("case-cross", "case", True, "the same, phrases across punctuation"),
     )
 }
-DEFAULT_VIEWS: tuple[str, ...] = ("folded", "folded-cross", "fine", "fine-cross")
+DEFAULT_VIEWS: tuple[str, ...] = ("folded", "folded-cross", "fine", "accent-cross")
 OPTIONAL_VIEWS: tuple[str, ...] = ("case", "case-cross")
 
 

@@ -49,7 +49,7 @@ def test_index_stats_and_query(built: Path) -> None:
     assert res.exit_code == 0 and json.loads(res.output)["n_docs"] == 40
     res = run("index", "query", str(built), "36110/97", "no such phrase here")
     lines = [json.loads(x) for x in res.output.splitlines()]
-    assert lines[0] == {"ngram": "36llo 97", "view": "folded", "df": 1, "groups": 1,
+    assert lines[0] == {"ngram": "36110 97", "view": "folded", "df": 1, "groups": 1,
                         "doc_ids": ["tab:001-61807"]}
     assert lines[1]["df"] == 0 and lines[1]["doc_ids"] == []
     res = run("index", "query", str(built), "--view", "fine", "36110/97")
@@ -140,6 +140,6 @@ def test_cross_punctuation_index(tmp_path: Path) -> None:
         doc.write_text(json.dumps({"id": "q", "text": "arrested. The gendarmes"}) + "\n")
         res = run("check", "--index", str(out), "-k", "2", str(doc))
         spans = json.loads(res.output)["spans"]
-        # the folded-cross and fine-cross views flag the phrase across the period
+        # the folded-cross and accent-cross views flag the phrase across the period
         assert len({(s["start"], s["end"]) for s in spans if "." in s["text"]}) == want
         assert all(s["view"].endswith("-cross") for s in spans if "." in s["text"])

@@ -237,7 +237,7 @@ def test_stats(sample_index: NgramIndex) -> None:
     st_ = sample_index.stats()
     assert st_["n_docs"] == 40 and st_["max_n"] == 8 and st_["n_groups"] == 40
     views = st_["views"]
-    assert list(views) == ["folded", "folded-cross", "fine", "fine-cross"]  # type: ignore[call-overload]
+    assert list(views) == ["folded", "folded-cross", "fine", "accent-cross"]  # type: ignore[call-overload]
     for v in views.values():  # type: ignore[attr-defined]
         assert v["n_shards"] == 1 and sum(v["keys_per_n"].values()) == v["n_keys"]
     assert st_["bytes_on_disk"] > 0

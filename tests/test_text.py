@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from presidio_delink.errors import ConfigError
 from presidio_delink.text import Tokenizer, fold_word, normalize_word
 
-TOK = Tokenizer()  # the folded view: TR39 skeletons fold 0 -> o, 1 -> l, m -> rn too
+TOK = Tokenizer()
 FINE = Tokenizer(fold="fine")
 CASE = Tokenizer(fold="case")
 
@@ -29,17 +29,16 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("before <PERSON> after", [["before"], ["after"]]),
         ("before *** after", [["before"], ["after"]]),
         ("before [LOCATION] after", [["before"], ["after"]]),
-        ("no. 36110/97 lodged", [["no"], ["36llo", "97", "lodged"]]),
+        ("no. 36110/97 lodged", [["no"], ["36110", "97", "lodged"]]),
         ("a well-known fact", [["a", "well", "known", "fact"]]),
         ("the applicant\u2019s lawyer", [["the", "applicant", "s", "lawyer"]]),
         ("the applicants' lawyer", [["the", "applicants", "lawyer"]]),
-        ("(a) item", [["a"], ["itern"]]),
-        ("\u0430ppl\u0456cant", [["applicant"]]),  # Cyrillic look-alikes
-        ("j\u043ehn sm\u0456th", [["john", "srnith"]]),
+        ("(a) item", [["a"], ["item"]]),
+        ("\u0430ppl\u0456cant \u015e\u0131rnak", [["applicant", "s\u0131rnak"]]),  # look-alikes
         ("Article 5 § 5 of", [["article", "5", "5", "of"]]),
-        ("40% of the increase", [["4o", "of", "the", "increase"]]),
+        ("40% of the increase", [["40", "of", "the", "increase"]]),
         ("grounds \u2013 in particular", [["grounds", "in", "particular"]]),
-        ("and / or + more $ 5", [["and", "or", "rnore", "5"]]),
+        ("and / or + more $ 5", [["and", "or", "more", "5"]]),
         ("wait: then", [["wait"], ["then"]]),
         ("\u201cquoted\u201d text", [["quoted"], ["text"]]),
         ("hid\u200bden text", [["hidden", "text"]]),
@@ -49,7 +48,7 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("\uff34\uff25\uff33\uff34 case", [["test", "case"]]),
         ("STRASSE stra\u00dfe", [["strasse", "strasse"]]),
         ("non\u00a0breaking\u2003space\u3000here", [["non", "breaking", "space", "here"]]),
-        ("\ufeffBOM start", [["born", "start"]]),
+        ("\ufeffBOM start", [["bom", "start"]]),
         ("", []),
         ("   \n\t ", []),
         ("...!!!", []),
@@ -87,6 +86,12 @@ def test_fine_and_case_word_models(text: str, fine: list[list[str]], case: list[
         for t in seg:
             assert unicodedata.normalize("NFC", text[t.start : t.end]).replace(
                 "\u200b", "").casefold() == t.word
+
+
+def test_accent_word_model_splits_like_fts5_and_keeps_diacritics() -> None:
+    acc = Tokenizer(fold="accent")
+    assert acc.word_segments("Non-pecuniary \u0130zmir, applicant\u2019s Bic\u0327er") == [
+        ["non", "pecuniary", "i\u0307zmir"], ["applicant", "s", "bic\u0327er"]]
 
 
 def test_crossing_views_join_pieces_at_punctuation_only() -> None:
