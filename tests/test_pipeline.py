@@ -159,6 +159,29 @@ def test_pii_cannot_come_back(sample_index: NgramIndex) -> None:
     assert rejection("x", "Ahmet Yilmaz said", Tokenizer(), ["Ahmet Yilmaz"]) is not None
 
 
+@pytest.mark.parametrize(
+    ("replacement", "reason"),
+    [
+        ("smith", "reintroduces part of redacted PII"),  # one word of "John Smith"
+        ("the smith family", "reintroduces part of redacted PII"),
+        ("j\u043ehn sm\u0456th", "reintroduces redacted PII"),  # Cyrillic look-alikes
+        ("sm\u0456th", "reintroduces part of redacted PII"),
+        ("the smi\u200bth family", "reintroduces part of redacted PII"),  # hidden character
+        ("sm\u00efth", "reintroduces part of redacted PII"),  # diacritic
+        ("diyarbak\u0131r", "reintroduces redacted PII"),  # dotless i, folded
+        ("a case of 2016", "reintroduces part of redacted PII"),  # a number of a date
+        ("a man", None),
+        ("the applicant", None),
+        ("in march", None),  # common words of a removed string may come back
+        ("at the court", None),
+        ("mr jones", None),
+    ],
+)
+def test_no_part_of_removed_pii_comes_back(replacement: str, reason: str | None) -> None:
+    forbidden = ["John Smith", "Diyarbakir", "14 March 2016", "Ankara Criminal Court", "Mr X"]
+    assert rejection("a farmer", replacement, Tokenizer(), forbidden) == reason
+
+
 def test_pii_step_feeds_the_forbidden_list(analyzer, sample_index: NgramIndex) -> None:  # type: ignore[no-untyped-def]
     text = "Mr John Smith was detained in Ankara by gendarmes who burned his house."
     d = Delinker(sample_index, k=2, rewriter=PiiReinserter("John Smith"), analyzer=analyzer)
