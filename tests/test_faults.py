@@ -562,3 +562,58 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(key, raising=False)
     yield
+
+
+# -- a rewrite may not bring back part of removed PII (end to end) ----------------------
+
+
+class _PiiEngine:
+    """An Ollama-compatible engine answering every span with ``reply``."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.calls = 0
+
+    def chat_completion(self, request: dict) -> dict:  # type: ignore[type-arg]
+        self.calls += 1
+        props = (request.get("json_schema") or {}).get("properties") or {}
+        content = json.dumps({span: self.reply for span in props}, ensure_ascii=False)
+        return {"choices": [{"finish_reason": "stop", "message": {"content": content}}]}
+
+    def completion(self, request: dict) -> dict:  # type: ignore[type-arg]
+        return {"choices": [{"finish_reason": "stop", "text": ""}]}
+
+
+@pytest.mark.parametrize("reply", ["smith", "j\u043ehn sm\u0456th", "the SM\u0130TH family"])
+def test_part_of_removed_pii_does_not_come_back(
+    index: NgramIndex, index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+) -> None:
+    from ollama_compat_server import OllamaCompatServer
+
+    first = json.loads((SAMPLES / "deidentified.jsonl").read_text(encoding="utf-8")
+                       .splitlines()[0])
+    text = "Mr John Smith was detained by gendarmes. " + first["text"][:1200]
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "d", "text": text}) + "\n", encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    engine = _PiiEngine(reply)
+    with OllamaCompatServer(engine, model="m") as srv:
+        monkeypatch.setenv("OLLAMA_HOST", srv.url)
+        res = run("delink", "--index", index_dir, "--llm", "ollama:m", "--redact-pii",
+                  "--no-progress", src, "-o", out)
+    assert res.exit_code == 0, res.output
+    rec = json.loads(out.read_text(encoding="utf-8"))
+    assert rec["pii_redacted"] >= 1 and engine.calls > 0
+    assert not analyze(index, rec["text"], k=2).linkable
+    from presidio_delink.edits import fold_words
+    from presidio_delink.text import Tokenizer
+
+    words = fold_words(rec["text"], Tokenizer())
+    assert not {"smith", "john"} & set(words) and "srnith" not in words  # (folded "smith")
+    llm = [a for a in rec["audit"] if a["pass_no"] == 1]
+    assert llm and all(a["method"] == "redacted" for a in llm)
+    assert {a["reason"] for a in llm} <= {
+        "reintroduces part of redacted PII",
+        "reintroduces redacted PII",
+    }
