@@ -9,10 +9,26 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.errors import ConfigError, LLMError, LLMUnavailable
 from presidio_delink.llm.prompt import parse_response, render_messages, response_schema
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BREAKER_THRESHOLD",
+    "DEFAULT_SEED",
+    "DEFAULT_TIMEOUT_S",
+    "ChatFn",
+    "CircuitBreaker",
+    "LLMUnavailable",
+    "Rewriter",
+    "check_loopback",
+    "complete_json",
+    "find_breaker",
+    "is_loopback_host",
+    "resolve_host",
+    "url_host",
+]
 
 DEFAULT_SEED = 42
 DEFAULT_TIMEOUT_S = 60.0
@@ -134,10 +150,6 @@ def check_loopback(url: str, allow_remote: bool, what: str) -> None:
         f"{what} server {url!r} {why}; document text would be sent to it. Pass "
         "allow_remote=True (--allow-remote) to allow it."
     )
-
-
-class LLMUnavailable(LLMError):
-    """The backend was declared down by a :class:`CircuitBreaker`; no call was made."""
 
 
 class CircuitBreaker:
