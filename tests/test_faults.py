@@ -405,6 +405,24 @@ def test_hanging_server_trips_the_breaker(
 
 
 @pytest.mark.parametrize("kind", ["ollama", "openai"])
+def test_hanging_server_with_strict_fails_at_once(
+    index_dir: Path, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    out = tmp_path / "o.jsonl"
+    out.write_bytes(b"previous output\n")
+    with FaultServer("hang") as srv:
+        args = _llm_args(kind, srv.url, monkeypatch)
+        res = run("delink", "--index", index_dir, *args, "--llm-timeout", "0.5", "--strict",
+                  "--no-progress", docs, "-o", out)
+        posts = srv.posts
+    first_id = next(iter(texts_of(docs)))
+    assert_one_error(res, repr(first_id), "did not answer within 0.5 s")
+    assert posts == 1
+    assert out.read_bytes() == b"previous output\n"
+    assert_no_temp_files(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["ollama", "openai"])
 def test_http_200_with_a_non_json_body_is_a_failed_call(
     index: NgramIndex, index_dir: Path, docs: Path, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, kind: str,
