@@ -68,6 +68,21 @@ def main(verbose: int) -> None:
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 
 
+_key_opt = click.option(
+    "--key-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Sign (build) or authenticate (load) the index metadata with the key in this file.",
+)
+
+
+def _load_index(directory: Path, key_file: Path | None) -> Any:
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.index.format import read_key
+
+    return NgramIndex.load(directory, key=read_key(key_file))
+
+
 @main.group()
 def index() -> None:
     """Build and inspect the N-gram index of a reference collection."""
@@ -97,11 +112,27 @@ def index() -> None:
     help="Words per shard (bounds memory).",
 )
 @click.option(
-    "--cross-punctuation",
-    is_flag=True,
-    help="N-grams cross punctuation (only placeholders break them): a stricter check "
-    "against adversaries whose search ignores punctuation.",
+    "--view",
+    "extra_views",
+    multiple=True,
+    metavar="NAME",
+    help="Also build this view (repeatable): case, case-cross. The defaults (folded, "
+    "folded-cross, fine, fine-cross) are always built unless --no-default-views.",
 )
+@click.option(
+    "--default-views/--no-default-views",
+    default=True,
+    show_default=True,
+    help="Build the default views (turn off only with --view).",
+)
+@click.option(
+    "--group-regex",
+    default=None,
+    metavar="REGEX",
+    help="Derive each document's group (person, case) from its id: the first capturing "
+    "group of the first match. A JSONL 'group' field takes precedence.",
+)
+@_key_opt
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_clean_errors
 def index_build(
@@ -109,52 +140,81 @@ def index_build(
     output: Path,
     max_n: int,
     shard_words: int,
-    cross_punctuation: bool,
+    extra_views: tuple[str, ...],
+    default_views: bool,
+    group_regex: str | None,
+    key_file: Path | None,
     progress: bool,
 ) -> None:
-    """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files)."""
-    from presidio_delink.index import NgramIndex
-    from presidio_delink.io import read_many
-    from presidio_delink.text import Tokenizer
+    """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files).
 
-    tok = Tokenizer(max_n=max_n, break_on_punctuation=not cross_punctuation)
+    JSONL (and JSON-list) records may carry a "group" (the person or case the document
+    is about): k then counts distinct groups.
+    """
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.index.format import read_key
+    from presidio_delink.io import read_many_grouped
+    from presidio_delink.views import resolve_views
+
+    views = resolve_views(extra_views, defaults=default_views)
     idx = NgramIndex.build(
-        read_many(inputs), output, tokenizer=tok, shard_words=shard_words, progress=progress
+        read_many_grouped(inputs),
+        output,
+        max_n=max_n,
+        views=views,
+        shard_words=shard_words,
+        group_regex=group_regex,
+        key=read_key(key_file),
+        progress=progress,
     )
     st = idx.stats()
     click.echo(
-        f"indexed {st['n_docs']} documents, {st['n_words']} words, {st['n_keys']} N-grams "
-        f"into {output} ({st['bytes_on_disk']} bytes)",
+        f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "
+        f"{st['n_keys']} N-grams in {len(idx.views)} views into {output} "
+        f"({st['bytes_on_disk']} bytes)",
         err=True,
     )
 
 
 @index.command("stats")
 @click.argument("directory", type=click.Path(path_type=Path))
+@_key_opt
 @_clean_errors
-def index_stats(directory: Path) -> None:
-    """Print the index statistics as JSON."""
-    from presidio_delink.index import NgramIndex
-
-    click.echo(json.dumps(NgramIndex.load(directory).stats(), indent=2))
+def index_stats(directory: Path, key_file: Path | None) -> None:
+    """Print the index statistics as JSON (views, groups, counts, sizes)."""
+    click.echo(json.dumps(_load_index(directory, key_file).stats(), indent=2))
 
 
 @index.command("query")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.argument("phrases", nargs=-1, required=True)
+@click.option("--view", default=None, help="The view to query (default: folded).")
+@_key_opt
 @_clean_errors
-def index_query(directory: Path, phrases: tuple[str, ...]) -> None:
-    """Print {"ngram", "df", "doc_ids"} for each PHRASE (one N-gram each)."""
-    from presidio_delink.index import NgramIndex
+def index_query(
+    directory: Path, phrases: tuple[str, ...], view: str | None, key_file: Path | None
+) -> None:
+    """Print {"ngram", "view", "df", "groups", "doc_ids"} for each PHRASE (one N-gram
+    each); df counts documents, groups distinct groups."""
+    from presidio_delink.errors import ConfigError
 
-    idx = NgramIndex.load(directory)
+    idx = _load_index(directory, key_file)
+    if view is not None and view not in idx.views:
+        raise ConfigError(f"the index has no view {view!r} (it has {', '.join(idx.views)})")
+    v = idx.views[view] if view else idx.primary
+    ids = idx.doc_ids
     for phrase in phrases:
-        words = idx.words_of(phrase)
-        ords = idx.lookup(words).tolist()
-        ids = idx.doc_ids
+        words = idx.words_of(phrase, v.name)
+        ords = v.lookup(words)
         click.echo(
             json.dumps(
-                {"ngram": " ".join(words), "df": len(ords), "doc_ids": [ids[i] for i in ords]},
+                {
+                    "ngram": " ".join(words),
+                    "view": v.name,
+                    "df": len(ords),
+                    "groups": len(idx.groups_of(ords)),
+                    "doc_ids": [ids[i] for i in ords.tolist()],
+                },
                 ensure_ascii=False,
             )
         )
@@ -203,6 +263,7 @@ def _detection_options(func: F) -> F:
     for deco in reversed(
         [
             _index_opt,
+            _key_opt,
             _k_opt,
             _arity_opt,
             _maxn_opt,
@@ -225,6 +286,7 @@ def _detection_options(func: F) -> F:
 @_clean_errors
 def check(
     index_dir: Path,
+    key_file: Path | None,
     k: int,
     arity: int,
     max_n: int | None,
@@ -235,12 +297,11 @@ def check(
 
     Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
     """
-    from presidio_delink.index import NgramIndex
     from presidio_delink.io import check_output_paths, read_many
     from presidio_delink.linkage import analyze
 
-    check_output_paths({"--output": output}, inputs, {"index": index_dir})
-    idx = NgramIndex.load(index_dir)
+    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
+    idx = _load_index(index_dir, key_file)
     any_linkable = False
     with _open_out(output) as out:
         for doc_id, text in read_many(inputs):
@@ -252,7 +313,9 @@ def check(
                     "end": b,
                     "text": text[a:b],
                     "ngram": f.key,
+                    "view": f.view,
                     "df": f.df,
+                    "groups": f.groups,
                     "arity": f.arity,
                     "partners": list(f.partners),
                 }
@@ -272,6 +335,7 @@ def check(
 @_clean_errors
 def attack(
     index_dir: Path,
+    key_file: Path | None,
     k: int,
     arity: int,
     max_n: int | None,
@@ -283,12 +347,11 @@ def attack(
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
-    from presidio_delink.index import NgramIndex
     from presidio_delink.io import check_output_paths, read_many
     from presidio_delink.linkage import analyze
 
-    check_output_paths({"--output": output}, inputs, {"index": index_dir})
-    idx = NgramIndex.load(index_dir)
+    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
+    idx = _load_index(index_dir, key_file)
     ids = idx.doc_ids
     any_linkable = False
     with _open_out(output) as out:
@@ -320,6 +383,7 @@ def attack(
 
 @main.command("delink")
 @_index_opt
+@_key_opt
 @_k_opt
 @_arity_opt
 @_maxn_opt
@@ -385,6 +449,7 @@ def attack(
 @_clean_errors
 def delink(
     index_dir: Path,
+    key_file: Path | None,
     k: int,
     arity: int,
     max_n: int | None,
@@ -406,7 +471,6 @@ def delink(
 
     Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
     """
-    from presidio_delink.index import NgramIndex
     from presidio_delink.io import atomic_output, check_output_paths, read_many
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import Delinker
@@ -414,9 +478,9 @@ def delink(
     check_output_paths(
         {"--output": output, "--report": report_path, "--cache": cache_path},
         [*inputs, *monitor_inputs],
-        {"index": index_dir},
+        {"index": index_dir, "key file": key_file},
     )
-    idx = NgramIndex.load(index_dir)
+    idx = _load_index(index_dir, key_file)
     rewriter = make_rewriter(
         llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
     )

@@ -7,6 +7,7 @@ intervals, found optimally by the greedy pass by right end.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -54,21 +55,25 @@ def stabbing_tokens(intervals: Iterable[tuple[int, int]], tokens: Sequence[Token
     """Indices (into ``tokens``) of a minimum set of tokens hitting every interval.
 
     Args:
-        intervals: character spans ``[start, end)`` of flagged N-gram occurrences; each
-            starts at a token start and ends at a token end.
+        intervals: character spans ``[start, end)`` of flagged N-gram occurrences (of any
+            view); each holds at least one whole token.
         tokens: the text's tokens, in order.
 
     Greedy by right end: take the last token of the first interval (by end) not yet hit.
     Optimal for intervals on a line (an exchange argument: any solution must hit that
     interval, and its last token hits every later-ending interval the others would).
     """
-    ends = {t.end: i for i, t in enumerate(tokens)}
+    ends = [t.end for t in tokens]
     chosen: list[int] = []
     last_start = -1  # start of the most recently chosen token
     for start, end in sorted(set(intervals), key=lambda x: (x[1], x[0])):
         if last_start >= start:
             continue  # the last chosen token lies inside [start, end)
-        i = ends[end]
+        # The last token inside the interval (intervals of every view end at a token end
+        # of this finest tokenisation; the search also copes with one that does not).
+        i = bisect.bisect_right(ends, end) - 1
+        if i < 0 or tokens[i].start < start:
+            raise ValueError(f"no token inside the flagged interval [{start}, {end})")
         chosen.append(i)
         last_start = tokens[i].start
     return sorted(set(chosen))
@@ -88,6 +93,36 @@ def runs(chosen: Sequence[int], segments: Sequence[Sequence[Token]]) -> list[Run
             out.append(Run(t.start, t.end, 1))
         prev = i
     return out
+
+
+def whole_words(
+    chosen: Sequence[int], tokens: Sequence[Token], words: Sequence[Token]
+) -> list[int]:
+    """Widen chosen tokens to whole written words: every token of a word that holds a
+    chosen one (``non-attendance``, ``applicant’s``).
+
+    Changing one part of a compound leaves the other part as a new word for text models
+    that keep inner hyphens and apostrophes (``[REDACTED]-attendance``): a new, possibly
+    rare word.  ``words`` are those models' tokens (same offsets as the text).
+    """
+    if not chosen:
+        return []
+    starts = [w.start for w in words]
+    out = set(chosen)
+    for i in chosen:
+        j = bisect.bisect_right(starts, tokens[i].start) - 1
+        if j < 0 or words[j].end < tokens[i].end:
+            continue
+        a, b = words[j].start, words[j].end
+        k = i
+        while k > 0 and tokens[k - 1].start >= a:
+            k -= 1
+            out.add(k)
+        k = i
+        while k + 1 < len(tokens) and tokens[k + 1].end <= b:
+            k += 1
+            out.add(k)
+    return sorted(out)
 
 
 def sentence_bounds(text: str) -> list[tuple[int, int]]:

@@ -32,6 +32,7 @@ __all__ = [
     "decode_text",
     "read_documents",
     "read_many",
+    "read_many_grouped",
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -99,7 +100,7 @@ def _check_surrogates(doc_id: str, text: str, where: str) -> None:
             )
 
 
-def _record(obj: object, where: str) -> tuple[str, str]:
+def _record(obj: object, where: str, groups: bool = False) -> tuple[Any, ...]:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected an object with 'id' and 'text'")
     if "id" not in obj or "text" not in obj:
@@ -110,20 +111,25 @@ def _record(obj: object, where: str) -> tuple[str, str]:
     if not isinstance(text, str):
         raise InputError(f"{where}: 'text' must be a string")
     _check_surrogates(str(doc_id), text, where)
+    if groups:
+        group = obj.get("group")
+        if group is not None and (not isinstance(group, str) or not group):
+            raise InputError(f"{where}: 'group' must be a non-empty string")
+        return str(doc_id), text, group
     return str(doc_id), text
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[str, str]]:
+def _read_jsonl(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             where = f"{path}:{lineno}"
             line = decode_text(raw, where).strip()
             if not line:
                 continue
-            yield _record(_loads(line, where, one_line=True), where)
+            yield _record(_loads(line, where, one_line=True), where, groups)
 
 
-def _read_json(path: Path) -> Iterator[tuple[str, str]]:
+def _read_json(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
     text = decode_text(path.read_bytes(), str(path))
     obj = _loads(text, str(path))
     if isinstance(obj, dict):
@@ -133,24 +139,27 @@ def _read_json(path: Path) -> Iterator[tuple[str, str]]:
             if not isinstance(doc, str):
                 raise InputError(f"{path}: value of {_show(doc_id)} is not a string")
             _check_surrogates(doc_id, doc, f"{path}: key {_show(doc_id)}")
-            yield str(doc_id), doc
+            yield (str(doc_id), doc, None) if groups else (str(doc_id), doc)
     elif isinstance(obj, list):
         for i, rec in enumerate(obj):
-            yield _record(rec, f"{path}[{i}]")
+            yield _record(rec, f"{path}[{i}]", groups)
     else:
         raise InputError(f"{path}: expected a JSON object {{id: text}} or a list of records")
 
 
-def _read_folder(path: Path) -> Iterator[tuple[str, str]]:
+def _read_folder(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
     files = sorted(p for p in path.rglob("*.txt") if p.is_file())
     if not files:
         raise InputError(f"{path}: folder has no .txt files")
     for p in files:
-        yield p.relative_to(path).with_suffix("").as_posix(), decode_text(p.read_bytes(), str(p))
+        doc_id = p.relative_to(path).with_suffix("").as_posix()
+        text = decode_text(p.read_bytes(), str(p))
+        yield (doc_id, text, None) if groups else (doc_id, text)
 
 
-def read_documents(path: str | Path) -> Iterator[tuple[str, str]]:
-    """Yield ``(doc_id, text)`` from one input.
+def read_documents(path: str | Path, *, groups: bool = False) -> Iterator[tuple[Any, ...]]:
+    """Yield ``(doc_id, text)`` from one input (``(doc_id, text, group)`` with ``groups``:
+    the optional ``"group"`` field of JSONL and JSON-list records, else None).
 
     ``*.jsonl``/``*.ndjson``: one ``{"id": ..., "text": ...}`` per line.  ``*.json``: an
     object ``{id: text}`` (null values skipped) or a list of records.  Another file is
@@ -161,23 +170,31 @@ def read_documents(path: str | Path) -> Iterator[tuple[str, str]]:
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
     if p.is_dir():
-        return _read_folder(p)
+        return _read_folder(p, groups)
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        return _read_jsonl(p)
+        return _read_jsonl(p, groups)
     if suffix == ".json":
-        return _read_json(p)
+        return _read_json(p, groups)
     with open(p, "rb") as f:
         head = f.read(1 << 16).decode("utf-8", "ignore").lstrip()
     if head.startswith("[") or (head.startswith("{") and "\n{" not in head):
-        return _read_json(p)
-    return _read_jsonl(p)
+        return _read_json(p, groups)
+    return _read_jsonl(p, groups)
 
 
 def read_many(paths: Iterable[str | Path]) -> Iterator[tuple[str, str]]:
     """Chain :func:`read_documents` over several inputs."""
     for p in paths:
-        yield from read_documents(p)
+        for rec in read_documents(p):
+            yield rec[0], rec[1]
+
+
+def read_many_grouped(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, str | None]]:
+    """Chain :func:`read_documents` over several inputs, with each record's group."""
+    for p in paths:
+        for rec in read_documents(p, groups=True):
+            yield rec[0], rec[1], rec[2]
 
 
 # -- writing --------------------------------------------------------------------------------

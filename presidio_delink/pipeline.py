@@ -23,11 +23,13 @@ from presidio_delink.edits import (
     runs,
     sentence_bounds,
     stabbing_tokens,
+    whole_words,
 )
 from presidio_delink.errors import ConfigError, DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
 from presidio_delink.llm.base import CircuitBreaker, LLMUnavailable, Rewriter, find_breaker
+from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +152,8 @@ class Delinker:
         self.max_chars = max_chars
         self.monitor = monitor
         self.tokenizer = index.tokenizer
+        # Written words (inner hyphens and apostrophes kept): edits never split one.
+        self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
 
     # -- public -----------------------------------------------------------------------
     def check(self, text: str) -> LinkageReport:
@@ -201,6 +205,7 @@ class Delinker:
             chosen = stabbing_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
             if pass_no == 1:
                 res.optimum_words = len(chosen)
+            chosen = whole_words(chosen, tokens, self._words.tokens(current))
             use_llm = self.rewriter is not None and pass_no <= self.passes
             edits = self._edits(current, runs(chosen, segs), rep, pass_no, use_llm, forbidden, res)
             current, marks = apply(current, edits, marks)

@@ -121,8 +121,11 @@ def test_redaction_only_hits_the_optimum(sample_index: NgramIndex, sample_deid) 
     for doc_id, text in sample_deid:
         res = d.delink(text, doc_id)
         assert_clean(sample_index, res)
-        # Arity 1: one round, exactly the minimum stabbing set of the flagged intervals.
-        assert res.passes == 1 and res.words_redacted == res.optimum_words
+        # Arity 1: one round, the minimum stabbing set of the flagged intervals of every
+        # view, widened to whole written words (``non-attendance``) so that no edit
+        # leaves half a compound as a new word.
+        assert res.passes == 1
+        assert res.optimum_words <= res.words_redacted <= 1.1 * res.optimum_words
 
 
 def test_echo_is_rejected_with_a_reason(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]

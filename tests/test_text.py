@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.text import Tokenizer, normalize_word
+from presidio_delink.text import Tokenizer, fold_word, normalize_word
 
-TOK = Tokenizer()
+TOK = Tokenizer()  # the folded view: TR39 skeletons fold 0 -> o, 1 -> l, m -> rn too
+FINE = Tokenizer(fold="fine")
+CASE = Tokenizer(fold="case")
 
 
 def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
@@ -27,15 +29,17 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("before <PERSON> after", [["before"], ["after"]]),
         ("before *** after", [["before"], ["after"]]),
         ("before [LOCATION] after", [["before"], ["after"]]),
-        ("no. 36110/97 lodged", [["no"], ["36110", "97", "lodged"]]),
+        ("no. 36110/97 lodged", [["no"], ["36llo", "97", "lodged"]]),
         ("a well-known fact", [["a", "well", "known", "fact"]]),
         ("the applicant\u2019s lawyer", [["the", "applicant", "s", "lawyer"]]),
         ("the applicants' lawyer", [["the", "applicants", "lawyer"]]),
-        ("(a) item", [["a"], ["item"]]),
+        ("(a) item", [["a"], ["itern"]]),
+        ("\u0430ppl\u0456cant", [["applicant"]]),  # Cyrillic look-alikes
+        ("j\u043ehn sm\u0456th", [["john", "srnith"]]),
         ("Article 5 § 5 of", [["article", "5", "5", "of"]]),
-        ("40% of the increase", [["40", "of", "the", "increase"]]),
+        ("40% of the increase", [["4o", "of", "the", "increase"]]),
         ("grounds \u2013 in particular", [["grounds", "in", "particular"]]),
-        ("and / or + more $ 5", [["and", "or", "more", "5"]]),
+        ("and / or + more $ 5", [["and", "or", "rnore", "5"]]),
         ("wait: then", [["wait"], ["then"]]),
         ("\u201cquoted\u201d text", [["quoted"], ["text"]]),
         ("hid\u200bden text", [["hidden", "text"]]),
@@ -45,7 +49,7 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("\uff34\uff25\uff33\uff34 case", [["test", "case"]]),
         ("STRASSE stra\u00dfe", [["strasse", "strasse"]]),
         ("non\u00a0breaking\u2003space\u3000here", [["non", "breaking", "space", "here"]]),
-        ("\ufeffBOM start", [["bom", "start"]]),
+        ("\ufeffBOM start", [["born", "start"]]),
         ("", []),
         ("   \n\t ", []),
         ("...!!!", []),
@@ -60,7 +64,40 @@ def test_offsets_point_into_original() -> None:
     text = "Mr X\u200by lodged no. 36110/97 in Bi\u00e7er [REDACTED] town"
     for seg in TOK.segments(text):
         for t in seg:
-            assert t.word in normalize_word(text[t.start : t.end])
+            assert t.word in fold_word(text[t.start : t.end])
+
+
+@pytest.mark.parametrize(
+    ("text", "fine", "case"),
+    [
+        ("The applicant\u2019s non-pecuniary damage", [["the", "applicant\u2019s",
+         "non-pecuniary", "damage"]], [["The", "applicant\u2019s", "non-pecuniary", "damage"]]),
+        ("applicant's case", [["applicant's", "case"]], [["applicant's", "case"]]),
+        ("22/2 and 22.2", [["22", "2", "and", "22.2"]], [["22", "2", "and", "22.2"]]),
+        ("\u0130zmir Izmir", [["i\u0307zmir", "izmir"]], [["\u0130zmir", "Izmir"]]),
+        ("Bic\u0327er Bi\u00e7er", [["bi\u00e7er", "bi\u00e7er"]], [["Bi\u00e7er", "Bi\u00e7er"]]),
+        ("hid\u200bden, U.S. law", [["hidden"], ["u.s"], ["law"]], [["hidden"], ["U.S"], ["law"]]),
+        ("\u0430pplicant", [["\u0430pplicant"]], [["\u0430pplicant"]]),
+    ],
+)
+def test_fine_and_case_word_models(text: str, fine: list[list[str]], case: list[list[str]]) -> None:
+    assert FINE.word_segments(text) == fine
+    assert CASE.word_segments(text) == case
+    for seg in FINE.segments(text):  # offsets cover the word as written
+        for t in seg:
+            assert unicodedata.normalize("NFC", text[t.start : t.end]).replace(
+                "\u200b", "").casefold() == t.word
+
+
+def test_crossing_views_join_pieces_at_punctuation_only() -> None:
+    cross = Tokenizer(break_on_punctuation=False)
+    text = "one, two. three [REDACTED] four"
+    assert cross.word_segments(text) == [["one", "two", "three"], ["four"]]
+    vocab: dict[str, int] = {}
+    marked = TOK.encode_marked(text, vocab, {})
+    assert marked == [0, -2, 1, -2, 2, -1, 3, -1]
+    assert TOK.encode(text, dict(vocab), {}) == [0, -1, 1, -1, 2, -1, 3, -1]
+    assert cross.encode(text, dict(vocab), {}) == [0, 1, 2, -1, 3, -1]
 
 
 def test_placeholder_is_never_a_word() -> None:

@@ -20,7 +20,6 @@ import numpy as np
 
 from presidio_delink.errors import InputError
 from presidio_delink.index.shard import write_shard
-from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -175,11 +174,3 @@ def check_doc_id(doc_id: object, seen: set[str]) -> str:
         raise InputError(f"duplicate document id {sid!r}")
     seen.add(sid)
     return sid
-
-
-def encode_doc(
-    tokenizer: Tokenizer, text: object, vocab: dict[str, int], cache: dict[str, tuple[int, ...]]
-) -> list[int]:
-    if not isinstance(text, str):
-        raise InputError(f"document text must be a string, got {type(text).__name__}")
-    return tokenizer.encode(text, vocab, cache)

@@ -36,6 +36,7 @@ import marisa_trie
 import numpy as np
 
 from presidio_delink.errors import IndexFormatError
+from presidio_delink.index.format import write_private
 
 SHARD_FILES = (
     "ngrams.marisa",
@@ -55,14 +56,6 @@ def smallest_uint(max_value: int) -> str:
         if max_value <= limit:
             return code
     return "<u8"
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` with mode 0600 (index files reproduce the text)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(path, 0o600)
 
 
 def write_shard(
