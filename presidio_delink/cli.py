@@ -43,9 +43,16 @@ def _clean_errors(func: F) -> F:
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(2)
+        except OSError as exc:  # names a file, never its content
+            log.debug("OS error", exc_info=True)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
         except Exception as exc:  # the CLI never dies with a traceback
+            # Not the message: an unexpected error may quote document text (-vv shows it).
             log.debug("unexpected error", exc_info=True)
-            click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+            click.echo(
+                f"error: unexpected {type(exc).__name__}; run with -vv for details", err=True
+            )
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
@@ -214,7 +221,11 @@ def index_query(
 
 
 def _open_out(path: Path | None) -> Any:
-    return open(path, "w", encoding="utf-8") if path else contextlib.nullcontext(sys.stdout)
+    """``path`` written all or nothing (see :func:`~presidio_delink.io.atomic_output`), or
+    stdout."""
+    from presidio_delink.io import atomic_output
+
+    return atomic_output(path) if path else contextlib.nullcontext(sys.stdout)
 
 
 _index_opt = click.option(
@@ -286,9 +297,10 @@ def check(
 
     Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
     """
-    from presidio_delink.io import read_many
+    from presidio_delink.io import check_output_paths, read_many
     from presidio_delink.linkage import analyze
 
+    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
     any_linkable = False
     with _open_out(output) as out:
@@ -335,9 +347,10 @@ def attack(
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
-    from presidio_delink.io import read_many
+    from presidio_delink.io import check_output_paths, read_many
     from presidio_delink.linkage import analyze
 
+    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
     ids = idx.doc_ids
     any_linkable = False
@@ -397,6 +410,15 @@ def attack(
 )
 @click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
 @click.option(
+    "--llm-timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds one LLM call may take, retries included. After 3 failed calls in a row "
+    "the backend counts as down: the remaining spans are redacted (or, with --strict, the "
+    "run fails).",
+)
+@click.option(
     "--allow-remote", is_flag=True, help="Allow a non-local LLM host (document text is sent to it)."
 )
 @click.option(
@@ -436,6 +458,7 @@ def delink(
     spacy_model: str,
     passes: int,
     strict: bool,
+    llm_timeout: float,
     allow_remote: bool,
     cache_path: Path | None,
     monitor_inputs: tuple[Path, ...],
@@ -448,12 +471,19 @@ def delink(
 
     Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
     """
-    from presidio_delink.io import read_many
+    from presidio_delink.io import atomic_output, check_output_paths, read_many
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import Delinker
 
+    check_output_paths(
+        {"--output": output, "--report": report_path, "--cache": cache_path},
+        [*inputs, *monitor_inputs],
+        {"index": index_dir, "key file": key_file},
+    )
     idx = _load_index(index_dir, key_file)
-    rewriter = make_rewriter(llm_spec, cache_path=cache_path, allow_remote=allow_remote)
+    rewriter = make_rewriter(
+        llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
+    )
     analyzer = None
     if redact_pii:
         from presidio_delink.presidio.engines import make_analyzer
@@ -480,17 +510,19 @@ def delink(
     )
     results = []
     failed = 0
-    with open(output, "w", encoding="utf-8") as out:
+    # Both files appear together, and only when the whole run succeeded.
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(atomic_output(output))
+        report = stack.enter_context(atomic_output(report_path)) if report_path else None
         for res in delinker.delink_many(read_many(inputs), progress=progress):
             out.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")
-            out.flush()
             failed += res.failed
-            if report_path:
+            if report is not None:
                 results.append(res)
-    if report_path:
-        from presidio_delink.report import render
+        if report is not None:
+            from presidio_delink.report import render
 
-        report_path.write_text(render(results), encoding="utf-8")
+            report.write(render(results))
     n = len(results) if report_path else None
     click.echo(
         f"wrote {output}"

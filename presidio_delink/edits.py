@@ -12,9 +12,32 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from presidio_delink.confusables import skeleton_word
 from presidio_delink.text import Token, Tokenizer
 
 REDACTED = "[REDACTED]"
+
+_COMMON = """
+    a an the this that these those some any each every no not and or but nor of in on at to
+    for from by with without within into onto upon over under about after before between
+    through during against among as than then so if is are was were be been being am has
+    have had do does did will would shall should may might can could must it its he him his
+    she her hers they them their theirs we us our ours you your yours i me my mine who whom
+    whose which what where when why how there here all both either neither other another
+    such same own only also very more most less least one two three first second new old
+    mr mrs ms miss dr prof sir madam st jr sr de del della der den di du da das dos la le les
+    el al van von ten ter y e et und
+    street road avenue lane square city town village county district region province state
+    country republic kingdom university college school hospital clinic court tribunal police
+    station prison company ltd inc plc corporation group bank church house hotel centre center
+    north south east west northern southern eastern western upper lower great little saint
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+"""
+COMMON_WORDS = frozenset(_COMMON.split())
+"""Words of a removed PII string that may come back alone: function words, name particles
+and titles, generic words of place and organisation names, months and weekdays. Any other
+word of it (a surname, a rare place name, a number) may not."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n\s*\n|\n(?=\s*[\-\u2022\d(])")
 
@@ -165,7 +188,9 @@ def rejection(
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
     Rejected: not a string, empty, multi-line, equal to or containing the span (compared
-    as normalised words), reintroducing text that PII redaction removed (``forbidden``),
+    as folded words: see :func:`fold_words`), reintroducing text that PII redaction removed
+    (``forbidden``: the whole string, or any one of its words not in :data:`COMMON_WORDS`,
+    so ``smith`` after ``John Smith`` and ``jоhn`` with a Cyrillic ``о`` are refused),
     containing a redaction placeholder with other words, implausibly long, or a copy of
     another span of the same request (``siblings``: small models swap them), or bringing
     in a capitalised word found nowhere in ``context`` (an invented name is new PII-like
@@ -178,19 +203,21 @@ def rejection(
         return "empty"
     if "\n" in rep or "\r" in rep:
         return "spans several lines"
-    span_words = [w for seg in tokenizer.word_segments(span) for w in seg]
-    rep_segs = tokenizer.word_segments(rep)
-    rep_words = [w for seg in rep_segs for w in seg]
+    span_words = fold_words(span, tokenizer)
+    rep_words = fold_words(rep, tokenizer)
     if not rep_words and rep != REDACTED:
         return "no words"
     if span_words and _contains(rep_words, span_words):
         return "repeats the span"
+    rep_set = set(rep_words)
     for f in forbidden:
-        fw = [w for seg in tokenizer.word_segments(f) for w in seg]
+        fw = fold_words(f, tokenizer)
         if fw and _contains(rep_words, fw):
             return "reintroduces redacted PII"
+        if any(w in rep_set for w in fw if len(w) > 1 and w not in _COMMON_FOLDED):
+            return "reintroduces part of redacted PII"
     for other in siblings:
-        if rep_words == [w for seg in tokenizer.word_segments(other) for w in seg]:
+        if rep_words == fold_words(other, tokenizer):
             return "copies another span"
     if context is not None and rep != REDACTED:
         known = set(re.findall(r"\w+", context + " " + span))
@@ -209,6 +236,21 @@ def rejection(
     ):
         return "implausibly long"
     return None
+
+
+def fold_word(word: str) -> str:
+    """A word as a search engine that folds look-alike letters sees it: TR39 confusable
+    skeleton (Cyrillic ``о`` -> ``o``), case-folded again (the skeleton may be upper case)."""
+    return skeleton_word(word).casefold()
+
+
+def fold_words(text: str, tokenizer: Tokenizer) -> list[str]:
+    """Words of ``text``: normalised by ``tokenizer`` (case, diacritics, invisible
+    characters), then :func:`fold_word`."""
+    return [fold_word(w) for seg in tokenizer.word_segments(text) for w in seg]
+
+
+_COMMON_FOLDED = frozenset(fold_word(w) for w in COMMON_WORDS)
 
 
 def _contains(hay: Sequence[str], needle: Sequence[str]) -> bool:

@@ -28,7 +28,7 @@ from presidio_delink.edits import (
 from presidio_delink.errors import ConfigError, DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
-from presidio_delink.llm.base import Rewriter
+from presidio_delink.llm.base import CircuitBreaker, LLMUnavailable, Rewriter, find_breaker
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -108,11 +108,14 @@ class Delinker:
         arity: combinations of up to ``arity`` N-grams are checked too (1..3).
         max_n: longest N-gram (default: the index's).
         rewriter: the LLM backend (see :func:`presidio_delink.llm.make_rewriter`); None
-            means redaction only.
+            means redaction only.  One without a
+            :class:`~presidio_delink.llm.base.CircuitBreaker` gets one: after 3 failed
+            calls in a row the backend counts as down for this Delinker's lifetime and
+            the remaining spans are redacted without further calls.
         passes: LLM rewrite passes before the redaction fallback.
         analyzer: a Presidio ``AnalyzerEngine`` for PII redaction first; None skips it.
-        strict: raise :class:`LLMError` instead of falling back to redaction when the
-            LLM fails.
+        strict: raise :class:`LLMError` (naming the document) instead of falling back to
+            redaction when the LLM fails.
         max_chars: longer documents are refused (an :class:`InputError`).
         monitor: a semantic linkage monitor (``presidio_delink.eval.SemanticMonitor``, or
             anything with ``assess(text) -> dict``): each result then carries a
@@ -140,6 +143,8 @@ class Delinker:
             raise ConfigError(f"passes must be >= 0, got {passes}")
         self.index = index
         self.k, self.arity, self.max_n = k, arity, max_n
+        if rewriter is not None and find_breaker(rewriter) is None:
+            rewriter = CircuitBreaker(rewriter)
         self.rewriter = rewriter
         self.passes = passes
         self.analyzer = analyzer
@@ -328,11 +333,15 @@ class Delinker:
             except LLMError as exc:
                 res.llm_seconds += time.perf_counter() - t0
                 if self.strict:
-                    raise
-                msg = f"LLM failed ({type(exc).__name__}); redacted instead"
+                    raise LLMError(f"document {res.id!r}: {exc}") from exc
+                if isinstance(exc, LLMUnavailable):
+                    res.llm_calls -= 1  # no call was made
+                    msg = "LLM backend down (failed calls in a row); redacted instead"
+                else:
+                    msg = f"LLM failed ({type(exc).__name__}); redacted instead"
+                    log.info("document %s: %s; redacting that sentence's spans", res.id, exc)
                 if msg not in res.warnings:
                     res.warnings.append(msg)
-                log.warning("LLM call failed: %s; redacting instead", type(exc).__name__)
                 for r in group:
                     out[(r.start, r.end)] = (None, "llm error")
                 continue
