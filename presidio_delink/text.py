@@ -394,13 +394,25 @@ class Tokenizer:
     ) -> list[int]:
         """:meth:`encode` for both break modes at once: ``-2`` closes a segment at
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
-        if self.fold != "folded":
+        fold = self.fold
+        stripped, omap = strip_invisible(text, offsets=fold != "folded")
+        if omap is not None:
+            # Characters were removed: the fine word models read the words as written
+            # (with their combining marks), through the offsets of `pieces`.
             out: list[int] = []
             for seg, hard in self.pieces(text):
                 out.extend([vocab.setdefault(t.word, len(vocab)) for t in seg])
                 out.append(-1 if hard else -2)
             return out
-        stripped, _ = strip_invisible(text, offsets=False)
+        casefold, nfc = fold != "case", fold != "accent"
+        word_re = _FINE_WORD_RE if fold in ("fine", "case") else _WORD_RE
+
+        def norm(w: str) -> tuple[str, ...]:
+            if fold == "folded":
+                return fold_word(w)
+            got = fine_word(w, casefold, nfc)
+            return (got,) if got else ()
+
         out = []
         add, extend = out.append, out.extend
         open_seg = False  # words since the last break of either kind
@@ -418,8 +430,8 @@ class Tokenizer:
                 if got is None:
                     got = tuple(
                         vocab.setdefault(n, len(vocab))
-                        for w in _WORD_RE.findall(chunk)
-                        for n in fold_word(w)
+                        for w in word_re.findall(chunk)
+                        for n in norm(w)
                     )
                     if len(cache) < 4_000_000:
                         cache[chunk] = got
