@@ -43,9 +43,16 @@ def _clean_errors(func: F) -> F:
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(2)
+        except OSError as exc:  # names a file, never its content
+            log.debug("OS error", exc_info=True)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
         except Exception as exc:  # the CLI never dies with a traceback
+            # Not the message: an unexpected error may quote document text (-vv shows it).
             log.debug("unexpected error", exc_info=True)
-            click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+            click.echo(
+                f"error: unexpected {type(exc).__name__}; run with -vv for details", err=True
+            )
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
@@ -59,6 +66,21 @@ def main(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+
+
+_key_opt = click.option(
+    "--key-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Sign (build) or authenticate (load) the index metadata with the key in this file.",
+)
+
+
+def _load_index(directory: Path, key_file: Path | None) -> Any:
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.index.format import read_key
+
+    return NgramIndex.load(directory, key=read_key(key_file))
 
 
 @main.group()
@@ -90,11 +112,40 @@ def index() -> None:
     help="Words per shard (bounds memory).",
 )
 @click.option(
-    "--cross-punctuation",
-    is_flag=True,
-    help="N-grams cross punctuation (only placeholders break them): a stricter check "
-    "against adversaries whose search ignores punctuation.",
+    "--view",
+    "extra_views",
+    multiple=True,
+    metavar="NAME",
+    help="Also build this view (repeatable): case, case-cross. The defaults (folded, "
+    "folded-cross, fine, accent-cross) are always built unless --no-default-views.",
 )
+@click.option(
+    "--default-views/--no-default-views",
+    default=True,
+    show_default=True,
+    help="Build the default views (turn off only with --view).",
+)
+@click.option(
+    "--group-regex",
+    default=None,
+    metavar="REGEX",
+    help="Derive each document's group (person, case) from its id: the first capturing "
+    "group of the first match. A JSONL 'group' field takes precedence.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Processes for the build (default: the number of cores).",
+)
+@click.option(
+    "--dask-scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Build on this Dask cluster (tcp://HOST:PORT; needs the 'distributed' extra): "
+    "its workers read the input files and write into OUTPUT, which they must share.",
+)
+@_key_opt
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_clean_errors
 def index_build(
@@ -102,59 +153,126 @@ def index_build(
     output: Path,
     max_n: int,
     shard_words: int,
-    cross_punctuation: bool,
+    extra_views: tuple[str, ...],
+    default_views: bool,
+    group_regex: str | None,
+    workers: int | None,
+    dask_scheduler: str | None,
+    key_file: Path | None,
     progress: bool,
 ) -> None:
-    """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files)."""
-    from presidio_delink.index import NgramIndex
-    from presidio_delink.io import read_many
-    from presidio_delink.text import Tokenizer
+    """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files).
 
-    tok = Tokenizer(max_n=max_n, break_on_punctuation=not cross_punctuation)
-    idx = NgramIndex.build(
-        read_many(inputs), output, tokenizer=tok, shard_words=shard_words, progress=progress
-    )
+    JSONL (and JSON-list) records may carry a "group" (the person or case the document
+    is about): k then counts distinct groups.
+    """
+    from presidio_delink.errors import ConfigError
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.index.format import read_key
+    from presidio_delink.io import read_many_grouped
+    from presidio_delink.views import resolve_views
+
+    views = resolve_views(extra_views, defaults=default_views)
+    out_real = output.resolve()
+    for inp in inputs:
+        real = inp.resolve()
+        if out_real == real or real in out_real.parents:
+            raise ConfigError(f"the index directory {output} is (inside) the input {inp}")
+    if dask_scheduler is not None:
+        try:
+            from distributed import Client
+        except ImportError as exc:
+            raise ConfigError(
+                "--dask-scheduler needs Dask: pip install 'presidio-delink[distributed]'"
+            ) from exc
+        try:
+            client = Client(dask_scheduler, timeout=30)
+        except (OSError, TimeoutError) as exc:
+            raise ConfigError(f"cannot reach the Dask scheduler {dask_scheduler}") from exc
+        try:
+            idx = NgramIndex.build_files(
+                list(inputs),
+                output,
+                dask_client=client,
+                max_n=max_n,
+                views=views,
+                shard_words=shard_words,
+                group_regex=group_regex,
+                key=read_key(key_file),
+            )
+        finally:
+            client.close()
+    else:
+        idx = NgramIndex.build(
+            read_many_grouped(inputs),
+            output,
+            max_n=max_n,
+            views=views,
+            shard_words=shard_words,
+            group_regex=group_regex,
+            key=read_key(key_file),
+            progress=progress,
+            workers=workers or os.cpu_count() or 1,
+        )
     st = idx.stats()
     click.echo(
-        f"indexed {st['n_docs']} documents, {st['n_words']} words, {st['n_keys']} N-grams "
-        f"into {output} ({st['bytes_on_disk']} bytes)",
+        f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "
+        f"{st['n_keys']} N-grams in {len(idx.views)} views into {output} "
+        f"({st['bytes_on_disk']} bytes)",
         err=True,
     )
 
 
 @index.command("stats")
 @click.argument("directory", type=click.Path(path_type=Path))
+@_key_opt
 @_clean_errors
-def index_stats(directory: Path) -> None:
-    """Print the index statistics as JSON."""
-    from presidio_delink.index import NgramIndex
-
-    click.echo(json.dumps(NgramIndex.load(directory).stats(), indent=2))
+def index_stats(directory: Path, key_file: Path | None) -> None:
+    """Print the index statistics as JSON (views, groups, counts, sizes)."""
+    click.echo(json.dumps(_load_index(directory, key_file).stats(), indent=2))
 
 
 @index.command("query")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.argument("phrases", nargs=-1, required=True)
+@click.option("--view", default=None, help="The view to query (default: folded).")
+@_key_opt
 @_clean_errors
-def index_query(directory: Path, phrases: tuple[str, ...]) -> None:
-    """Print {"ngram", "df", "doc_ids"} for each PHRASE (one N-gram each)."""
-    from presidio_delink.index import NgramIndex
+def index_query(
+    directory: Path, phrases: tuple[str, ...], view: str | None, key_file: Path | None
+) -> None:
+    """Print {"ngram", "view", "df", "groups", "doc_ids"} for each PHRASE (one N-gram
+    each); df counts documents, groups distinct groups."""
+    from presidio_delink.errors import ConfigError
 
-    idx = NgramIndex.load(directory)
+    idx = _load_index(directory, key_file)
+    if view is not None and view not in idx.views:
+        raise ConfigError(f"the index has no view {view!r} (it has {', '.join(idx.views)})")
+    v = idx.views[view] if view else idx.primary
+    ids = idx.doc_ids
     for phrase in phrases:
-        words = idx.words_of(phrase)
-        ords = idx.lookup(words).tolist()
-        ids = idx.doc_ids
+        words = idx.words_of(phrase, v.name)
+        ords = v.lookup(words)
         click.echo(
             json.dumps(
-                {"ngram": " ".join(words), "df": len(ords), "doc_ids": [ids[i] for i in ords]},
+                {
+                    "ngram": " ".join(words),
+                    "view": v.name,
+                    "df": len(ords),
+                    "groups": len(idx.groups_of(ords)),
+                    "doc_ids": [ids[i] for i in ords.tolist()],
+                },
                 ensure_ascii=False,
             )
         )
 
 
 def _open_out(path: Path | None) -> Any:
-    return open(path, "w", encoding="utf-8") if path else contextlib.nullcontext(sys.stdout)
+    """``path`` written all or nothing (see :func:`~presidio_delink.io.atomic_output`), or
+    stdout."""
+    from presidio_delink.io import atomic_output
+
+    return atomic_output(path) if path else contextlib.nullcontext(sys.stdout)
 
 
 _index_opt = click.option(
@@ -192,6 +310,7 @@ def _detection_options(func: F) -> F:
     for deco in reversed(
         [
             _index_opt,
+            _key_opt,
             _k_opt,
             _arity_opt,
             _maxn_opt,
@@ -214,6 +333,7 @@ def _detection_options(func: F) -> F:
 @_clean_errors
 def check(
     index_dir: Path,
+    key_file: Path | None,
     k: int,
     arity: int,
     max_n: int | None,
@@ -224,11 +344,11 @@ def check(
 
     Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
     """
-    from presidio_delink.index import NgramIndex
-    from presidio_delink.io import read_many
+    from presidio_delink.io import check_output_paths, read_many
     from presidio_delink.linkage import analyze
 
-    idx = NgramIndex.load(index_dir)
+    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
+    idx = _load_index(index_dir, key_file)
     any_linkable = False
     with _open_out(output) as out:
         for doc_id, text in read_many(inputs):
@@ -240,7 +360,9 @@ def check(
                     "end": b,
                     "text": text[a:b],
                     "ngram": f.key,
+                    "view": f.view,
                     "df": f.df,
+                    "groups": f.groups,
                     "arity": f.arity,
                     "partners": list(f.partners),
                 }
@@ -275,6 +397,7 @@ def check(
 @_clean_errors
 def attack(
     index_dir: Path,
+    key_file: Path | None,
     k: int,
     arity: int,
     max_n: int | None,
@@ -290,10 +413,10 @@ def attack(
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
-    from presidio_delink.index import NgramIndex
-    from presidio_delink.io import read_many
+    from presidio_delink.io import check_output_paths, read_many
 
-    idx = NgramIndex.load(index_dir)
+    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
+    idx = _load_index(index_dir, key_file)
     ids = idx.doc_ids
     methods = ["ngram", "containment", "semantic"] if method == "all" else [method]
     if method == "all" and not monitor_inputs:
@@ -364,6 +487,7 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 
 @main.command("delink")
 @_index_opt
+@_key_opt
 @_k_opt
 @_arity_opt
 @_maxn_opt
@@ -389,6 +513,15 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     help="LLM rewrite passes before the redaction fallback.",
 )
 @click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
+@click.option(
+    "--llm-timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds one LLM call may take, retries included. After 3 failed calls in a row "
+    "the backend counts as down: the remaining spans are redacted (or, with --strict, the "
+    "run fails).",
+)
 @click.option(
     "--allow-remote", is_flag=True, help="Allow a non-local LLM host (document text is sent to it)."
 )
@@ -433,6 +566,7 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 @_clean_errors
 def delink(
     index_dir: Path,
+    key_file: Path | None,
     k: int,
     arity: int,
     max_n: int | None,
@@ -441,6 +575,7 @@ def delink(
     spacy_model: str,
     passes: int,
     strict: bool,
+    llm_timeout: float,
     allow_remote: bool,
     cache_path: Path | None,
     monitor_inputs: tuple[Path, ...],
@@ -459,13 +594,19 @@ def delink(
 
     Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
     """
-    from presidio_delink.index import NgramIndex
-    from presidio_delink.io import read_many
+    from presidio_delink.io import atomic_output, check_output_paths, read_many
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import Delinker
 
-    idx = NgramIndex.load(index_dir)
-    rewriter = make_rewriter(llm_spec, cache_path=cache_path, allow_remote=allow_remote)
+    check_output_paths(
+        {"--output": output, "--report": report_path, "--cache": cache_path},
+        [*inputs, *monitor_inputs],
+        {"index": index_dir, "key file": key_file},
+    )
+    idx = _load_index(index_dir, key_file)
+    rewriter = make_rewriter(
+        llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
+    )
     analyzer = None
     if redact_pii:
         from presidio_delink.presidio.engines import make_analyzer
@@ -493,7 +634,10 @@ def delink(
     sources = _source_map(inputs, source_field) if source_field else {}
     results = []
     failed = known = first = 0
-    with open(output, "w", encoding="utf-8") as out:
+    # Both files appear together, and only when the whole run succeeded.
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(atomic_output(output))
+        report = stack.enter_context(atomic_output(report_path)) if report_path else None
         for res in delinker.delink_many(read_many(inputs), progress=progress):
             group = group_of.get(sources.get(res.id, res.id))
             if protect and group is not None and res.text is not None:
@@ -506,14 +650,13 @@ def delink(
                 known += 1
                 first += ranks["containment"]["source_rank"] == 1
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            out.flush()
             failed += res.failed
-            if report_path:
+            if report is not None:
                 results.append(res)
-    if report_path:
-        from presidio_delink.report import render
+        if report is not None:
+            from presidio_delink.report import render
 
-        report_path.write_text(render(results), encoding="utf-8")
+            report.write(render(results))
     n = len(results) if report_path else None
     click.echo(
         f"wrote {output}"

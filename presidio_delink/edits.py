@@ -7,13 +7,37 @@ intervals, found optimally by the greedy pass by right end.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from presidio_delink.confusables import skeleton_word
 from presidio_delink.text import Token, Tokenizer
 
 REDACTED = "[REDACTED]"
+
+_COMMON = """
+    a an the this that these those some any each every no not and or but nor of in on at to
+    for from by with without within into onto upon over under about after before between
+    through during against among as than then so if is are was were be been being am has
+    have had do does did will would shall should may might can could must it its he him his
+    she her hers they them their theirs we us our ours you your yours i me my mine who whom
+    whose which what where when why how there here all both either neither other another
+    such same own only also very more most less least one two three first second new old
+    mr mrs ms miss dr prof sir madam st jr sr de del della der den di du da das dos la le les
+    el al van von ten ter y e et und
+    street road avenue lane square city town village county district region province state
+    country republic kingdom university college school hospital clinic court tribunal police
+    station prison company ltd inc plc corporation group bank church house hotel centre center
+    north south east west northern southern eastern western upper lower great little saint
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+"""
+COMMON_WORDS = frozenset(_COMMON.split())
+"""Words of a removed PII string that may come back alone: function words, name particles
+and titles, generic words of place and organisation names, months and weekdays. Any other
+word of it (a surname, a rare place name, a number) may not."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n\s*\n|\n(?=\s*[\-\u2022\d(])")
 
@@ -31,21 +55,25 @@ def stabbing_tokens(intervals: Iterable[tuple[int, int]], tokens: Sequence[Token
     """Indices (into ``tokens``) of a minimum set of tokens hitting every interval.
 
     Args:
-        intervals: character spans ``[start, end)`` of flagged N-gram occurrences; each
-            starts at a token start and ends at a token end.
+        intervals: character spans ``[start, end)`` of flagged N-gram occurrences (of any
+            view); each holds at least one whole token.
         tokens: the text's tokens, in order.
 
     Greedy by right end: take the last token of the first interval (by end) not yet hit.
     Optimal for intervals on a line (an exchange argument: any solution must hit that
     interval, and its last token hits every later-ending interval the others would).
     """
-    ends = {t.end: i for i, t in enumerate(tokens)}
+    ends = [t.end for t in tokens]
     chosen: list[int] = []
     last_start = -1  # start of the most recently chosen token
     for start, end in sorted(set(intervals), key=lambda x: (x[1], x[0])):
         if last_start >= start:
             continue  # the last chosen token lies inside [start, end)
-        i = ends[end]
+        # The last token inside the interval (intervals of every view end at a token end
+        # of this finest tokenisation; the search also copes with one that does not).
+        i = bisect.bisect_right(ends, end) - 1
+        if i < 0 or tokens[i].start < start:
+            raise ValueError(f"no token inside the flagged interval [{start}, {end})")
         chosen.append(i)
         last_start = tokens[i].start
     return sorted(set(chosen))
@@ -65,6 +93,36 @@ def runs(chosen: Sequence[int], segments: Sequence[Sequence[Token]]) -> list[Run
             out.append(Run(t.start, t.end, 1))
         prev = i
     return out
+
+
+def whole_words(
+    chosen: Sequence[int], tokens: Sequence[Token], words: Sequence[Token]
+) -> list[int]:
+    """Widen chosen tokens to whole written words: every token of a word that holds a
+    chosen one (``non-attendance``, ``applicant’s``).
+
+    Changing one part of a compound leaves the other part as a new word for text models
+    that keep inner hyphens and apostrophes (``[REDACTED]-attendance``): a new, possibly
+    rare word.  ``words`` are those models' tokens (same offsets as the text).
+    """
+    if not chosen:
+        return []
+    starts = [w.start for w in words]
+    out = set(chosen)
+    for i in chosen:
+        j = bisect.bisect_right(starts, tokens[i].start) - 1
+        if j < 0 or words[j].end < tokens[i].end:
+            continue
+        a, b = words[j].start, words[j].end
+        k = i
+        while k > 0 and tokens[k - 1].start >= a:
+            k -= 1
+            out.add(k)
+        k = i
+        while k + 1 < len(tokens) and tokens[k + 1].end <= b:
+            k += 1
+            out.add(k)
+    return sorted(out)
 
 
 def sentence_bounds(text: str) -> list[tuple[int, int]]:
@@ -130,7 +188,9 @@ def rejection(
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
     Rejected: not a string, empty, multi-line, equal to or containing the span (compared
-    as normalised words), reintroducing text that PII redaction removed (``forbidden``),
+    as folded words: see :func:`fold_words`), reintroducing text that PII redaction removed
+    (``forbidden``: the whole string, or any one of its words not in :data:`COMMON_WORDS`,
+    so ``smith`` after ``John Smith`` and ``jоhn`` with a Cyrillic ``о`` are refused),
     containing a redaction placeholder with other words, implausibly long, or a copy of
     another span of the same request (``siblings``: small models swap them), or bringing
     in a capitalised word found nowhere in ``context`` (an invented name is new PII-like
@@ -143,19 +203,21 @@ def rejection(
         return "empty"
     if "\n" in rep or "\r" in rep:
         return "spans several lines"
-    span_words = [w for seg in tokenizer.word_segments(span) for w in seg]
-    rep_segs = tokenizer.word_segments(rep)
-    rep_words = [w for seg in rep_segs for w in seg]
+    span_words = fold_words(span, tokenizer)
+    rep_words = fold_words(rep, tokenizer)
     if not rep_words and rep != REDACTED:
         return "no words"
     if span_words and _contains(rep_words, span_words):
         return "repeats the span"
+    rep_set = set(rep_words)
     for f in forbidden:
-        fw = [w for seg in tokenizer.word_segments(f) for w in seg]
+        fw = fold_words(f, tokenizer)
         if fw and _contains(rep_words, fw):
             return "reintroduces redacted PII"
+        if any(w in rep_set for w in fw if len(w) > 1 and w not in _COMMON_FOLDED):
+            return "reintroduces part of redacted PII"
     for other in siblings:
-        if rep_words == [w for seg in tokenizer.word_segments(other) for w in seg]:
+        if rep_words == fold_words(other, tokenizer):
             return "copies another span"
     if context is not None and rep != REDACTED:
         known = set(re.findall(r"\w+", context + " " + span))
@@ -174,6 +236,21 @@ def rejection(
     ):
         return "implausibly long"
     return None
+
+
+def fold_word(word: str) -> str:
+    """A word as a search engine that folds look-alike letters sees it: TR39 confusable
+    skeleton (Cyrillic ``о`` -> ``o``), case-folded again (the skeleton may be upper case)."""
+    return skeleton_word(word).casefold()
+
+
+def fold_words(text: str, tokenizer: Tokenizer) -> list[str]:
+    """Words of ``text``: normalised by ``tokenizer`` (case, diacritics, invisible
+    characters), then :func:`fold_word`."""
+    return [fold_word(w) for seg in tokenizer.word_segments(text) for w in seg]
+
+
+_COMMON_FOLDED = frozenset(fold_word(w) for w in COMMON_WORDS)
 
 
 def _contains(hay: Sequence[str], needle: Sequence[str]) -> bool:

@@ -17,5 +17,13 @@ class LLMError(DelinkError):
     """The LLM backend is down, timed out or answered something unusable."""
 
 
+class LLMUnavailable(LLMError):
+    """The backend was declared down by a circuit breaker; no call was made."""
+
+
 class ConfigError(DelinkError):
     """An argument or setting has an invalid value."""
+
+
+class BuildError(DelinkError):
+    """An index build failed part-way (a worker died, a task failed); nothing was kept."""

@@ -24,6 +24,14 @@ when ``D`` contains ``g`` but none of its one-word extensions in the text that a
 ``A``; so ``Q(g) = P(g) minus the union of P(e) over those extensions e`` lists the
 documents where ``g`` is maximal, and ``U`` (members with non-empty ``Q``) is the item set.
 
+Views and groups.  The index holds several *views* (text models, see
+:mod:`presidio_delink.views`); everything above runs in each view on that view's words and
+key space, and a text is linkable when it is linkable in any view.  Flagged N-grams of all
+views are character intervals of the same text.  When the collection has *groups*
+(several documents about one person or case), "documents" above reads "groups": df is the
+number of distinct groups, and posting lists are mapped to group sets before they are
+intersected (a group is the union of its documents, so the argument is unchanged).
+
 Algorithm and complexity (``u = |U|``, ``N`` documents, ``w = N/64`` words of a bitset):
 
 1. One prefix walk per text position gives the df of every N-gram up to the first one
@@ -51,7 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.index import NgramIndex
+from presidio_delink.index import NgramIndex, ViewIndex
 from presidio_delink.text import Token
 
 __all__ = ["Combination", "Flagged", "LinkageReport", "analyze"]
@@ -64,7 +72,7 @@ class Flagged:
     """A flagged N-gram of the text, with all its occurrences.
 
     Attributes:
-        key: the normalised N-gram (words joined by one space).
+        key: the normalised N-gram (words joined by one space) in its view.
         n: its length in words.
         df: in how many collection documents it occurs.
         arity: 1 when it links alone, else the size of the smallest linkable combination
@@ -72,6 +80,9 @@ class Flagged:
         spans: character offsets ``(start, end)`` of each occurrence in the text.
         partners: the other N-grams of its linkable combinations (arity 2-3).
         docs: collection document ordinals it links to (with its partners).
+        view: the view (text model) in which it links.
+        groups: in how many distinct groups it occurs (what ``k`` is compared with;
+            equal to ``df`` when the collection has no groups).
     """
 
     key: str
@@ -81,6 +92,8 @@ class Flagged:
     spans: tuple[tuple[int, int], ...]
     partners: tuple[str, ...] = ()
     docs: tuple[int, ...] = ()
+    view: str = "folded"
+    groups: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,7 @@ class Combination:
     keys: tuple[str, ...]
     docs: tuple[int, ...]
     flagged: str
+    view: str = "folded"
 
 
 @dataclass
@@ -162,6 +176,7 @@ def analyze(
     max_combinations: int = 1000,
     max_partners: int = 10,
     exhaustive: bool = False,
+    views: Sequence[str] | None = None,
 ) -> LinkageReport:
     """Find the linkable N-grams (and combinations, for arity 2-3) of ``text``.
 
@@ -176,19 +191,66 @@ def analyze(
         max_partners: how many partner N-grams to list per flagged N-gram.
         exhaustive: enumerate *every* linkable triple (arity 3), so that
             ``n_combinations`` and ``combination_docs`` are complete; the adversary's view.
+        views: the views to check (default: every view of the index).
             Otherwise triples are searched only until each N-gram that could be the
             shortest member of one is flagged: the flagged set and the linkable/not
             decision are the same, at a fraction of the cost.
     """
     mx = _check_args(index, k, arity, max_n)
-    segs = index.tokenizer.segments(text)
+    names = list(index.views) if views is None else list(views)
+    for name in names:
+        if name not in index.views:
+            raise ConfigError(f"the index has no view {name!r} (it has {', '.join(index.views)})")
+    out: list[Flagged] = []
+    combos = _Combos()
+    for name in names:
+        out.extend(
+            _analyze_view(
+                index,
+                index.views[name],
+                text,
+                k,
+                arity,
+                mx,
+                combos,
+                max_combinations,
+                max_partners,
+                exhaustive,
+            )
+        )
+    out.sort(key=lambda f: (f.spans[0], f.view))
+    return LinkageReport(
+        k=k,
+        arity=arity,
+        n_words=sum(len(s) for s in index.tokenizer.segments(text)),
+        flagged=out,
+        combinations=combos.listed,
+        n_combinations=combos.count,
+        combination_docs=tuple(sorted(combos.docs)),
+        complete=combos.complete,
+    )
+
+
+def _analyze_view(
+    index: NgramIndex,
+    view: ViewIndex,
+    text: str,
+    k: int,
+    arity: int,
+    mx: int,
+    combos: _Combos,
+    max_combinations: int,
+    max_partners: int,
+    exhaustive: bool,
+) -> list[Flagged]:
+    segs = view.tokenizer.segments(text)
     words = [[t.word for t in s] for s in segs]
     # m[s][i]: length of the longest N-gram at (s, i) with df >= k; df_at[(s, i, n)] for n<=m.
     m: list[list[int]] = []
     df_at: dict[tuple[int, int, int], int] = {}
     cands: list[list[tuple[int, int, int]]] = []  # per segment: (i, n, df) flagged at i
     queries = [ws[i : i + mx] for ws in words for i in range(len(ws))]
-    all_dfs = iter(index.prefix_dfs_many(queries, k))
+    all_dfs = iter(index.link_dfs(view, queries, k))
     for s, ws in enumerate(words):
         ms: list[int] = []
         cs: list[tuple[int, int, int]] = []
@@ -215,12 +277,15 @@ def analyze(
                 _add(flagged, segs[s], words[s], i, n, d, 1)
             min_end = min(min_end, i + n)
     for key, acc in flagged.items():
-        acc.docs = tuple(index.lookup(key.split(" ")).tolist())
+        docs = view.lookup(key.split(" "))
+        acc.docs = tuple(docs.tolist())
+        acc.df = len(docs)
+        acc.groups = len(index.groups_of(docs))
 
-    combos = _Combos()
     if arity >= 2 and df_at:
         _combinations(
             index,
+            view,
             segs,
             words,
             m,
@@ -235,7 +300,7 @@ def analyze(
             exhaustive,
         )
 
-    out = [
+    return [
         Flagged(
             key=key,
             n=acc.n,
@@ -244,20 +309,11 @@ def analyze(
             spans=tuple(sorted(acc.spans)),
             partners=tuple(sorted(acc.partners)),
             docs=acc.docs,
+            view=view.name,
+            groups=acc.groups or acc.df,
         )
         for key, acc in flagged.items()
     ]
-    out.sort(key=lambda f: f.spans[0])
-    return LinkageReport(
-        k=k,
-        arity=arity,
-        n_words=sum(len(w) for w in words),
-        flagged=out,
-        combinations=combos.listed,
-        n_combinations=combos.count,
-        combination_docs=tuple(sorted(combos.docs)),
-        complete=combos.complete,
-    )
 
 
 @dataclass
@@ -270,6 +326,7 @@ class _Acc:
     spans: set[tuple[int, int]] = field(default_factory=set)
     partners: set[str] = field(default_factory=set)
     docs: tuple[int, ...] = ()
+    groups: int = 0
 
 
 @dataclass
@@ -298,6 +355,7 @@ def _add(
 
 def _combinations(
     index: NgramIndex,
+    view: ViewIndex,
     segs: list[list[Token]],
     words: list[list[str]],
     m: list[list[int]],
@@ -321,7 +379,9 @@ def _combinations(
             occ.append([])
         occ[j].append((s, i, n))
     key_list = list(keys)
-    post = [index.lookup(key.split(" ")) for key in key_list]
+    # Posting lists as group sets ("documents" below are groups when there are groups).
+    doc_post = [view.lookup(key.split(" ")) for key in key_list]
+    post = [index.groups_of(p) for p in doc_post]
     q: list[np.ndarray] = []
     for j in range(len(key_list)):
         ext: set[str] = set()
@@ -374,13 +434,13 @@ def _combinations(
     if not found:
         return
     rows = np.concatenate(found)
-    combos.count = len(rows)
+    combos.count += len(rows)
     pairs = rows[:, 2] < 0
     r3 = np.where(pairs, rows[:, 0], rows[:, 2])
     members = np.stack([rows[:, 0], rows[:, 1], r3], axis=1)
     both = w64[members[:, 0]] & w64[members[:, 1]] & w64[members[:, 2]]
     hit = np.unpackbits(np.bitwise_or.reduce(both, axis=0).view(np.uint8))[: len(cols)]
-    combos.docs.update(cols[np.flatnonzero(hit)].tolist())
+    combos.docs.update(index.docs_of_groups(cols[np.flatnonzero(hit)].tolist()))
     pick = np.argmin(score[members], axis=1)
     short = members[np.arange(len(rows)), pick]
     order = np.argsort(short, kind="stable")
@@ -391,18 +451,22 @@ def _combinations(
         key = key_list[j]
         arity_min = 2 if pairs[group].any() else 3
         for s, i, n in occ[j]:
-            _add(flagged, segs[s], words[s], i, n, len(post[j]), arity_min)
+            _add(flagged, segs[s], words[s], i, n, len(doc_post[j]), arity_min)
         acc = flagged[key]
+        acc.groups = acc.groups or len(post[j])
         for x in group[:max_partners].tolist():
             acc.partners.update(key_list[items[int(c)]] for c in set(members[x].tolist()) if c != r)
         docs = np.unpackbits(np.bitwise_or.reduce(both[group], axis=0).view(np.uint8))
-        acc.docs = tuple(cols[np.flatnonzero(docs[: len(cols)])].tolist())
-    for x in range(min(len(rows), max_combinations)):
+        acc.docs = tuple(index.docs_of_groups(cols[np.flatnonzero(docs[: len(cols)])].tolist()))
+    for x in range(min(len(rows), max(0, max_combinations - len(combos.listed)))):
         mem = sorted({key_list[items[int(c)]] for c in members[x].tolist()})
         d = np.unpackbits(both[x].view(np.uint8))[: len(cols)]
         combos.listed.append(
             Combination(
-                tuple(mem), tuple(cols[np.flatnonzero(d)].tolist()), key_list[items[int(short[x])]]
+                tuple(mem),
+                tuple(index.docs_of_groups(cols[np.flatnonzero(d)].tolist())),
+                key_list[items[int(short[x])]],
+                view.name,
             )
         )
 

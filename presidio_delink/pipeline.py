@@ -23,11 +23,13 @@ from presidio_delink.edits import (
     runs,
     sentence_bounds,
     stabbing_tokens,
+    whole_words,
 )
 from presidio_delink.errors import ConfigError, DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
-from presidio_delink.llm.base import Rewriter
+from presidio_delink.llm.base import CircuitBreaker, LLMUnavailable, Rewriter, find_breaker
+from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +108,14 @@ class Delinker:
         arity: combinations of up to ``arity`` N-grams are checked too (1..3).
         max_n: longest N-gram (default: the index's).
         rewriter: the LLM backend (see :func:`presidio_delink.llm.make_rewriter`); None
-            means redaction only.
+            means redaction only.  One without a
+            :class:`~presidio_delink.llm.base.CircuitBreaker` gets one: after 3 failed
+            calls in a row the backend counts as down for this Delinker's lifetime and
+            the remaining spans are redacted without further calls.
         passes: LLM rewrite passes before the redaction fallback.
         analyzer: a Presidio ``AnalyzerEngine`` for PII redaction first; None skips it.
-        strict: raise :class:`LLMError` instead of falling back to redaction when the
-            LLM fails.
+        strict: raise :class:`LLMError` (naming the document) instead of falling back to
+            redaction when the LLM fails.
         max_chars: longer documents are refused (an :class:`InputError`).
         monitor: a semantic linkage monitor (``presidio_delink.eval.SemanticMonitor``, or
             anything with ``assess(text) -> dict``): each result then carries a
@@ -138,6 +143,8 @@ class Delinker:
             raise ConfigError(f"passes must be >= 0, got {passes}")
         self.index = index
         self.k, self.arity, self.max_n = k, arity, max_n
+        if rewriter is not None and find_breaker(rewriter) is None:
+            rewriter = CircuitBreaker(rewriter)
         self.rewriter = rewriter
         self.passes = passes
         self.analyzer = analyzer
@@ -145,6 +152,8 @@ class Delinker:
         self.max_chars = max_chars
         self.monitor = monitor
         self.tokenizer = index.tokenizer
+        # Written words (inner hyphens and apostrophes kept): edits never split one.
+        self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
 
     # -- public -----------------------------------------------------------------------
     def check(self, text: str) -> LinkageReport:
@@ -196,6 +205,7 @@ class Delinker:
             chosen = stabbing_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
             if pass_no == 1:
                 res.optimum_words = len(chosen)
+            chosen = whole_words(chosen, tokens, self._words.tokens(current))
             use_llm = self.rewriter is not None and pass_no <= self.passes
             edits = self._edits(current, runs(chosen, segs), rep, pass_no, use_llm, forbidden, res)
             current, marks = apply(current, edits, marks)
@@ -323,11 +333,15 @@ class Delinker:
             except LLMError as exc:
                 res.llm_seconds += time.perf_counter() - t0
                 if self.strict:
-                    raise
-                msg = f"LLM failed ({type(exc).__name__}); redacted instead"
+                    raise LLMError(f"document {res.id!r}: {exc}") from exc
+                if isinstance(exc, LLMUnavailable):
+                    res.llm_calls -= 1  # no call was made
+                    msg = "LLM backend down (failed calls in a row); redacted instead"
+                else:
+                    msg = f"LLM failed ({type(exc).__name__}); redacted instead"
+                    log.info("document %s: %s; redacting that sentence's spans", res.id, exc)
                 if msg not in res.warnings:
                     res.warnings.append(msg)
-                log.warning("LLM call failed: %s; redacting instead", type(exc).__name__)
                 for r in group:
                     out[(r.start, r.end)] = (None, "llm error")
                 continue

@@ -30,10 +30,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from presidio_delink.confusables import latin, table_version
 from presidio_delink.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_N",
+    "FOLDS",
+    "fold_word",
     "DEFAULT_PLACEHOLDERS",
     "Token",
     "Tokenizer",
@@ -52,11 +55,22 @@ DEFAULT_PLACEHOLDERS: tuple[str, ...] = (
     r"█+",
 )
 
-_APOSTROPHES = "'\u2019\u2018\u02bc\u02b9\u0060\u00b4\u2032"
 _INVISIBLE_CATEGORIES = frozenset(("Mn", "Mc", "Me", "Cf"))
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_APOSTROPHES = "'\u2019\u2018\u02bc\u02b9\u0060\u00b4\u2032"
 _WORD = r"[^\W_]+"
 _WORD_RE = re.compile(_WORD)
+# A word of the fine text models: words joined by inner hyphens, apostrophes (each
+# variant kept as written) and periods stay one word (``non-pecuniary``, ``applicant’s``).
+_FINE_WORD_RE = re.compile(rf"{_WORD}(?:[\-\u2010\u2011.{_APOSTROPHES}]{_WORD})*")
+
+#: Word models: ``folded`` (NFKC, casefold, diacritics and look-alike letters folded),
+#: ``accent`` (casefold only, code points as written, words split at every punctuation
+#: mark, as SQLite FTS5's ``unicode61`` tokenizer with ``remove_diacritics 0``; no Unicode
+#: normalisation, so a decomposed ``c`` + cedilla is not ``ç``), ``fine`` (NFC and
+#: casefold only; inner hyphens, apostrophes and periods kept in the word), ``case``
+#: (``fine`` without casefolding).
+FOLDS = ("folded", "accent", "fine", "case")
 # Either a *chunk* (group 1: words joined by single in-word punctuation characters, e.g.
 # ``36110/97``, ``well-known``, ``applicant's``) or one punctuation mark or symbol
 # between chunks (group 2; it breaks the segment only if :func:`breaks` says so).
@@ -134,6 +148,32 @@ def normalize_word(surface: str) -> tuple[str, ...]:
     return _normalize_slow(surface)
 
 
+@lru_cache(maxsize=1 << 18)
+def fine_word(surface: str, casefold: bool = True, nfc: bool = True) -> str:
+    """The word model of the ``fine``, ``case`` and ``accent`` views: NFC (unless ``nfc``
+    is False), format characters (zero-width and the like) removed, casefolded unless
+    ``casefold`` is False; diacritics, look-alike letters and inner punctuation kept as
+    written."""
+    s = unicodedata.normalize("NFC", surface) if nfc else surface
+    if not s.isascii():
+        s = "".join(c for c in s if unicodedata.category(c) != "Cf")
+    return s.casefold() if casefold else s
+
+
+def fold_word(surface: str) -> tuple[str, ...]:
+    """The word model of the ``folded`` views: :func:`normalize_word`, then look-alike
+    letters of other scripts folded to the ASCII letter they imitate (``аpplicant`` with a
+    Cyrillic ``а``, Turkish dotless ``ı``: see :func:`presidio_delink.confusables.latin`).
+
+    >>> fold_word("\u0430pplicant")
+    ('applicant',)
+    """
+    words = normalize_word(surface)
+    if surface.isascii():
+        return words
+    return tuple(latin(w) for w in words)
+
+
 class Token(NamedTuple):
     """A normalised word with its offsets into the original text."""
 
@@ -150,12 +190,14 @@ class Tokenizer:
         max_n: longest N-gram, in words (1..16).
         placeholders: regular expressions of redaction placeholders (segment boundaries).
         break_on_punctuation: when False, only placeholders split segments
-            (a stricter check than the method's).
+            (N-grams run across punctuation, as SQLite FTS5 phrase queries do).
+        fold: the word model, one of :data:`FOLDS`.
     """
 
     max_n: int = DEFAULT_MAX_N
     placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS
     break_on_punctuation: bool = True
+    fold: str = "folded"
     _ph_res: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -169,6 +211,8 @@ class Tokenizer:
                 re.compile(p)
             except re.error as exc:
                 raise ConfigError(f"invalid placeholder pattern {p!r}: {exc}") from exc
+        if self.fold not in FOLDS:
+            raise ConfigError(f"fold must be one of {', '.join(FOLDS)}, got {self.fold!r}")
         object.__setattr__(self, "placeholders", pats)
         # One pattern at a time: a literal first character lets `re` scan fast.
         object.__setattr__(self, "_ph_res", tuple(re.compile(p) for p in pats))
@@ -181,7 +225,9 @@ class Tokenizer:
             "max_n": self.max_n,
             "placeholders": list(self.placeholders),
             "break_on_punctuation": self.break_on_punctuation,
+            "fold": self.fold,
             "unicode": unicodedata.unidata_version,
+            "confusables": table_version() if self.fold == "folded" else None,
         }
 
     @classmethod
@@ -190,15 +236,25 @@ class Tokenizer:
             raise ConfigError(
                 f"tokenizer version {settings.get('version')!r} is not {TOKENIZER_VERSION!r}"
             )
-        ph = settings.get("placeholders", [])
-        mx = settings.get("max_n", DEFAULT_MAX_N)
-        if not isinstance(ph, list) or not isinstance(mx, int):
+        ph = settings.get("placeholders")
+        mx = settings.get("max_n")
+        brk = settings.get("break_on_punctuation")
+        fold = settings.get("fold")
+        if (
+            not isinstance(ph, list)
+            or not all(isinstance(p, str) for p in ph)
+            or not isinstance(mx, int)
+            or not isinstance(brk, bool)
+            or not isinstance(fold, str)
+        ):
             raise ConfigError("malformed tokenizer settings")
-        return cls(
-            max_n=mx,
-            placeholders=tuple(str(p) for p in ph),
-            break_on_punctuation=bool(settings.get("break_on_punctuation", True)),
-        )
+        tok = cls(max_n=mx, placeholders=tuple(ph), break_on_punctuation=brk, fold=fold)
+        if fold == "folded" and settings.get("confusables") != table_version():
+            raise ConfigError(
+                "the index was built with another look-alike table (another version of "
+                "confusable-homoglyphs): rebuild the index"
+            )
+        return tok
 
     # -- segmentation -----------------------------------------------------------
     def placeholder_spans(self, text: str) -> list[tuple[int, int]]:
@@ -237,25 +293,49 @@ class Tokenizer:
             pos = b
         return out
 
-    def segments(self, text: str) -> list[list[Token]]:
-        """Split ``text`` into segments of tokens; N-grams never cross a segment."""
+    def pieces(self, text: str) -> list[tuple[list[Token], bool]]:
+        """Segments at every break, each with whether a placeholder or the end of the text
+        (a *hard* break) closes it; a punctuation break is *soft*.
+
+        Views that share a word model share this (cached) result: a punctuation-breaking
+        view takes every piece as a segment, a crossing view joins pieces across soft
+        breaks.
+        """
+        key = (self.fold, self.placeholders, text)
+        got = _PIECES.get(key)
+        if got is not None:
+            return got
         stripped, omap = strip_invisible(text)
-        brk = self.break_on_punctuation
-        segs: list[list[Token]] = []
+        fine = self.fold != "folded"
+        casefold = self.fold != "case"
+        nfc = self.fold != "accent"
+        word_re = _FINE_WORD_RE if self.fold in ("fine", "case") else _WORD_RE
+        out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
         cache: dict[str, list[tuple[str, int, int]]] = {}
         for start, chunk in self._chunks(stripped):
             if not chunk:
-                if cur and (brk or chunk is None):
-                    segs.append(cur)
+                if cur:
+                    out.append((cur, chunk is None))
                     cur = []
+                elif chunk is None and out and not out[-1][1]:
+                    out[-1] = (out[-1][0], True)
+                continue
+            if fine:
+                for w in word_re.finditer(chunk):
+                    a, b = start + w.start(), start + w.end()
+                    if omap is not None:
+                        a, b = omap[a], omap[b - 1] + 1
+                    word = fine_word(text[a:b], casefold, nfc)
+                    if word:
+                        cur.append(Token(word, a, b))
                 continue
             parts = cache.get(chunk)
             if parts is None:
                 parts = cache[chunk] = [
                     (n, w.start(), w.end())
                     for w in _WORD_RE.finditer(chunk)
-                    for n in normalize_word(w.group())
+                    for n in fold_word(w.group())
                 ]
             if omap is None:
                 cur.extend([Token(n, start + a, start + b) for n, a, b in parts])
@@ -263,6 +343,25 @@ class Tokenizer:
                 cur.extend(
                     [Token(n, omap[start + a], omap[start + b - 1] + 1) for n, a, b in parts]
                 )
+        if len(_PIECES) >= 8:
+            _PIECES.pop(next(iter(_PIECES)))
+        _PIECES[key] = out
+        return out
+
+    def segments(self, text: str) -> list[list[Token]]:
+        """Split ``text`` into segments of tokens; N-grams never cross a segment."""
+        pieces = self.pieces(text)
+        if self.break_on_punctuation:
+            return [list(seg) for seg, _ in pieces]
+        segs: list[list[Token]] = []
+        cur: list[Token] = []
+        for seg, hard in pieces:
+            cur.extend(seg)
+            if hard:
+                segs.append(cur)
+                cur = []
+        if cur:
+            segs.append(cur)
         return segs
 
     def word_segments(self, text: str) -> list[list[str]]:
@@ -288,35 +387,63 @@ class Tokenizer:
         New words are added to ``vocab`` (word -> id).  ``cache`` (chunk -> ids) speeds
         up repeated chunks; share it across calls only together with the same ``vocab``.
         """
-        stripped, _ = strip_invisible(text, offsets=False)
-        brk = self.break_on_punctuation
-        out: list[int] = []
+        return apply_breaks(self.encode_marked(text, vocab, cache), self.break_on_punctuation)
+
+    def encode_marked(
+        self, text: str, vocab: dict[str, int], cache: dict[str, tuple[int, ...]]
+    ) -> list[int]:
+        """:meth:`encode` for both break modes at once: ``-2`` closes a segment at
+        punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
+        fold = self.fold
+        stripped, omap = strip_invisible(text, offsets=fold != "folded")
+        if omap is not None:
+            # Characters were removed: the fine word models read the words as written
+            # (with their combining marks), through the offsets of `pieces`.
+            out: list[int] = []
+            for seg, hard in self.pieces(text):
+                out.extend([vocab.setdefault(t.word, len(vocab)) for t in seg])
+                out.append(-1 if hard else -2)
+            return out
+        casefold, nfc = fold != "case", fold != "accent"
+        word_re = _FINE_WORD_RE if fold in ("fine", "case") else _WORD_RE
+
+        def norm(w: str) -> tuple[str, ...]:
+            if fold == "folded":
+                return fold_word(w)
+            got = fine_word(w, casefold, nfc)
+            return (got,) if got else ()
+
+        out = []
         add, extend = out.append, out.extend
-        open_seg = False
+        open_seg = False  # words since the last break of either kind
+        open_hard = False  # words since the last hard break
         pos = 0
         for a, b in [*self.placeholder_spans(stripped), (len(stripped), len(stripped))]:
             # findall gives (chunk, "") or ("", mark).
             for chunk, mark in _SCANNER.findall(stripped, pos, a) if a > pos else ():
                 if not chunk:
-                    if open_seg and brk and breaks(mark):
-                        add(-1)
+                    if open_seg and breaks(mark):
+                        add(-2)
                         open_seg = False
                     continue
                 got = cache.get(chunk)
                 if got is None:
                     got = tuple(
                         vocab.setdefault(n, len(vocab))
-                        for w in _WORD_RE.findall(chunk)
-                        for n in normalize_word(w)
+                        for w in word_re.findall(chunk)
+                        for n in norm(w)
                     )
                     if len(cache) < 4_000_000:
                         cache[chunk] = got
                 if got:
                     extend(got)
-                    open_seg = True
-            if open_seg:
-                add(-1)
-                open_seg = False
+                    open_seg = open_hard = True
+            if open_hard:
+                if open_seg:
+                    add(-1)
+                else:
+                    out[-1] = -1  # the soft break just before is hard
+                open_seg = open_hard = False
             pos = b
         return out
 
@@ -331,7 +458,17 @@ class Tokenizer:
             yield from iter_ngrams(seg, self.max_n)
 
 
-TOKENIZER_VERSION = "delink-text-2"
+TOKENIZER_VERSION = "delink-text-3"
+
+_PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
+
+
+def apply_breaks(marked: list[int], break_on_punctuation: bool) -> list[int]:
+    """Word ids with both kinds of break (see :meth:`Tokenizer.encode_marked`) as one
+    break mode's ids, ``-1`` closing each segment."""
+    if break_on_punctuation:
+        return [-1 if i == -2 else i for i in marked]
+    return [i for i in marked if i != -2]
 
 
 def iter_ngrams(seg: Sequence[Token], max_n: int) -> Iterator[tuple[str, int, int]]:

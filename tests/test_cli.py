@@ -49,8 +49,13 @@ def test_index_stats_and_query(built: Path) -> None:
     assert res.exit_code == 0 and json.loads(res.output)["n_docs"] == 40
     res = run("index", "query", str(built), "36110/97", "no such phrase here")
     lines = [json.loads(x) for x in res.output.splitlines()]
-    assert lines[0] == {"ngram": "36110 97", "df": 1, "doc_ids": ["tab:001-61807"]}
+    assert lines[0] == {"ngram": "36110 97", "view": "folded", "df": 1, "groups": 1,
+                        "doc_ids": ["tab:001-61807"]}
     assert lines[1]["df"] == 0 and lines[1]["doc_ids"] == []
+    res = run("index", "query", str(built), "--view", "fine", "36110/97")
+    assert json.loads(res.output)["ngram"] == "36110 97"
+    res = run("index", "query", str(built), "--view", "nope", "x")
+    assert res.exit_code == 2 and "no view 'nope'" in res.output
 
 
 def test_check_exit_codes_and_offsets(built: Path, tmp_path: Path) -> None:
@@ -128,11 +133,13 @@ def test_cross_punctuation_index(tmp_path: Path) -> None:
     src.write_text(json.dumps({"id": "a", "text": "He was arrested. The gendarmes left."}) + "\n"
                    + json.dumps({"id": "b", "text": "He was arrested and the gendarmes left."})
                    + "\n")
-    for flag, want in (([], 0), (["--cross-punctuation"], 1)):
+    for flag, want in ((["--no-default-views", "--view", "folded"], 0), ([], 1)):
         out = tmp_path / f"i{len(flag)}"
         assert run("index", "build", str(src), "-o", str(out), "--no-progress", *flag).exit_code == 0
         doc = tmp_path / "d.jsonl"
         doc.write_text(json.dumps({"id": "q", "text": "arrested. The gendarmes"}) + "\n")
         res = run("check", "--index", str(out), "-k", "2", str(doc))
         spans = json.loads(res.output)["spans"]
-        assert len([s for s in spans if "." in s["text"]]) == want
+        # the folded-cross and accent-cross views flag the phrase across the period
+        assert len({(s["start"], s["end"]) for s in spans if "." in s["text"]}) == want
+        assert all(s["view"].endswith("-cross") for s in spans if "." in s["text"])

@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from presidio_delink import NgramIndex
 from presidio_delink.errors import ConfigError
 from presidio_delink.linkage import analyze
+from presidio_delink.views import DEFAULT_VIEWS
+
+VIEW_ST = st.sampled_from(DEFAULT_VIEWS)
 
 WORDS = ["a", "b", "c", "d", "e"]
 SEPS = [" ", " ", " ", ", ", " [REDACTED] "]
@@ -61,21 +64,55 @@ def brute(docs, text, k, max_n, tok):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=corpus_st, query=text_st, k=st.integers(2, 3), max_n=st.integers(1, 4),
-       arity=st.integers(1, 3))
-def test_detector_equals_brute_force(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: ignore[no-untyped-def]
-    check(tmp_path_factory, docs, query, k, max_n, arity)
+       arity=st.integers(1, 3), view=VIEW_ST)
+def test_detector_equals_brute_force(tmp_path_factory, docs, query, k, max_n, arity, view) -> None:  # type: ignore[no-untyped-def]
+    check(tmp_path_factory, docs, query, k, max_n, arity, view)
+
+
+GROUPS = st.sampled_from([None, "g0", "g1", "g2"])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=corpus_st, query=text_st, k=st.integers(2, 3), arity=st.integers(1, 3),
+       groups=st.lists(GROUPS, min_size=7, max_size=7), view=VIEW_ST)
+def test_groups_equal_brute_force(tmp_path_factory, docs, query, k, arity, groups, view) -> None:  # type: ignore[no-untyped-def]
+    """k counts distinct groups: brute force over group sets."""
+    grouped = [(d, t, g) for (d, t), g in zip(docs, groups, strict=False)]
+    idx = NgramIndex.build(grouped, tmp_path_factory.mktemp("g") / "i", max_n=3)
+    label = [g if g is not None else f"doc:{d}" for d, _, g in grouped]
+    tok = idx.views[view].tokenizer
+    grams, post, _, _ = brute(docs, query, k, 3, tok)
+    gpost = {g: frozenset(label[d] for d in p) for g, p in post.items()}
+    rare = {g for g, p in gpost.items() if 1 <= len(p) < k}
+    minimal = {g for g in rare if not any(contains(g, h) for h in rare)}
+    rep = analyze(idx, query, k=k, arity=arity, views=[view], exhaustive=True)
+    assert {f.key for f in rep.flagged if f.arity == 1} == minimal
+    for f in rep.flagged:
+        if f.arity == 1:
+            assert f.groups == len(gpost[f.key]) and f.df == len(post[f.key])
+    if arity >= 2:
+        frequent = sorted(g for g, p in gpost.items() if len(p) >= k)
+        linked: set[int] = set()
+        for r in range(2, arity + 1):
+            for c in itertools.combinations(frequent, r):
+                inter = frozenset.intersection(*(gpost[g] for g in c))
+                if 1 <= len(inter) < k:
+                    linked |= {d for d in range(len(label)) if label[d] in inter}
+        combo_flags = any(f.arity >= 2 for f in rep.flagged)
+        assert combo_flags == bool(linked)
+        assert set(rep.combination_docs) == linked
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=bag_corpus_st, query=bag_st, k=st.integers(2, 4), arity=st.integers(2, 3))
 def test_combinations_of_words_equal_brute_force(tmp_path_factory, docs, query, k, arity) -> None:  # type: ignore[no-untyped-def]
     bag_query = ", ".join(WORDS)  # the query holds every word: the richest combinations
-    check(tmp_path_factory, docs, bag_query if query == "a" else query, k, 2, arity)
+    check(tmp_path_factory, docs, bag_query if query == "a" else query, k, 2, arity, "folded")
 
 
 def test_a_triple_links_where_no_pair_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
     docs = [("d0", "a, b, c"), ("d1", "a, b"), ("d2", "a, c"), ("d3", "b, c"), ("d4", "x")]
-    idx = NgramIndex.build(docs, tmp_path / "i")
+    idx = NgramIndex.build(docs, tmp_path / "i", views=["folded"])
     assert not analyze(idx, "c, b, a", k=2, arity=2).linkable
     rep = analyze(idx, "c, b, a", k=2, arity=3)
     assert [c.keys for c in rep.combinations] == [("a", "b", "c")]
@@ -84,8 +121,8 @@ def test_a_triple_links_where_no_pair_does(tmp_path) -> None:  # type: ignore[no
     assert {f.key for f in rep.flagged} == {"a"} and rep.flagged[0].arity == 3
 
 
-def check(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: ignore[no-untyped-def]
-    idx = NgramIndex.build(docs, tmp_path_factory.mktemp("l") / "i", max_n=4)
+def check(tmp_path_factory, docs, query, k, max_n, arity, view) -> None:  # type: ignore[no-untyped-def]
+    idx = NgramIndex.build(docs, tmp_path_factory.mktemp("l") / "i", max_n=4, views=[view])
     rep = analyze(idx, query, k=k, arity=arity, max_n=max_n)
     full = analyze(idx, query, k=k, arity=arity, max_n=max_n, exhaustive=True)
     # The fast search decides exactly as the exhaustive one, flagging a subset of what it
@@ -96,7 +133,7 @@ def check(tmp_path_factory, docs, query, k, max_n, arity) -> None:  # type: igno
     assert fast_flags.items() <= full_flags.items()
     if any(f.arity == 2 for f in full.flagged) or arity < 3:
         assert fast_flags == full_flags
-    grams, post, minimal, combos = brute(docs, query, k, max_n, idx.tokenizer)
+    grams, post, minimal, combos = brute(docs, query, k, max_n, idx.views[view].tokenizer)
     single = {f.key: f for f in rep.flagged if f.arity == 1}
     assert set(single) == minimal
     for key, f in single.items():
@@ -151,7 +188,8 @@ def test_real_deidentified_sample(sample_index: NgramIndex, sample_deid, sample_
     for f in rep.flagged:
         for a, b in f.spans:
             assert "[REDACTED]" not in text[a:b]
-            assert sample_index.df(text[a:b]) == f.df
+            if f.view == "folded":
+                assert sample_index.df(text[a:b]) == f.df
         assert 1 <= f.df < 2
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from presidio_delink.errors import ConfigError
 from presidio_delink.llm import SPEC_FORMS, make_rewriter
-from presidio_delink.llm.base import check_loopback, is_loopback_host
+from presidio_delink.llm.base import check_loopback, find_breaker, is_loopback_host
 from presidio_delink.llm.cache import CachedRewriter
 from presidio_delink.llm.ollama_backend import OllamaRewriter
 from presidio_delink.llm.openai_compat import OpenAICompatRewriter, chat_completions_url
@@ -39,11 +39,32 @@ def test_package_imports_without_backends() -> None:
         "0.0.0.0",
         "::",
         "::ffff:127.0.0.1",
-        "api.localhost",
     ],
 )
 def test_loopback_hosts(host: str) -> None:
     assert is_loopback_host(host)
+
+
+def test_names_count_as_loopback_only_by_what_they_resolve_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import presidio_delink.llm.base as base
+
+    table = {
+        "api.localhost": ["127.0.0.1", "::1"],
+        "evil.localhost": ["203.0.113.7"],
+        "mixed.localhost": ["127.0.0.1", "203.0.113.7"],
+        "box": ["127.0.1.1"],
+    }
+    monkeypatch.setattr(base, "resolve_host", lambda host: table.get(host, []))
+    assert is_loopback_host("api.localhost") and is_loopback_host("box")
+    assert not is_loopback_host("evil.localhost")  # the suffix alone is not trusted
+    assert not is_loopback_host("mixed.localhost")  # every address must be loopback
+    assert not is_loopback_host("nowhere.localhost")  # does not resolve
+    with pytest.raises(ConfigError, match="does not resolve"):
+        check_loopback("http://nowhere.localhost:11434", False, "x")
+    with pytest.raises(ConfigError, match="loopback"):
+        check_loopback("http://evil.localhost:11434", False, "x")
 
 
 @pytest.mark.parametrize(
@@ -133,8 +154,10 @@ def test_make_rewriter_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
     rewriter = make_rewriter("ollama:smollm2:135m")
     assert isinstance(rewriter, CachedRewriter)
-    assert isinstance(rewriter.inner, OllamaRewriter)
-    assert rewriter.inner.model == "smollm2:135m"
+    breaker = find_breaker(rewriter)
+    assert breaker is not None and breaker.threshold == 3
+    assert isinstance(breaker.inner, OllamaRewriter)
+    assert breaker.inner.model == "smollm2:135m" and breaker.inner.timeout == 60
     assert rewriter.name == "ollama:smollm2:135m"
     monkeypatch.setenv("OLLAMA_HOST", "http://192.168.0.9:11434")
     with pytest.raises(ConfigError):
@@ -144,9 +167,12 @@ def test_make_rewriter_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_make_rewriter_openai(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    rewriter = make_rewriter("openai:http://127.0.0.1:8080/v1#qwen2.5", cache_path=tmp_path / "c")
+    rewriter = make_rewriter(
+        "openai:http://127.0.0.1:8080/v1#qwen2.5", cache_path=tmp_path / "c", timeout=7
+    )
     assert isinstance(rewriter, CachedRewriter)
-    inner = rewriter.inner
+    inner = rewriter.inner.inner
+    assert inner.timeout == 7
     assert isinstance(inner, OpenAICompatRewriter)
     assert inner.url == "http://127.0.0.1:8080/v1/chat/completions"
     assert inner.model == "qwen2.5"

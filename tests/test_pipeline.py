@@ -101,15 +101,19 @@ def assert_clean(index: NgramIndex, res, k: int = 2, arity: int = 1) -> None:  #
                          ids=lambda r: type(r).__name__)
 def test_output_is_always_linkage_free(sample_index: NgramIndex, sample_deid, rewriter) -> None:  # type: ignore[no-untyped-def]
     d = Delinker(sample_index, k=2, rewriter=rewriter)
+    calls = 0
     for doc_id, text in sample_deid[:2]:
         res = d.delink(text, doc_id)
+        calls += res.llm_calls
         assert_clean(sample_index, res)
         assert res.audit and all(a.method in ("llm", "redacted") for a in res.audit)
         if rewriter is None or isinstance(rewriter, Echo | Garbage | Down | Slow):
             assert all(a.method == "redacted" for a in res.audit)
             assert res.words_rewritten == 0
         if isinstance(rewriter, Down | Slow):
-            assert res.warnings and res.llm_calls > 0
+            assert res.warnings
+    if isinstance(rewriter, Down | Slow):
+        assert calls == 3  # then the circuit breaker treats the backend as down
 
 
 def test_redaction_only_hits_the_optimum(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
@@ -117,8 +121,11 @@ def test_redaction_only_hits_the_optimum(sample_index: NgramIndex, sample_deid) 
     for doc_id, text in sample_deid:
         res = d.delink(text, doc_id)
         assert_clean(sample_index, res)
-        # Arity 1: one round, exactly the minimum stabbing set of the flagged intervals.
-        assert res.passes == 1 and res.words_redacted == res.optimum_words
+        # Arity 1: one round, the minimum stabbing set of the flagged intervals of every
+        # view, widened to whole written words (``non-attendance``) so that no edit
+        # leaves half a compound as a new word.
+        assert res.passes == 1
+        assert res.optimum_words <= res.words_redacted <= 1.1 * res.optimum_words
 
 
 def test_echo_is_rejected_with_a_reason(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
@@ -153,6 +160,29 @@ def test_pii_cannot_come_back(sample_index: NgramIndex) -> None:
     reasons = {a.reason for a in res.audit}
     assert reasons <= {None, "implausibly long", "reintroduces redacted PII"}
     assert rejection("x", "Ahmet Yilmaz said", Tokenizer(), ["Ahmet Yilmaz"]) is not None
+
+
+@pytest.mark.parametrize(
+    ("replacement", "reason"),
+    [
+        ("smith", "reintroduces part of redacted PII"),  # one word of "John Smith"
+        ("the smith family", "reintroduces part of redacted PII"),
+        ("j\u043ehn sm\u0456th", "reintroduces redacted PII"),  # Cyrillic look-alikes
+        ("sm\u0456th", "reintroduces part of redacted PII"),
+        ("the smi\u200bth family", "reintroduces part of redacted PII"),  # hidden character
+        ("sm\u00efth", "reintroduces part of redacted PII"),  # diacritic
+        ("diyarbak\u0131r", "reintroduces redacted PII"),  # dotless i, folded
+        ("a case of 2016", "reintroduces part of redacted PII"),  # a number of a date
+        ("a man", None),
+        ("the applicant", None),
+        ("in march", None),  # common words of a removed string may come back
+        ("at the court", None),
+        ("mr jones", None),
+    ],
+)
+def test_no_part_of_removed_pii_comes_back(replacement: str, reason: str | None) -> None:
+    forbidden = ["John Smith", "Diyarbakir", "14 March 2016", "Ankara Criminal Court", "Mr X"]
+    assert rejection("a farmer", replacement, Tokenizer(), forbidden) == reason
 
 
 def test_pii_step_feeds_the_forbidden_list(analyzer, sample_index: NgramIndex) -> None:  # type: ignore[no-untyped-def]

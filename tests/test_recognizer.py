@@ -31,11 +31,19 @@ def test_registry(analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_dei
     engine = AnalyzerEngine(nlp_engine=analyzer.nlp_engine, registry=registry,
                             supported_languages=["en"])
     res = engine.analyze(text, language="en", return_decision_process=True)
-    assert spans(res) == expected(sample_index, text) != set()
+    # Presidio drops a result contained in another of the same type (a phrase across
+    # punctuation of a crossing view contains shorter flagged ones).
+    direct = EntityRecognizer.remove_duplicates(
+        LinkageRiskRecognizer(sample_index, k=2).analyze(text, [ENTITY]))
+    assert spans(res) == spans(direct) != set()
+    assert spans(res) <= expected(sample_index, text)
     r = next(r for r in res if r.entity_type == ENTITY)
     meta = r.recognition_metadata
     assert meta["df"] == 1 and meta["arity"] == 1 and meta["n"] >= 1 and meta["partners"] == []
-    assert meta["ngram"] == " ".join(sample_index.words_of(text[r.start : r.end]))
+    assert meta["groups"] == 1 and meta["views"]
+    view = meta["views"][0]
+    if view in ("folded", "fine"):
+        assert meta["ngram"] == " ".join(sample_index.words_of(text[r.start : r.end], view))
     assert r.score == 1.0
     assert "document" in r.analysis_explanation.textual_explanation
 

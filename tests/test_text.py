@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.text import Tokenizer, normalize_word
+from presidio_delink.text import Tokenizer, fold_word, normalize_word
 
 TOK = Tokenizer()
+FINE = Tokenizer(fold="fine")
+CASE = Tokenizer(fold="case")
 
 
 def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
@@ -32,6 +34,7 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("the applicant\u2019s lawyer", [["the", "applicant", "s", "lawyer"]]),
         ("the applicants' lawyer", [["the", "applicants", "lawyer"]]),
         ("(a) item", [["a"], ["item"]]),
+        ("\u0430ppl\u0456cant \u015e\u0131rnak", [["applicant", "s\u0131rnak"]]),  # look-alikes
         ("Article 5 § 5 of", [["article", "5", "5", "of"]]),
         ("40% of the increase", [["40", "of", "the", "increase"]]),
         ("grounds \u2013 in particular", [["grounds", "in", "particular"]]),
@@ -60,7 +63,46 @@ def test_offsets_point_into_original() -> None:
     text = "Mr X\u200by lodged no. 36110/97 in Bi\u00e7er [REDACTED] town"
     for seg in TOK.segments(text):
         for t in seg:
-            assert t.word in normalize_word(text[t.start : t.end])
+            assert t.word in fold_word(text[t.start : t.end])
+
+
+@pytest.mark.parametrize(
+    ("text", "fine", "case"),
+    [
+        ("The applicant\u2019s non-pecuniary damage", [["the", "applicant\u2019s",
+         "non-pecuniary", "damage"]], [["The", "applicant\u2019s", "non-pecuniary", "damage"]]),
+        ("applicant's case", [["applicant's", "case"]], [["applicant's", "case"]]),
+        ("22/2 and 22.2", [["22", "2", "and", "22.2"]], [["22", "2", "and", "22.2"]]),
+        ("\u0130zmir Izmir", [["i\u0307zmir", "izmir"]], [["\u0130zmir", "Izmir"]]),
+        ("Bic\u0327er Bi\u00e7er", [["bi\u00e7er", "bi\u00e7er"]], [["Bi\u00e7er", "Bi\u00e7er"]]),
+        ("hid\u200bden, U.S. law", [["hidden"], ["u.s"], ["law"]], [["hidden"], ["U.S"], ["law"]]),
+        ("\u0430pplicant", [["\u0430pplicant"]], [["\u0430pplicant"]]),
+    ],
+)
+def test_fine_and_case_word_models(text: str, fine: list[list[str]], case: list[list[str]]) -> None:
+    assert FINE.word_segments(text) == fine
+    assert CASE.word_segments(text) == case
+    for seg in FINE.segments(text):  # offsets cover the word as written
+        for t in seg:
+            assert unicodedata.normalize("NFC", text[t.start : t.end]).replace(
+                "\u200b", "").casefold() == t.word
+
+
+def test_accent_word_model_splits_like_fts5_and_keeps_diacritics() -> None:
+    acc = Tokenizer(fold="accent")
+    assert acc.word_segments("Non-pecuniary \u0130zmir, applicant\u2019s Bic\u0327er") == [
+        ["non", "pecuniary", "i\u0307zmir"], ["applicant", "s", "bic\u0327er"]]
+
+
+def test_crossing_views_join_pieces_at_punctuation_only() -> None:
+    cross = Tokenizer(break_on_punctuation=False)
+    text = "one, two. three [REDACTED] four"
+    assert cross.word_segments(text) == [["one", "two", "three"], ["four"]]
+    vocab: dict[str, int] = {}
+    marked = TOK.encode_marked(text, vocab, {})
+    assert marked == [0, -2, 1, -2, 2, -1, 3, -1]
+    assert TOK.encode(text, dict(vocab), {}) == [0, -1, 1, -1, 2, -1, 3, -1]
+    assert cross.encode(text, dict(vocab), {}) == [0, 1, 2, -1, 3, -1]
 
 
 def test_placeholder_is_never_a_word() -> None:

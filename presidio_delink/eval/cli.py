@@ -187,13 +187,14 @@ def _run(
         def keep_html(setting: Setting, results: list[DelinkResult], name: str = name) -> None:
             nonlocal html_written
             if html and not html_written:
+                from presidio_delink.io import atomic_output
                 from presidio_delink.report import render
 
                 out_dir.mkdir(parents=True, exist_ok=True)
-                (out_dir / f"{name}-report.html").write_text(
-                    render(results, title=f"presidio-delink eval: {name}, {setting.label}"),
-                    encoding="utf-8",
-                )
+                with atomic_output(out_dir / f"{name}-report.html") as f:
+                    f.write(
+                        render(results, title=f"presidio-delink eval: {name}, {setting.label}")
+                    )
                 html_written = True
 
         merged = None

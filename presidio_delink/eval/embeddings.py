@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from presidio_delink.errors import ConfigError
+from presidio_delink.io import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -166,10 +167,9 @@ class Embedder:
             except (OSError, ValueError):
                 log.warning("ignoring unreadable embedding cache %s", path)
         arr = self.encode(texts)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-        np.save(tmp, arr)
-        os.replace(tmp, path)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with atomic_output(path, "wb") as f:  # 0600: embeddings are derived from the text
+            np.save(f, arr)
         return arr
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from presidio_delink.errors import InputError
+from presidio_delink.io import atomic_output
 
 COLUMNS = (
     "setting",
@@ -111,7 +112,8 @@ def markdown(results: dict[str, Any]) -> str:
 def write_json(results: dict[str, Any], path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with atomic_output(p) as f:
+        f.write(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     return p
 
 
@@ -182,7 +184,8 @@ def plot_tradeoff(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
     fig.tight_layout(rect=(0, 0.05 + 0.03 * math.ceil(len(labels) / 3), 1, 1))
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=110)
+    with atomic_output(p, "wb") as f:
+        fig.savefig(f, format="png", dpi=110)
     plt.close(fig)
     return p
 
@@ -223,7 +226,8 @@ def plot_bars(results: dict[str, Any], path: str | Path) -> Path:
     fig.tight_layout()
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=110)
+    with atomic_output(p, "wb") as f:
+        fig.savefig(f, format="png", dpi=110)
     plt.close(fig)
     return p
 
@@ -276,7 +280,8 @@ def write_all(results: dict[str, Any], out_dir: str | Path, stem: str | None = N
     stem = stem or results["meta"]["dataset"]
     md = out / f"{stem}.md"
     out.mkdir(parents=True, exist_ok=True)
-    md.write_text(markdown(results), encoding="utf-8")
+    with atomic_output(md) as f:
+        f.write(markdown(results))
     return [
         write_json(results, out / f"{stem}.json"),
         md,

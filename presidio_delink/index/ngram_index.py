@@ -1,11 +1,26 @@
-"""`NgramIndex`: document frequency and posting lists of word N-grams of a collection."""
+"""`NgramIndex`: the N-gram key spaces (views) of a collection, its documents and groups.
+
+One pass over the collection builds every view (:mod:`presidio_delink.views`): each word
+model tokenises a document once, and its punctuation-breaking and punctuation-crossing
+views take the same word ids with different segment breaks.
+
+**Groups.**  ``k`` should count people (or cases), not documents: a collection often
+holds several documents about one person.  Each document may carry a group; a phrase's
+*group frequency* (distinct groups among its documents) is what ``k`` is compared with.
+Without groups each document is its own group.  Group frequency is read from the posting
+list only where it can matter: with groups of at most ``G`` documents, a phrase in ``df``
+documents spans at least ``ceil(df / G)`` groups, so ``df >= (k - 1) * G + 1`` settles
+``>= k`` without reading postings, and ``df < k`` settles ``< k``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
-import hashlib
 import json
 import logging
+import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -15,233 +30,311 @@ from typing import Any
 
 import numpy as np
 
-from presidio_delink.errors import ConfigError, IndexFormatError, InputError
-from presidio_delink.index.builder import ShardBuilder, check_doc_id, encode_doc
-from presidio_delink.index.shard import SHARD_FILES, Shard, write_private
-from presidio_delink.text import DEFAULT_MAX_N, Tokenizer
+from presidio_delink.errors import BuildError, ConfigError, IndexFormatError, InputError
+from presidio_delink.index.builder import (
+    DaskRunner,
+    PoolRunner,
+    RawShard,
+    Runner,
+    ShardRef,
+    build_view,
+    check_doc_id,
+    finish_shard,
+    merge_vocab,
+    remap_for,
+)
+from presidio_delink.index.format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    LOCK_FILE,
+    META_FILE,
+    SIG_FILE,
+    file_record,
+    read_meta,
+    write_meta,
+    write_private,
+)
+from presidio_delink.index.shard import FoldDocs, Partition, save_trie, smallest_uint
+from presidio_delink.index.view_index import ViewIndex
+from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer
+from presidio_delink.views import DEFAULT_VIEWS, VIEWS, resolve_views
 
 log = logging.getLogger(__name__)
 
-FORMAT_NAME = "presidio-delink-ngram-index"
-FORMAT_VERSION = 1
-META_FILE = "meta.json"
 DEFAULT_SHARD_WORDS = 8_000_000
+_DOCS, _VIEWS, _FOLDS, _BUILD = "docs", "views", "folds", ".build"
 
 
 class NgramIndex:
-    """Inverted index of word N-grams (1..max_n words) over a reference collection.
+    """Inverted index of word N-grams (1..max_n words) of a reference collection, in
+    several views, with optional document groups.
 
     Immutable once built.  Build with :meth:`build`, open with :meth:`load`.  Every
-    query is exact for N-grams of any length (see :mod:`presidio_delink.index.shard`).
+    query is exact for N-grams of any length.  The single-view query methods
+    (:meth:`df`, :meth:`lookup`, ...) answer in the primary view (``folded``).
     """
 
-    def __init__(self, directory: Path, meta: dict[str, Any], shards: list[Shard]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        meta: dict[str, Any],
+        views: dict[str, ViewIndex],
+        doc_ids: list[str],
+        group_of: np.ndarray | None,
+        group_ids: list[str] | None,
+    ) -> None:
         self.directory = directory
         self.meta = meta
-        self.shards = shards
-        tok = meta["tokenizer"]
-        assert isinstance(tok, dict)
-        self.tokenizer = Tokenizer.from_settings(tok)
-        self._doc_ids: list[str] | None = None
+        self.views = views
+        self.primary = views.get("folded") or next(iter(views.values()))
+        self.doc_ids = doc_ids
+        self.group_of = group_of
+        self.group_ids = group_ids
+        gm = meta["groups"]
+        self.max_group_size = int(gm["max_group_size"]) if gm else 1
+        self.n_groups = int(gm["n_groups"]) if gm else len(doc_ids)
+        # The primary view's words split at every punctuation mark: the finest offsets.
+        p = self.primary.tokenizer
+        self.tokenizer = Tokenizer(max_n=p.max_n, placeholders=p.placeholders)
 
-    # -- construction -------------------------------------------------------------
+    # -- building -------------------------------------------------------------------
     @classmethod
     def build(
         cls,
-        docs: Iterable[tuple[str, str]],
+        docs: Iterable[tuple[Any, ...]],
         directory: str | Path | None = None,
         *,
         max_n: int = DEFAULT_MAX_N,
-        tokenizer: Tokenizer | None = None,
+        views: Sequence[str] = DEFAULT_VIEWS,
+        placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
         shard_words: int = DEFAULT_SHARD_WORDS,
+        group_regex: str | None = None,
+        key: bytes | None = None,
         progress: bool = False,
+        workers: int = 1,
+        n_parts: int | None = None,
+        dask_client: Any = None,
     ) -> NgramIndex:
-        """Build an index from ``(doc_id, text)`` pairs, streaming.
+        """Build an index from ``(doc_id, text)`` or ``(doc_id, text, group)`` items.
 
         Args:
-            docs: any iterable of ``(doc_id, text)``; ids must be unique.
+            docs: any iterable of such items; ids must be unique; a group is a string
+                or None (the document is then its own group, unless ``group_regex``).
             directory: where to write the index (created; must be empty or absent).
                 ``None`` builds into a temporary directory removed with the object.
-            max_n: longest N-gram in words (ignored when ``tokenizer`` is given).
-            tokenizer: text model; default ``Tokenizer(max_n=max_n)``.
-            shard_words: words per shard; bounds peak memory (about 180 bytes a word,
-                measured: 1.4 GB at the default).
+            max_n: longest N-gram in words.
+            views: names of the views to build (see :mod:`presidio_delink.views`).
+            placeholders: redaction placeholder patterns (segment boundaries).
+            shard_words: words per shard; bounds peak memory.
+            group_regex: derive a document's group from its id when it has none: the
+                first capturing group of the first match (or the whole match).
+            key: sign ``meta.json`` with HMAC-SHA256 under this key.
             progress: show a progress bar on stderr.
+            workers: processes for tokenising, counting and writing (1: this one).
+            n_parts: key-space partitions per view (default: one per build shard).
+            dask_client: run the counting and writing tasks on this
+                ``dask.distributed.Client`` (the directory must be shared with its
+                workers); see :meth:`build_files` for workers that read the input too.
 
         Raises:
-            InputError: no documents, a duplicate or invalid id, a non-string text.
+            InputError: no documents, a duplicate or invalid id, a non-string text or
+                group, an id that ``group_regex`` does not match.
+            ConfigError: a bad setting, a non-empty directory, or another build
+                writing into it.
         """
-        tokenizer = tokenizer or Tokenizer(max_n=max_n)
+        names = resolve_views(views, defaults=False)
+        specs = [VIEWS[n] for n in names]
+        toks = {
+            v.fold: Tokenizer(max_n=max_n, placeholders=placeholders, fold=v.fold) for v in specs
+        }
         if shard_words < 1:
             raise ConfigError(f"shard_words must be positive, got {shard_words}")
+        if workers < 1 or (n_parts is not None and n_parts < 1):
+            raise ConfigError("workers and n_parts must be positive")
+        grx = _compile_group_regex(group_regex)
         temp = directory is None
         out = (
             Path(tempfile.mkdtemp(prefix="delink-index-")) if directory is None else Path(directory)
         )
-        if out.exists() and any(out.iterdir()):
-            raise ConfigError(f"index directory {out} is not empty")
-        out.mkdir(parents=True, exist_ok=True, mode=0o700)
-        seen: set[str] = set()
-        vocab: dict[str, int] = {}
-        cache: dict[str, tuple[int, ...]] = {}
-        shards_meta: list[dict[str, Any]] = []
-        current = ShardBuilder()
-        n_words = 0
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(unit="doc", desc="indexing", leave=False)
-        try:
-            for item in docs:
-                try:
-                    doc_id, text = item
-                except (TypeError, ValueError) as exc:
-                    raise InputError("documents must be (doc_id, text) pairs") from exc
-                sid = check_doc_id(doc_id, seen)
-                n_words += current.add(sid, encode_doc(tokenizer, text, vocab, cache))
-                if bar is not None:
-                    bar.update(1)
-                if current.n_words >= shard_words:
-                    shards_meta.append(
-                        _flush(current, out, len(shards_meta), tokenizer.max_n, vocab)
-                    )
-                    current = ShardBuilder()
-            if not seen:
-                raise InputError("the collection has no documents")
-            if current.doc_ids:
-                shards_meta.append(_flush(current, out, len(shards_meta), tokenizer.max_n, vocab))
-        except BaseException:
-            shutil.rmtree(out, ignore_errors=True)
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
-        meta: dict[str, Any] = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "tokenizer": tokenizer.settings(),
-            "max_n": tokenizer.max_n,
-            "n_docs": len(seen),
-            "n_words": n_words,
-            "shards": shards_meta,
-            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        }
-        write_private(out / META_FILE, json.dumps(meta, indent=1).encode("utf-8"))
-        index = cls.load(out, verify=False)
+        with _BuildLock(out) as lock:
+            try:
+                runner = DaskRunner(dask_client) if dask_client is not None else None
+                _build_into(
+                    out, docs, specs, toks, max_n, shard_words, grx, key, progress,
+                    workers, n_parts, runner,
+                )
+            except BaseException:
+                lock.clean()
+                raise
+        index = cls.load(out, verify=False, key=key)
         if temp:
             weakref.finalize(index, shutil.rmtree, out, True)
         return index
 
     @classmethod
-    def load(cls, directory: str | Path, *, verify: bool = True) -> NgramIndex:
+    def build_files(
+        cls,
+        paths: Sequence[str | Path],
+        directory: str | Path,
+        *,
+        dask_client: Any,
+        max_n: int = DEFAULT_MAX_N,
+        views: Sequence[str] = DEFAULT_VIEWS,
+        placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
+        shard_words: int = DEFAULT_SHARD_WORDS,
+        group_regex: str | None = None,
+        key: bytes | None = None,
+        n_parts: int | None = None,
+    ) -> NgramIndex:
+        """Build on a Dask cluster whose workers read the input files themselves: one
+        task per input file tokenises it into raw shards in ``directory`` (which the
+        workers and this process must share), then counting and writing run as tasks too.
+
+        Documents are ordered by input file, then within each file, as :meth:`build`
+        orders them, so the index answers exactly as a single-process build.
+        """
+        names = resolve_views(views, defaults=False)
+        specs = [VIEWS[n] for n in names]
+        folds = list(dict.fromkeys(v.fold for v in specs))
+        toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
+        if shard_words < 1 or (n_parts is not None and n_parts < 1):
+            raise ConfigError("shard_words and n_parts must be positive")
+        _compile_group_regex(group_regex)
+        out = Path(directory)
+        runner = DaskRunner(dask_client)
+        with _BuildLock(out) as lock:
+            try:
+                (out / _BUILD).mkdir(mode=0o700)
+                results = runner.map(
+                    _read_part,
+                    [
+                        (str(p), i, folds, max_n, placeholders, shard_words,
+                         str(out / _BUILD / f"in-{i:05d}"))
+                        for i, p in enumerate(paths)
+                    ],
+                )
+                col = _Collector(out, folds, shard_words, _compile_group_regex(group_regex))
+                for res in results:
+                    for doc_id, group in res["docs"]:
+                        col.admit((doc_id, "", group))
+                    col.raws.extend(res["raws"])
+                    col.n_words += res["n_words"]
+                if not col.doc_ids:
+                    raise InputError("the collection has no documents")
+                _finish(out, col, specs, toks, max_n, key, n_parts, runner, False)
+            except BaseException:
+                lock.clean()
+                raise
+            finally:
+                shutil.rmtree(out / _BUILD, ignore_errors=True)
+        return cls.load(out, verify=False, key=key)
+
+    # -- loading --------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls, directory: str | Path, *, verify: bool = True, key: bytes | None = None
+    ) -> NgramIndex:
         """Open a saved index (arrays are memory-mapped).
 
         Args:
             directory: the index directory.
             verify: also check every file's SHA-256 (reads the files once).
+            key: the MAC key the index was signed with, if any.
 
         Raises:
-            IndexFormatError: missing, truncated, corrupt, or another format version.
+            IndexFormatError: missing, truncated, corrupt, changed metadata, or another
+                format version.
         """
         d = Path(directory)
+        meta = read_meta(d, key)
+        _check_files(d / _DOCS, meta["docs"]["files"], verify)
         try:
-            with open(d / META_FILE, encoding="utf-8") as f:
-                meta = json.load(f)
-        except FileNotFoundError as exc:
-            raise IndexFormatError(f"{d} is not a presidio-delink index (no {META_FILE})") from exc
+            doc_ids = json.loads((d / _DOCS / "doc_ids.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"cannot read {d / META_FILE}: {exc}") from exc
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-            raise IndexFormatError(f"{d} is not a presidio-delink index")
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise IndexFormatError(
-                f"{d} has index format version {meta.get('format_version')!r}; this version "
-                f"of presidio-delink reads version {FORMAT_VERSION}: rebuild the index"
+            raise IndexFormatError(f"cannot read {d / _DOCS / 'doc_ids.json'}") from exc
+        n_docs = meta["n_docs"]
+        if (
+            not isinstance(doc_ids, list)
+            or len(doc_ids) != n_docs
+            or not all(isinstance(x, str) for x in doc_ids)
+        ):
+            raise IndexFormatError(f"{d}: the document table does not match the metadata")
+        group_of = None
+        group_ids = None
+        gm = meta["groups"]
+        if gm is not None:
+            _check_files(d / _DOCS, gm["files"], verify)
+            group_of, group_ids = _load_groups(d / _DOCS, gm, n_docs)
+        folds: dict[str, FoldDocs] = {}
+        for fm in meta["folds"]:
+            fd = d / _FOLDS / fm["name"]
+            _check_files(fd, fm["files"], verify)
+            for i, sm in enumerate(fm["doc_shards"]):
+                _check_files(fd / f"docs-{i:05d}", sm["files"], verify)
+            folds[fm["name"]] = FoldDocs(
+                fd, [(sm["n_docs"], sm["dtypes"]) for sm in fm["doc_shards"]], n_docs, verify
             )
-        try:
-            Tokenizer.from_settings(meta["tokenizer"])
-            shard_list = list(meta["shards"])
-        except (KeyError, TypeError, ConfigError) as exc:
-            raise IndexFormatError(f"{d}: malformed or incompatible metadata: {exc}") from exc
-        shards: list[Shard] = []
-        base = 0
-        for sm in shard_list:
-            sd = d / str(sm["dir"])
-            for name, info in dict(sm["files"]).items():
-                path = sd / name
-                if not path.exists():
-                    raise IndexFormatError(f"{path} is missing")
-                if path.stat().st_size != info["size"]:
-                    raise IndexFormatError(
-                        f"{path} has {path.stat().st_size} bytes, expected {info['size']}: "
-                        "the index is truncated or corrupt"
-                    )
-                if verify and _sha256(path) != info["sha256"]:
-                    raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
+            if folds[fm["name"]].n_vocab != fm["n_words"]:
+                raise IndexFormatError(f"{fd}: the vocabulary does not match the metadata")
+        views: dict[str, ViewIndex] = {}
+        for vm in meta["views"]:
+            vd = d / _VIEWS / vm["name"]
+            for i, pm in enumerate(vm["partitions"]):
+                _check_files(vd / f"part-{i:05d}", pm["files"], verify)
             try:
-                shard = Shard(sd, base, dict(sm["dtypes"]), int(meta["max_n"]), verify)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise IndexFormatError(f"{sd}: malformed shard metadata: {exc}") from exc
-            if shard.n_docs != sm["n_docs"]:
-                raise IndexFormatError(f"{sd}: document count does not match metadata")
-            base += shard.n_docs
-            shards.append(shard)
-        if base != meta.get("n_docs"):
-            raise IndexFormatError(f"{d}: document count does not match metadata")
-        return cls(d, meta, shards)
+                tok = Tokenizer.from_settings(vm["tokenizer"])
+                parts = [
+                    Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify)
+                    for i, pm in enumerate(vm["partitions"])
+                ]
+                views[vm["name"]] = ViewIndex(vm["name"], tok, parts, folds[tok.fold])
+            except (KeyError, TypeError, ValueError, ConfigError) as exc:
+                raise IndexFormatError(f"{d}: view {vm.get('name')!r}: {exc}") from exc
+        return cls(d, meta, views, doc_ids, group_of, group_ids)
 
     def save(self, directory: str | Path) -> Path:
         """Copy the index to ``directory`` (created; must not exist or be empty)."""
         out = Path(directory)
         if out.resolve() == self.directory.resolve():
             return out
-        if out.exists() and any(out.iterdir()):
-            raise ConfigError(f"index directory {out} is not empty")
-        out.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for sm in self.meta["shards"]:
-            src, dst = self.directory / sm["dir"], out / sm["dir"]
-            dst.mkdir(mode=0o700, exist_ok=True)
-            for name in SHARD_FILES:
-                write_private(dst / name, (src / name).read_bytes())
-        write_private(out / META_FILE, (self.directory / META_FILE).read_bytes())
+        with _BuildLock(out) as lock:
+            try:
+                for src in sorted(self.directory.rglob("*")):
+                    rel = src.relative_to(self.directory)
+                    if rel.name == LOCK_FILE:
+                        continue
+                    dst = out / rel
+                    if src.is_dir():
+                        dst.mkdir(mode=0o700, exist_ok=True)
+                    elif rel.name not in (META_FILE, SIG_FILE):
+                        write_private(dst, src.read_bytes())
+                for name in (META_FILE, SIG_FILE):  # last: only a complete copy loads
+                    write_private(out / name, (self.directory / name).read_bytes())
+            except BaseException:
+                lock.clean()
+                raise
         return out
 
     # -- properties -----------------------------------------------------------------
     @property
     def max_n(self) -> int:
-        return self.tokenizer.max_n
+        return self.primary.max_n
 
     @property
     def n_docs(self) -> int:
-        return int(self.meta["n_docs"])
+        return len(self.doc_ids)
 
     @property
-    def doc_ids(self) -> list[str]:
-        """Document ids by ordinal."""
-        if self._doc_ids is None:
-            self._doc_ids = [i for s in self.shards for i in s.doc_ids]
-        return self._doc_ids
+    def has_groups(self) -> bool:
+        return self.group_of is not None
 
     @property
     def doc_groups(self) -> list[str]:
-        """Group of each document, by ordinal (a person or case; each document is its own
-        group when the collection has no groups)."""
-        return self.doc_ids
-
-    def doc_words(self, ordinal: int) -> list[str]:
-        """The normalised words of document ``ordinal`` in order, ``""`` closing each
-        segment (what an aligner needs to compare a text with its source)."""
-        if not 0 <= ordinal < self.n_docs:
-            raise IndexError(f"document ordinal {ordinal} out of range")
-        for s in self.shards:
-            if ordinal < s.doc_base + s.n_docs:
-                restore = s.trie.restore_key
-                return [
-                    restore(int(t)) if t >= 0 else ""
-                    for t in s.doc_tokens(ordinal - s.doc_base).tolist()
-                ]
-        raise AssertionError("unreachable")
+        """Group of each document, by ordinal (its own id when it has no group)."""
+        if self.group_of is None or self.group_ids is None:
+            return self.doc_ids
+        names = self.group_ids
+        return [names[g] for g in self.group_of.tolist()]
 
     def stats(self) -> dict[str, object]:
         """Counts and sizes."""
@@ -249,23 +342,68 @@ class NgramIndex:
         return {
             "format_version": FORMAT_VERSION,
             "n_docs": self.n_docs,
+            "n_groups": self.n_groups,
+            "max_group_size": self.max_group_size,
             "n_words": self.meta["n_words"],
             "max_n": self.max_n,
-            "n_shards": len(self.shards),
-            "n_keys": sum(s.n_keys for s in self.shards),
-            "n_postings": sum(len(s.postings) for s in self.shards),
-            "keys_per_n": {
-                n: sum(int(sm.get(f"n_keys_{n}", 0)) for sm in self.meta["shards"])
-                for n in range(1, self.max_n + 1)
+            "n_keys": sum(v.n_keys for v in self.views.values()),
+            "views": {
+                vm["name"]: {
+                    "adversary": VIEWS[vm["name"]].adversary,
+                    "n_partitions": len(vm["partitions"]),
+                    "n_keys": sum(p["n_keys"] for p in vm["partitions"]),
+                    "n_postings": sum(p["n_postings"] for p in vm["partitions"]),
+                    "keys_per_n": {
+                        n: sum(int(p.get(f"n_keys_{n}", 0)) for p in vm["partitions"])
+                        for n in range(1, self.max_n + 1)
+                    },
+                    "tokenizer": vm["tokenizer"],
+                }
+                for vm in self.meta["views"]
             },
+            "n_doc_shards": len(self.meta["folds"][0]["doc_shards"]),
             "bytes_on_disk": size,
-            "tokenizer": self.meta["tokenizer"],
         }
 
-    # -- queries ---------------------------------------------------------------------
-    def words_of(self, phrase: str) -> list[str]:
+    # -- groups ---------------------------------------------------------------------
+    def groups_of(self, ordinals: np.ndarray) -> np.ndarray:
+        """Distinct group ordinals (sorted) of document ordinals."""
+        if self.group_of is None:
+            return np.asarray(ordinals, dtype=np.int64)
+        return np.unique(self.group_of[np.asarray(ordinals, dtype=np.int64)])
+
+    def docs_of_groups(self, groups: Iterable[int]) -> list[int]:
+        """Document ordinals of the given group ordinals."""
+        if self.group_of is None:
+            return sorted(int(g) for g in groups)
+        want = np.asarray(sorted(set(groups)), dtype=np.int64)
+        return np.flatnonzero(np.isin(self.group_of, want)).tolist()
+
+    def link_dfs(
+        self, view: ViewIndex, queries: Sequence[Sequence[str]], below: int
+    ) -> list[list[int]]:
+        """:meth:`ViewIndex.prefix_dfs_many` in *group* frequencies where it matters:
+        every value below ``below`` is below it in groups, every value at or above it is
+        (the row stops at the first value below ``below``)."""
+        rows = view.prefix_dfs_many(queries, below)
+        if self.group_of is None:
+            return rows
+        settled = (below - 1) * self.max_group_size + 1
+        for words, row in zip(queries, rows, strict=True):
+            for n, d in enumerate(row):
+                if below <= d < settled:
+                    g = len(self.groups_of(view.lookup(words[: n + 1])))
+                    if g < below:
+                        row[n] = g
+                        del row[n + 1 :]
+                        break
+        return rows
+
+    # -- primary-view queries (one N-gram, raw text or normalised words) --------------
+    def words_of(self, phrase: str, view: str | None = None) -> list[str]:
         """Normalised words of a phrase that must be a single segment."""
-        segs = self.tokenizer.word_segments(phrase)
+        v = self.views[view] if view else self.primary
+        segs = v.tokenizer.word_segments(phrase)
         if len(segs) > 1:
             raise InputError(
                 "the phrase crosses punctuation or a placeholder, so it is not one N-gram"
@@ -273,22 +411,11 @@ class NgramIndex:
         return segs[0] if segs else []
 
     def lookup(self, words: Sequence[str]) -> np.ndarray:
-        """Global document ordinals (sorted) of an N-gram given as normalised words."""
-        if not words:
-            return np.empty(0, dtype=np.int64)
-        parts = [s.lookup(words).astype(np.int64) + s.doc_base for s in self.shards]
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        """Document ordinals (sorted) of an N-gram given as normalised words."""
+        return self.primary.lookup(words)
 
     def df_words(self, words: Sequence[str]) -> int:
-        """Document frequency of an N-gram given as normalised words."""
-        if not words:
-            return 0
-        if len(self.shards) == 1:
-            shard = self.shards[0]
-            kid = shard.key_id(" ".join(words))
-            if kid is not None:
-                return shard.df_of(kid)
-        return len(self.lookup(words))
+        return self.primary.df_words(words)
 
     def df(self, phrase: str) -> int:
         """In how many documents does ``phrase`` (one N-gram, raw text) occur?"""
@@ -300,124 +427,458 @@ class NgramIndex:
         return [ids[i] for i in self.lookup(self.words_of(phrase)).tolist()]
 
     def df_keys(self, keys: Sequence[str]) -> np.ndarray:
-        """Bulk document frequency of normalised keys (words joined by one space).
-
-        Repeated keys are looked up once; shards are summed (their documents differ).
-        """
-        distinct = list(dict.fromkeys(keys))
-        found = np.zeros(len(distinct), dtype=np.int64)
-        for shard in self.shards:
-            get = shard.trie.get
-            offs = shard.offsets
-            kids = np.fromiter((get(k, -1) for k in distinct), dtype=np.int64, count=len(distinct))
-            hit = kids >= 0
-            found[hit] += (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
-            for i in np.flatnonzero(~hit).tolist():
-                found[i] += len(shard.lookup(distinct[i].split(" "), stored=False))
-        if len(distinct) == len(keys):
-            return found
-        where = {k: i for i, k in enumerate(distinct)}
-        return found[np.fromiter((where[k] for k in keys), dtype=np.int64, count=len(keys))]
+        """Bulk document frequency of normalised keys (words joined by one space)."""
+        return self.primary.df_keys(keys)
 
     def postings_keys(self, keys: Sequence[str]) -> list[np.ndarray]:
-        """Bulk global posting lists of normalised keys."""
-        return [self.lookup(k.split(" ")) for k in keys]
+        return self.primary.postings_keys(keys)
 
     def prefix_dfs(self, words: Sequence[str], below: int) -> list[int]:
-        """Document frequencies of ``words[:1]``, ``words[:2]``, ... (detector's hot path).
-
-        Stops after the first prefix whose df is below ``below``.  A prefix stored in no
-        shard of a single-shard index is reported as 0: it contains a sub-N-gram found
-        in at most one document, so it is either absent or not minimal (never a
-        *minimal* N-gram with ``1 <= df < below`` for ``below >= 2``).
-        """
-        out: list[int] = []
-        if len(self.shards) == 1 and below >= 2:
-            shard = self.shards[0]
-            expect = 1
-            for p, kid in shard.prefixes(" ".join(words)):
-                n = p.count(" ") + 1
-                if n != expect:
-                    break
-                df = shard.df_of(kid)
-                out.append(df)
-                if df < below:
-                    return out
-                expect += 1
-            if len(out) < len(words):
-                out.append(0)
-            return out
-        for n in range(1, len(words) + 1):
-            df = len(self.lookup(words[:n]))
-            out.append(df)
-            if df < below:
-                break
-        return out
+        return self.primary.prefix_dfs(words, below)
 
     def prefix_dfs_many(self, queries: Sequence[Sequence[str]], below: int) -> list[list[int]]:
-        """:meth:`prefix_dfs` for many word lists (the whole text at once).
-
-        On a single shard the trie walks are done first and the document frequencies
-        read in one vectorised step: reading array scalars one by one dominated the cost.
-        """
-        if not (len(self.shards) == 1 and below >= 2):
-            return [self.prefix_dfs(q, below) for q in queries]
-        shard = self.shards[0]
-        kids: list[int] = []
-        counts: list[int] = []
-        for words in queries:
-            c = 0
-            key = " ".join(words)
-            for p, kid in shard.trie.iter_prefixes_with_ids(key):
-                lp = len(p)
-                if lp != len(key) and key[lp] != " ":
-                    continue  # a prefix ending inside a word
-                kids.append(kid)
-                c += 1
-            counts.append(c)
-        ids = np.asarray(kids, dtype=np.int64)
-        dfs = (shard.offsets[ids + 1] - shard.offsets[ids]).astype(np.int64).tolist()
-        out: list[list[int]] = []
-        pos = 0
-        for words, c in zip(queries, counts, strict=True):
-            row: list[int] = []
-            for df in dfs[pos : pos + c]:
-                row.append(df)
-                if df < below:
-                    break
-            else:
-                if len(row) < len(words):
-                    row.append(0)  # not stored: see prefix_dfs
-            out.append(row)
-            pos += c
-        return out
+        return self.primary.prefix_dfs_many(queries, below)
 
     def iter_keys(self) -> Iterator[tuple[str, int]]:
-        """Stored keys with their df (a shard-merged view; for tests and tools)."""
-        seen: set[str] = set()
-        for s in self.shards:
-            for key, _ in s.iter_keys():
-                if key not in seen:
-                    seen.add(key)
-                    yield key, self.df_words(key.split(" "))
+        return self.primary.iter_keys()
+
+    def doc_words(self, ordinal: int) -> list[str]:
+        """The primary view's normalised words of document ``ordinal``, ``""`` closing
+        each segment (what an aligner needs to compare a text with its source)."""
+        return self.primary.doc_words(ordinal)
 
 
-def _flush(
-    builder: ShardBuilder, out: Path, number: int, max_n: int, vocab: dict[str, int]
+# -- building ---------------------------------------------------------------------------
+class _BuildLock:
+    """Exclusive ownership of a build directory; :meth:`clean` removes only what the
+    build created (the directory itself only if the build created it)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.created_dir = False
+        self.held = False
+
+    def __enter__(self) -> _BuildLock:
+        out = self.out
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"{out} exists and is not a directory")
+        if not out.exists():
+            try:
+                out.mkdir(parents=True, mode=0o700)
+                self.created_dir = True
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise ConfigError(f"cannot create {out}: {exc.strerror}") from exc
+        try:
+            fd = os.open(out / LOCK_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError as exc:
+            raise ConfigError(
+                f"another index build is writing into {out} (or one was interrupted: "
+                f"then remove {out / LOCK_FILE} and the partial files)"
+            ) from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot write into {out}: {exc.strerror}") from exc
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        self.held = True
+        if any(p.name != LOCK_FILE for p in out.iterdir()):
+            self._release()
+            raise ConfigError(f"index directory {out} is not empty")
+        return self
+
+    def clean(self) -> None:
+        for name in (META_FILE, SIG_FILE):
+            (self.out / name).unlink(missing_ok=True)
+        for name in (_DOCS, _VIEWS, _FOLDS, _BUILD):
+            shutil.rmtree(self.out / name, ignore_errors=True)
+
+    def _release(self) -> None:
+        if self.held:
+            (self.out / LOCK_FILE).unlink(missing_ok=True)
+            self.held = False
+
+    def __exit__(self, *exc: object) -> None:
+        self._release()
+        if exc[0] is not None and self.created_dir:
+            with contextlib.suppress(OSError):
+                self.out.rmdir()  # only if empty: never what someone else put there
+
+
+def _compile_group_regex(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"invalid group regex {pattern!r}: {exc}") from exc
+
+
+def _group_of(
+    sid: str, item: tuple[Any, ...], grx: re.Pattern[str] | None
+) -> str | None:
+    group = item[2] if len(item) > 2 else None
+    if group is not None:
+        if not isinstance(group, str) or not group:
+            raise InputError(f"document {sid!r}: 'group' must be a non-empty string")
+        return group
+    if grx is None:
+        return None
+    m = grx.search(sid)
+    if m is None:
+        raise InputError(f"document id {sid!r} does not match the group regex")
+    got = m.group(1) if grx.groups else m.group(0)
+    if not got:
+        raise InputError(f"the group regex gives an empty group for document id {sid!r}")
+    return got
+
+
+def _tokenize_batch(
+    texts: list[str], folds: list[str], max_n: int, placeholders: tuple[str, ...]
+) -> list[tuple[list[str], list[list[int]]]]:
+    """Task (``workers``): tokenise a batch of texts; per word model, the batch vocabulary
+    and each text's marked ids in it."""
+    out = []
+    for f in folds:
+        tok = Tokenizer(max_n=max_n, placeholders=placeholders, fold=f)
+        vocab: dict[str, int] = {}
+        cache: dict[str, tuple[int, ...]] = {}
+        ids = [tok.encode_marked(t, vocab, cache) for t in texts]
+        out.append((list(vocab), ids))
+    return out
+
+
+def _read_part(
+    path: str,
+    number: int,
+    folds: list[str],
+    max_n: int,
+    placeholders: tuple[str, ...],
+    shard_words: int,
+    out: str,
 ) -> dict[str, Any]:
-    name = f"shard-{number:05d}"
-    log.debug("writing %s (%d documents)", name, len(builder.doc_ids))
-    counts = builder.write(out / name, max_n, vocab)
-    files = {
-        f: {"size": (out / name / f).stat().st_size, "sha256": _sha256(out / name / f)}
-        for f in SHARD_FILES
+    """Task (Dask): read one input file and write its raw shards; returns the ids and
+    groups of its documents (checked by the driver) and the shards written."""
+    from presidio_delink.io import read_documents
+
+    toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
+    base = Path(out)
+    base.mkdir(parents=True, mode=0o700)
+    docs: list[tuple[Any, Any]] = []
+    raws: list[dict[str, Any]] = []
+    cur = RawShard(folds)
+    n_words = 0
+    for rec in read_documents(path, groups=True):
+        doc_id, text, group = rec
+        if not isinstance(text, str):
+            raise InputError(f"{path}: document {doc_id!r}: text must be a string")
+        docs.append((doc_id, group))
+        before = cur.n_words
+        cur.add(
+            {f: tok.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, tok in toks.items()}
+        )
+        n_words += cur.n_words - before
+        if cur.n_words >= shard_words:
+            raws.append(cur.write(base / f"raw-{len(raws):05d}"))
+            cur = RawShard(folds)
+    if cur.n_docs:
+        raws.append(cur.write(base / f"raw-{len(raws):05d}"))
+    return {"docs": docs, "raws": raws, "n_words": n_words}
+
+
+class _Collector:
+    """Phase 1 bookkeeping: ids, groups, raw shards."""
+
+    def __init__(self, out: Path, folds: list[str], shard_words: int, grx: Any) -> None:
+        self.out = out
+        self.folds = folds
+        self.shard_words = shard_words
+        self.grx = grx
+        self.seen: set[str] = set()
+        self.doc_ids: list[str] = []
+        self.group_keys: dict[tuple[str, str], int] = {}
+        self.group_names: list[str] = []
+        self.doc_group: list[int] = []
+        self.any_group = False
+        self.raws: list[dict[str, Any]] = []
+        self.current = RawShard(folds)
+        self.n_words = 0
+
+    def admit(self, item: Any) -> str:
+        if not isinstance(item, tuple | list) or len(item) not in (2, 3):
+            raise InputError("documents must be (doc_id, text) or (doc_id, text, group)")
+        sid = check_doc_id(item[0], self.seen)
+        text = item[1]
+        if not isinstance(text, str):
+            raise InputError(
+                f"document {sid!r}: text must be a string, got {type(text).__name__}"
+            )
+        group = _group_of(sid, tuple(item), self.grx)
+        gkey = ("g", group) if group is not None else ("d", sid)
+        self.any_group |= group is not None
+        g = self.group_keys.setdefault(gkey, len(self.group_keys))
+        if g == len(self.group_names):
+            self.group_names.append(group if group is not None else sid)
+        self.doc_group.append(g)
+        self.doc_ids.append(sid)
+        return text
+
+    def add_marked(self, marked: dict[str, list[int]]) -> None:
+        before = self.current.n_words
+        self.current.add(marked)
+        self.n_words += self.current.n_words - before
+        if self.current.n_words >= self.shard_words:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.current.n_docs:
+            d = self.out / _BUILD / f"raw-{len(self.raws):05d}"
+            self.raws.append(self.current.write(d))
+            self.current = RawShard(self.folds)
+
+
+def _phase1_serial(
+    col: _Collector, docs: Iterable[Any], toks: dict[str, Tokenizer], bar: Any
+) -> None:
+    for item in docs:
+        text = col.admit(item)
+        cur = col.current
+        col.add_marked(
+            {f: tok.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, tok in toks.items()}
+        )
+        if bar is not None:
+            bar.update(1)
+
+
+def _phase1_pool(
+    col: _Collector,
+    docs: Iterable[Any],
+    toks: dict[str, Tokenizer],
+    runner: PoolRunner,
+    workers: int,
+    bar: Any,
+) -> None:
+    from collections import deque
+
+    folds = list(toks)
+    t0 = next(iter(toks.values()))
+    pending: deque[Any] = deque()
+
+    def drain(limit: int) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        while len(pending) > limit:
+            try:
+                result = pending.popleft().result()
+            except BrokenProcessPool as exc:
+                raise BuildError("a build worker process died while tokenising") from exc
+            n = len(result[0][1])
+            for i in range(n):
+                cur = col.current
+                marked = {}
+                for f, (words, ids_list) in zip(folds, result, strict=True):
+                    local = cur.vocab[f]
+                    remap = [local.setdefault(w, len(local)) for w in words]
+                    marked[f] = [remap[x] if x >= 0 else x for x in ids_list[i]]
+                col.add_marked(marked)
+                if bar is not None:
+                    bar.update(1)
+
+    batch: list[str] = []
+    for item in docs:
+        batch.append(col.admit(item))
+        if len(batch) >= 64:
+            pending.append(
+                runner.pool.submit(_tokenize_batch, batch, folds, t0.max_n, t0.placeholders)
+            )
+            batch = []
+            drain(2 * workers)
+    if batch:
+        pending.append(
+            runner.pool.submit(_tokenize_batch, batch, folds, t0.max_n, t0.placeholders)
+        )
+    drain(0)
+
+
+def _build_into(
+    out: Path,
+    docs: Iterable[Any],
+    specs: list[Any],
+    toks: dict[str, Tokenizer],
+    max_n: int,
+    shard_words: int,
+    grx: re.Pattern[str] | None,
+    key: bytes | None,
+    progress: bool,
+    workers: int,
+    n_parts: int | None,
+    runner: Runner | None = None,
+) -> None:
+    folds = list(toks)
+    col = _Collector(out, folds, shard_words, grx)
+    (out / _BUILD).mkdir(mode=0o700)
+    own_runner = runner is None
+    if runner is None:
+        runner = PoolRunner(workers) if workers > 1 else Runner()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(unit="doc", desc="indexing", leave=False)
+    try:
+        if isinstance(runner, PoolRunner):
+            _phase1_pool(col, docs, toks, runner, workers, bar)
+        else:
+            _phase1_serial(col, docs, toks, bar)
+        col.flush()
+        if not col.doc_ids:
+            raise InputError("the collection has no documents")
+        _finish(out, col, specs, toks, max_n, key, n_parts, runner, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+        if own_runner:
+            runner.close()
+        shutil.rmtree(out / _BUILD, ignore_errors=True)
+
+
+def _finish(
+    out: Path,
+    col: _Collector,
+    specs: list[Any],
+    toks: dict[str, Tokenizer],
+    max_n: int,
+    key: bytes | None,
+    n_parts: int | None,
+    runner: Runner,
+    progress: bool,
+) -> None:
+    """Phase 1's end (vocabularies, document ranges), phases 2 and 3, metadata."""
+    n_docs = len(col.doc_ids)
+    parts = n_parts or max(1, len(col.raws))
+    bases = np.cumsum([0] + [r["n_docs"] for r in col.raws]).tolist()
+    folds_meta = []
+    fold_refs: dict[str, tuple[list[Any], list[str], Path]] = {}
+    for f in toks:
+        words = merge_vocab(r["words"][f] for r in col.raws)
+        fd = out / _FOLDS / f
+        (out / _FOLDS).mkdir(mode=0o700, exist_ok=True)
+        fd.mkdir(mode=0o700)
+        trie = save_trie(words, fd / "vocab.marisa")
+        shards = runner.map(
+            finish_shard,
+            [
+                (r, f, remap_for(r["words"][f], trie), len(words), fd / f"docs-{i:05d}")
+                for i, r in enumerate(col.raws)
+            ],
+        )
+        folds_meta.append(
+            {
+                "name": f,
+                "n_words": len(words),
+                "files": {"vocab.marisa": file_record(fd / "vocab.marisa")},
+                "doc_shards": shards,
+            }
+        )
+        final_words = [trie.restore_key(i) for i in range(len(words))]
+        fold_refs[f] = (shards, final_words, fd)
+    views_meta = []
+    (out / _VIEWS).mkdir(mode=0o700)
+    for v in specs:
+        shards, words, fd = fold_refs[v.fold]
+        refs = [
+            ShardRef(
+                directory=str(fd / f"docs-{i:05d}"),
+                dtypes=sm["dtypes"],
+                doc_base=bases[i],
+                n_vocab=len(words),
+                cross=v.cross,
+                work=str(out / _BUILD / "work" / v.name / f"s{i:05d}"),
+            )
+            for i, sm in enumerate(shards)
+        ]
+        if progress:
+            log.info("counting view %s", v.name)
+        parts_meta = build_view(
+            refs,
+            words,
+            fd / "vocab.marisa",
+            max_n,
+            n_docs,
+            parts,
+            out / _VIEWS / v.name,
+            out / _BUILD / "work" / v.name / "levels",
+            runner,
+        )
+        views_meta.append(
+            {
+                "name": v.name,
+                "tokenizer": v.tokenizer(max_n, toks[v.fold].placeholders).settings(),
+                "partitions": parts_meta,
+            }
+        )
+    (out / _DOCS).mkdir(mode=0o700)
+    write_private(out / _DOCS / "doc_ids.json", json.dumps(col.doc_ids).encode("utf-8"))
+    groups_meta = None
+    if col.any_group:
+        gs = np.asarray(col.doc_group, dtype=np.int64)
+        dtype = smallest_uint(max(len(col.group_names) - 1, 0))
+        write_private(out / _DOCS / "groups.bin", gs.astype(dtype).tobytes())
+        write_private(
+            out / _DOCS / "group_ids.json", json.dumps(col.group_names).encode("utf-8")
+        )
+        groups_meta = {
+            "n_groups": len(col.group_names),
+            "max_group_size": int(np.bincount(gs).max()),
+            "dtype": dtype,
+            "files": {
+                n: file_record(out / _DOCS / n) for n in ("groups.bin", "group_ids.json")
+            },
+        }
+    meta: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "max_n": max_n,
+        "n_docs": n_docs,
+        "n_words": col.n_words,
+        "folds": folds_meta,
+        "views": views_meta,
+        "docs": {"files": {"doc_ids.json": file_record(out / _DOCS / "doc_ids.json")}},
+        "groups": groups_meta,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
-    return {"dir": name, **counts, "files": files}
+    write_meta(out, meta, key)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _check_files(directory: Path, files: dict[str, Any], verify: bool) -> None:
+    from presidio_delink.index.format import sha256_file
+
+    for name, info in files.items():
+        path = directory / name
+        if not path.is_file():
+            raise IndexFormatError(f"{path} is missing")
+        if path.stat().st_size != info["size"]:
+            raise IndexFormatError(f"{path} is truncated or corrupt (size differs)")
+        if verify and sha256_file(path) != info["sha256"]:
+            raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
+
+
+def _load_groups(d: Path, gm: dict[str, Any], n_docs: int) -> tuple[np.ndarray, list[str]]:
+    raw = (d / "groups.bin").read_bytes()
+    dt = np.dtype(gm["dtype"])
+    if len(raw) != n_docs * dt.itemsize:
+        raise IndexFormatError(f"{d / 'groups.bin'} does not match the document count")
+    group_of = np.frombuffer(raw, dtype=dt).astype(np.int64)
+    try:
+        names = json.loads((d / "group_ids.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"cannot read {d / 'group_ids.json'}") from exc
+    if (
+        not isinstance(names, list)
+        or len(names) != gm["n_groups"]
+        or not all(isinstance(x, str) for x in names)
+        or (len(group_of) and int(group_of.max()) >= len(names))
+        or int(np.bincount(group_of, minlength=1).max()) != gm["max_group_size"]
+    ):
+        raise IndexFormatError(f"{d}: the group table does not match the metadata")
+    return group_of, names

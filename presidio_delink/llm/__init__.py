@@ -18,7 +18,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.llm.base import Rewriter
+from presidio_delink.llm.base import DEFAULT_TIMEOUT_S, CircuitBreaker, LLMUnavailable, Rewriter
 from presidio_delink.llm.prompt import TEMPLATE_ID
 
 if TYPE_CHECKING:
@@ -28,7 +28,9 @@ __all__ = [
     "TEMPLATE_ID",
     "SPEC_FORMS",
     "CachedRewriter",
+    "CircuitBreaker",
     "EmbeddedRewriter",
+    "LLMUnavailable",
     "OllamaRewriter",
     "OpenAICompatRewriter",
     "Rewriter",
@@ -57,7 +59,7 @@ def _bad_spec(spec: str, why: str) -> ConfigError:
     return ConfigError(f"invalid LLM backend {spec!r}: {why}; valid forms: {', '.join(SPEC_FORMS)}")
 
 
-def _build(spec: str, allow_remote: bool) -> Rewriter | None:
+def _build(spec: str, allow_remote: bool, timeout: float) -> Rewriter | None:
     kind, sep, arg = spec.strip().partition(":")
     kind = kind.strip().lower()
     arg = arg.strip()
@@ -68,13 +70,13 @@ def _build(spec: str, allow_remote: bool) -> Rewriter | None:
 
         if sep and not arg:
             raise _bad_spec(spec, "missing GGUF path after 'embedded:'")
-        return EmbeddedRewriter(arg or None)
+        return EmbeddedRewriter(arg or None, timeout=timeout)
     if kind == "ollama":
         if not arg:
             raise _bad_spec(spec, "missing model name after 'ollama:'")
         from presidio_delink.llm.ollama_backend import OllamaRewriter
 
-        return OllamaRewriter(arg, allow_remote=allow_remote)
+        return OllamaRewriter(arg, allow_remote=allow_remote, timeout=timeout)
     if kind == "openai":
         url, hash_, model = arg.rpartition("#")
         if not hash_ or not url.strip() or not model.strip():
@@ -86,20 +88,28 @@ def _build(spec: str, allow_remote: bool) -> Rewriter | None:
             model.strip(),
             api_key=os.environ.get("OPENAI_API_KEY") or None,
             allow_remote=allow_remote,
+            timeout=timeout,
         )
     raise _bad_spec(spec, "unknown backend")
 
 
 def make_rewriter(
-    spec: str, *, cache_path: str | os.PathLike[str] | None = None, allow_remote: bool = False
+    spec: str,
+    *,
+    cache_path: str | os.PathLike[str] | None = None,
+    allow_remote: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> Rewriter | None:
-    """Build the rewriter described by ``spec``, wrapped in a :class:`CachedRewriter`.
+    """Build the rewriter described by ``spec``: the backend behind a :class:`CircuitBreaker`
+    (3 failed calls in a row: down for the rest of the run), behind a :class:`CachedRewriter`
+    (cached answers are served even when the backend is down).
 
     Args:
         spec: ``none``, ``embedded``, ``embedded:PATH.gguf``, ``ollama:MODEL`` or
             ``openai:URL#MODEL``.
         cache_path: sqlite cache file (mode 0600); ``None`` caches in memory only.
         allow_remote: Allow an Ollama/OpenAI server that is not on this machine.
+        timeout: Seconds one call may take, retries included (> 0).
 
     Returns:
         The rewriter, or ``None`` for ``none``.
@@ -109,10 +119,12 @@ def make_rewriter(
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _bad_spec(str(spec), "empty value")
-    inner = _build(spec, allow_remote)
+    if not isinstance(timeout, int | float) or not timeout > 0:
+        raise ConfigError(f"the LLM timeout must be a number of seconds > 0, got {timeout!r}")
+    inner = _build(spec, allow_remote, float(timeout))
     if inner is None:
         return None
     from presidio_delink.llm.cache import CachedRewriter
 
-    cached: CachedRewriter = CachedRewriter(inner, cache_path)
+    cached: CachedRewriter = CachedRewriter(CircuitBreaker(inner), cache_path)
     return cached

@@ -4,16 +4,37 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from presidio_delink.errors import ConfigError
+from presidio_delink.errors import ConfigError, LLMError, LLMUnavailable
 from presidio_delink.llm.prompt import parse_response, render_messages, response_schema
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "BREAKER_THRESHOLD",
+    "DEFAULT_SEED",
+    "DEFAULT_TIMEOUT_S",
+    "ChatFn",
+    "CircuitBreaker",
+    "LLMUnavailable",
+    "Rewriter",
+    "check_loopback",
+    "complete_json",
+    "find_breaker",
+    "is_loopback_host",
+    "resolve_host",
+    "url_host",
+]
+
 DEFAULT_SEED = 42
+DEFAULT_TIMEOUT_S = 60.0
+"""Seconds one LLM call may take, retries included (``--llm-timeout``)."""
+BREAKER_THRESHOLD = 3
+"""Consecutive failed calls after which a backend counts as down for the rest of the run."""
 
 
 @runtime_checkable
@@ -61,24 +82,45 @@ def complete_json(
     return parse_response(raw, spans)
 
 
+def _loopback_address(text: str) -> bool | None:
+    """Whether an IP literal is this machine; None when ``text`` is not an IP literal."""
+    try:
+        addr = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback or addr.is_unspecified
+
+
+def resolve_host(host: str) -> list[str]:
+    """The addresses ``host`` resolves to (empty when it does not resolve)."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return []
+    return sorted({str(info[4][0]) for info in infos})
+
+
 def is_loopback_host(host: str | None) -> bool:
     """Whether ``host`` (a hostname or IP literal, brackets allowed) is this machine.
 
-    ``localhost`` (and its subdomains), 127.0.0.0/8, ``::1`` and the unspecified addresses
-    ``0.0.0.0`` / ``::`` (which connect to the local machine) count as loopback.
+    An IP literal counts when it is in 127.0.0.0/8, ``::1`` (also IPv4-mapped) or an
+    unspecified address (``0.0.0.0`` / ``::`` connect to the local machine).  A name counts
+    only when it resolves, and every address it resolves to counts: ``evil.localhost`` is
+    not trusted for its suffix.  (The check runs once, when the backend is built; a name
+    whose DNS answer changes later is not re-checked: prefer an address.)
     """
     if not host:
         return False
     host = host.strip().strip("[]").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        addr = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
+    if not host:
         return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback or addr.is_unspecified
+    literal = _loopback_address(host)
+    if literal is not None:
+        return literal
+    addresses = resolve_host(host)
+    return bool(addresses) and all(_loopback_address(a) for a in addresses)
 
 
 def url_host(url: str, default_host: str = "127.0.0.1") -> str:
@@ -101,7 +143,108 @@ def check_loopback(url: str, allow_remote: bool, what: str) -> None:
     host = url_host(url)
     if allow_remote or is_loopback_host(host):
         return
+    why = "is not on this machine (loopback)"
+    if _loopback_address(host.strip("[]")) is None and not resolve_host(host):
+        why = "does not resolve to a loopback address (it does not resolve at all)"
     raise ConfigError(
-        f"{what} server {url!r} is not on this machine (loopback); document text would be "
-        "sent to it. Pass allow_remote=True to allow it."
+        f"{what} server {url!r} {why}; document text would be sent to it. Pass "
+        "allow_remote=True (--allow-remote) to allow it."
     )
+
+
+class CircuitBreaker:
+    """Wraps a :class:`Rewriter`: after ``threshold`` consecutive failed calls, the backend
+    counts as down and every later call fails at once with :class:`LLMUnavailable`.
+
+    Without it, a server that accepts connections and never answers costs a full timeout
+    per sentence.  A failed call is an :class:`LLMError` of the inner rewriter (down,
+    timeout, HTTP error, malformed answer) or any other exception it raises (a backend
+    bug or an answer it could not read), which is turned into an :class:`LLMError` whose
+    message names the exception type only.  A successful call resets the count.  Tripping
+    logs ONE warning; single failures are not logged above INFO (the pipeline records
+    them in each result's ``warnings``).
+
+    Args:
+        inner: The rewriter to guard.
+        threshold: Consecutive failures that trip the breaker (>= 1).
+
+    Attributes:
+        calls: Calls passed to ``inner``.
+        failures: Of those, how many failed.
+        down: Whether the breaker has tripped.
+    """
+
+    def __init__(self, inner: Rewriter, threshold: int = BREAKER_THRESHOLD) -> None:
+        if threshold < 1:
+            raise ConfigError(f"threshold must be >= 1, got {threshold}")
+        self.inner = inner
+        self.name: str = inner.name
+        self.threshold = threshold
+        self.calls = 0
+        self.failures = 0
+        self.down = False
+        self._streak = 0
+
+    @property
+    def options(self) -> Any:
+        """The inner rewriter's options (part of cache keys)."""
+        return getattr(self.inner, "options", None)
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        """:meth:`Rewriter.rewrite` of the inner rewriter, unless the backend is down.
+
+        Raises:
+            LLMUnavailable: The breaker has tripped (no call is made).
+            LLMError: This call failed.
+        """
+        if self.down:
+            raise LLMUnavailable(f"LLM backend {self.name} is down (circuit breaker open)")
+        self.calls += 1
+        try:
+            answer = self.inner.rewrite(context, spans)
+        except LLMError as exc:
+            self._failed(exc)
+            raise
+        except Exception as exc:  # a backend bug must not abort the run either
+            logger.debug("LLM backend %s raised", self.name, exc_info=True)
+            err = LLMError(f"LLM backend {self.name} failed ({type(exc).__name__})")
+            self._failed(err)
+            raise err from exc
+        self._streak = 0
+        return answer
+
+    def _failed(self, exc: LLMError) -> None:
+        self.failures += 1
+        self._streak += 1
+        logger.debug("LLM call %d failed: %s", self.calls, exc)
+        if self._streak >= self.threshold and not self.down:
+            self.down = True
+            logger.warning(
+                "LLM backend %s failed %d calls in a row (last: %s); treating it as down "
+                "for the rest of the run: the remaining spans are redacted",
+                self.name,
+                self._streak,
+                exc,
+            )
+
+    def reset(self) -> None:
+        """Close the breaker again (e.g. after the server was restarted)."""
+        self.down = False
+        self._streak = 0
+
+    def close(self) -> None:
+        """Close the inner rewriter (if it has ``close``)."""
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+
+def find_breaker(rewriter: object) -> CircuitBreaker | None:
+    """The :class:`CircuitBreaker` in a chain of wrappers (``.inner``), if any."""
+    seen = 0
+    while rewriter is not None and seen < 8:
+        if isinstance(rewriter, CircuitBreaker):
+            return rewriter
+        rewriter = getattr(rewriter, "inner", None)
+        seen += 1
+    return None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from presidio_delink.errors import ConfigError, LLMError
-from presidio_delink.llm.base import DEFAULT_SEED, complete_json
+from presidio_delink.llm.base import DEFAULT_SEED, DEFAULT_TIMEOUT_S, complete_json
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,10 @@ class EmbeddedRewriter:
             all cores run 2-5x slower than half of them (measured on 2 cores).
         seed: Sampling seed.
         max_tokens: Upper bound of generated tokens per call.
+        timeout: Seconds one call may take (loading the model excluded). The engine cannot
+            be interrupted: a call that runs late finishes in the background (bounded by
+            ``max_tokens``) while the caller gets an :class:`LLMError`, and the next call
+            waits for it within its own timeout.
     """
 
     def __init__(
@@ -89,13 +93,15 @@ class EmbeddedRewriter:
         n_threads: int | None = None,
         seed: int = DEFAULT_SEED,
         max_tokens: int = 256,
+        timeout: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         path = default_gguf_path() if gguf_path is None else Path(gguf_path).expanduser()
         if not path.is_file():
             raise ConfigError(f"GGUF model file not found: {str(path)!r}")
-        if n_ctx < 256 or max_tokens < 1:
+        if n_ctx < 256 or max_tokens < 1 or not timeout > 0:
             raise ConfigError(
-                f"n_ctx must be >= 256 and max_tokens >= 1 (got {n_ctx}, {max_tokens})"
+                f"n_ctx must be >= 256, max_tokens >= 1 and timeout > 0 (got {n_ctx}, "
+                f"{max_tokens}, {timeout})"
             )
         self._xllamacpp = _import_xllamacpp()
         self.model_path = path
@@ -104,6 +110,7 @@ class EmbeddedRewriter:
         self.n_threads = n_threads if n_threads and n_threads > 0 else max(1, _cpu_count() // 2)
         self.seed = seed
         self.max_tokens = max_tokens
+        self.timeout = timeout
         self.options: dict[str, Any] = {
             "temperature": 0,
             "seed": seed,
@@ -155,22 +162,57 @@ class EmbeddedRewriter:
             self._server = None
 
     def _call(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
+        """One engine call, bounded by ``self.timeout`` (see the class docstring)."""
+        deadline = time.monotonic() + self.timeout
+        if not self._lock.acquire(timeout=self.timeout):
+            raise LLMError(
+                f"embedded llama.cpp {kind} call: the engine was still busy with an earlier "
+                f"call after {self.timeout:g} s"
+            )
+        loading = time.monotonic()
+        try:
             server = self._load()
-            start = time.perf_counter()
+        except BaseException:
+            self._lock.release()
+            raise
+        deadline += time.monotonic() - loading  # loading the model is not the call's time
+        box: dict[str, Any] = {}
+
+        def work() -> None:
             try:
                 if kind == "chat":
-                    result = server.handle_chat_completions(request)
+                    box["result"] = server.handle_chat_completions(request)
                 else:
-                    result = server.handle_completions(request)
-            except Exception as exc:
-                raise LLMError(f"embedded llama.cpp {kind} call failed: {exc}") from exc
+                    box["result"] = server.handle_completions(request)
+            except Exception as exc:  # the C++ side raises RuntimeError/ValueError
+                box["error"] = exc
+            finally:
+                self._lock.release()
+
+        start = time.perf_counter()
+        worker = threading.Thread(target=work, name="llama.cpp call", daemon=True)
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if worker.is_alive():
+            raise LLMError(
+                f"embedded llama.cpp {kind} call did not finish within {self.timeout:g} s"
+            )
+        if "error" in box:
+            exc = box["error"]
+            logger.debug("embedded %s call failed: %s", kind, exc)  # may quote the prompt
+            raise LLMError(
+                f"embedded llama.cpp {kind} call failed ({type(exc).__name__}; -vv for details)"
+            ) from exc
+        result = box.get("result")
         if not isinstance(result, dict):
             raise LLMError(f"embedded llama.cpp returned {type(result).__name__}, not a dict")
         if "error" in result:
             err = result["error"]
-            msg = err.get("message", err) if isinstance(err, dict) else err
-            raise LLMError(f"embedded llama.cpp {kind} call failed: {msg}")
+            logger.debug("embedded %s call error: %r", kind, err)
+            code = err.get("code", "?") if isinstance(err, dict) else "?"
+            raise LLMError(
+                f"embedded llama.cpp {kind} call failed (error code {code}; -vv for details)"
+            )
         logger.debug("embedded %s call took %.3f s", kind, time.perf_counter() - start)
         return result
 

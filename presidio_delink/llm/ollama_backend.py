@@ -14,7 +14,12 @@ from typing import Any, Literal
 import httpx
 
 from presidio_delink.errors import ConfigError, LLMError
-from presidio_delink.llm.base import DEFAULT_SEED, check_loopback, complete_json
+from presidio_delink.llm.base import (
+    DEFAULT_SEED,
+    DEFAULT_TIMEOUT_S,
+    check_loopback,
+    complete_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +34,9 @@ class OllamaRewriter:
         model: Ollama model name, e.g. ``"smollm2:135m"``.
         host: Server address; ``None`` means ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``.
         allow_remote: Allow a server that is not on this machine (document text is sent).
-        timeout: Seconds per HTTP request.
-        retries: Extra attempts after a connection error, timeout or 5xx answer.
+        timeout: Seconds one :meth:`chat` call may take, retries included.
+        retries: Extra attempts after a connection error or 5xx answer (not after a
+            timeout: a server that does not answer in time is not asked again).
         options: Ollama model options overriding
             ``{"temperature": 0, "seed": 42, "num_predict": 512}``.
         keep_alive: How long Ollama keeps the model loaded (Ollama syntax, e.g. ``"5m"``).
@@ -44,7 +50,7 @@ class OllamaRewriter:
         model: str,
         host: str | None = None,
         allow_remote: bool = False,
-        timeout: float = 60,
+        timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = 2,
         options: Mapping[str, Any] | None = None,
         keep_alive: str | float | None = None,
@@ -89,7 +95,9 @@ class OllamaRewriter:
         ollama = self._ollama
         fmt: dict[str, Any] | Literal["", "json"] = "" if schema is None else schema
         attempts = self.retries + 1
+        deadline = time.monotonic() + self.timeout
         for attempt in range(1, attempts + 1):
+            self._set_timeout(deadline - time.monotonic())
             try:
                 response = self._client.chat(
                     model=self.model,
@@ -100,27 +108,52 @@ class OllamaRewriter:
                     stream=False,
                 )
             except ollama.ResponseError as exc:
+                # exc.error is the server's body, which may echo the prompt: DEBUG only.
+                logger.debug("Ollama HTTP %d body: %r", exc.status_code, str(exc.error)[:2000])
                 retryable = exc.status_code >= 500
                 if not retryable or attempt == attempts:
+                    hint = (
+                        f" (is it pulled? `ollama pull {self.model}`)"
+                        if exc.status_code == 404
+                        else " (run with -vv to log the body)"
+                    )
                     raise LLMError(
                         f"Ollama at {self.host} answered HTTP {exc.status_code} for model "
-                        f"{self.model!r}: {exc.error}"
-                    ) from exc
+                        f"{self.model!r}{hint}"
+                    ) from None
                 reason = f"HTTP {exc.status_code}"
+            except httpx.TimeoutException as exc:
+                raise LLMError(
+                    f"Ollama at {self.host} did not answer within {self.timeout:g} s "
+                    f"({type(exc).__name__})"
+                ) from exc
             except (ConnectionError, httpx.TransportError) as exc:
                 if attempt == attempts:
                     raise LLMError(
                         f"cannot reach Ollama at {self.host} after {attempts} attempt(s): "
-                        f"{type(exc).__name__}: {exc}"
+                        f"{type(exc).__name__}"
                     ) from exc
                 reason = type(exc).__name__
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                # HTTP 200 with a body that is not an Ollama answer (not JSON, wrong shape:
+                # json.JSONDecodeError and pydantic's ValidationError are ValueErrors).
+                logger.debug("malformed Ollama answer", exc_info=True)
+                raise LLMError(
+                    f"Ollama at {self.host} sent a malformed answer for model {self.model!r} "
+                    f"({type(exc).__name__})"
+                ) from None
             else:
-                content = response.message.content
+                content = getattr(getattr(response, "message", None), "content", None)
                 if not isinstance(content, str):
                     raise LLMError(f"Ollama model {self.model!r} answered without content")
                 return content
             delay = _BACKOFF_S * 2 ** (attempt - 1)
-            logger.warning(
+            if time.monotonic() + delay >= deadline:
+                raise LLMError(
+                    f"Ollama at {self.host} failed ({reason}) and no time is left for a retry "
+                    f"within {self.timeout:g} s"
+                )
+            logger.info(
                 "Ollama call failed (%s), retry %d/%d in %.2f s",
                 reason,
                 attempt,
@@ -129,6 +162,17 @@ class OllamaRewriter:
             )
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _set_timeout(self, seconds: float) -> None:
+        """Give the next request what is left of the call's time.
+
+        The ``ollama`` client takes one timeout at construction; its httpx client (a private
+        attribute, hence the guard) takes a new one per request. Without it the client's
+        timeout (``self.timeout``) applies to each attempt.
+        """
+        http = getattr(self._client, "_client", None)
+        if isinstance(http, httpx.Client):
+            http.timeout = httpx.Timeout(max(seconds, 0.001))
 
     def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
         """Ask the Ollama model for replacements of ``spans`` (see :class:`Rewriter`)."""

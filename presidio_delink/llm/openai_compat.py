@@ -9,7 +9,12 @@ from typing import Any
 import httpx
 
 from presidio_delink.errors import ConfigError, LLMError
-from presidio_delink.llm.base import DEFAULT_SEED, check_loopback, complete_json
+from presidio_delink.llm.base import (
+    DEFAULT_SEED,
+    DEFAULT_TIMEOUT_S,
+    check_loopback,
+    complete_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +41,9 @@ class OpenAICompatRewriter:
         model: Model name sent in the request.
         api_key: Bearer token, if the server wants one.
         allow_remote: Allow a server that is not on this machine (document text is sent).
-        timeout: Seconds per HTTP request.
-        retries: Extra attempts after a connection error, timeout or 5xx answer.
+        timeout: Seconds one :meth:`chat` call may take, retries included.
+        retries: Extra attempts after a connection error or 5xx answer (not after a
+            timeout: a server that does not answer in time is not asked again).
 
     Raises:
         ConfigError: Bad argument or remote host refused.
@@ -49,7 +55,7 @@ class OpenAICompatRewriter:
         model: str,
         api_key: str | None = None,
         allow_remote: bool = False,
-        timeout: float = 60,
+        timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = 2,
     ) -> None:
         if not base_url or not base_url.strip():
@@ -83,26 +89,40 @@ class OpenAICompatRewriter:
                 "json_schema": {"name": "delink", "schema": schema, "strict": True},
             }
         attempts = self.retries + 1
+        deadline = time.monotonic() + self.timeout
         for attempt in range(1, attempts + 1):
+            left = deadline - time.monotonic()
             try:
-                response = self._client.post(self.url, json=body)
+                response = self._client.post(self.url, json=body, timeout=max(left, 0.001))
+            except httpx.TimeoutException as exc:
+                raise LLMError(
+                    f"{self.url} did not answer within {self.timeout:g} s ({type(exc).__name__})"
+                ) from exc
             except httpx.TransportError as exc:
                 if attempt == attempts:
                     raise LLMError(
                         f"cannot reach {self.url} after {attempts} attempt(s): "
-                        f"{type(exc).__name__}: {exc}"
+                        f"{type(exc).__name__}"
                     ) from exc
                 reason = type(exc).__name__
             else:
                 if response.status_code < 400:
                     return self._content(response)
+                # The body may echo the prompt (document text): DEBUG only.
+                logger.debug("HTTP %d body: %r", response.status_code, response.text[:2000])
                 if response.status_code < 500 or attempt == attempts:
                     raise LLMError(
-                        f"{self.url} answered HTTP {response.status_code}: {response.text[:300]}"
+                        f"{self.url} answered HTTP {response.status_code} for model "
+                        f"{self.model!r} (run with -vv to log the body)"
                     )
                 reason = f"HTTP {response.status_code}"
             delay = _BACKOFF_S * 2 ** (attempt - 1)
-            logger.warning(
+            if time.monotonic() + delay >= deadline:
+                raise LLMError(
+                    f"{self.url} failed ({reason}) and no time is left for a retry within "
+                    f"{self.timeout:g} s"
+                )
+            logger.info(
                 "chat completion failed (%s), retry %d/%d in %.2f s",
                 reason,
                 attempt,
@@ -117,7 +137,11 @@ class OpenAICompatRewriter:
             data = response.json()
             content = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LLMError(f"{self.url} answered no chat completion message") from exc
+            logger.debug("malformed answer: %r", response.text[:2000])
+            raise LLMError(
+                f"{self.url} answered HTTP {response.status_code} without a chat completion "
+                "message (malformed answer)"
+            ) from exc
         if not isinstance(content, str):
             raise LLMError(f"{self.url} answered a message without text content")
         return content

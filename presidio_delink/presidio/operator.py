@@ -29,7 +29,7 @@ from typing import Any
 from presidio_anonymizer.operators import Operator, OperatorType
 
 from presidio_delink.edits import REDACTED, rejection, sentence_bounds
-from presidio_delink.errors import LLMError
+from presidio_delink.errors import LLMError, LLMUnavailable
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ class DelinkOperator(Operator):
             context = _sentence_of(doc, text)
             try:
                 proposal = rewriter.rewrite(context, [text]).get(text)
+            except LLMUnavailable:
+                proposal = None  # the circuit breaker has already said so, once
             except LLMError as exc:
                 log.warning("LLM failed (%s); span redacted", type(exc).__name__)
                 proposal = None

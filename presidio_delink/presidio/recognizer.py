@@ -82,16 +82,29 @@ class LinkageRiskRecognizer(EntityRecognizer):
         report = analyze(self.index, text, k=self.k, arity=self.arity, max_n=self.max_n)
         self.last_report = report
         log.debug("%d linkable N-grams flagged", len(report.flagged))
-        return [self._result(a, b, f) for a, b, f in report.spans()]
+        # One result per span: a span flagged in several views is one finding.
+        by_span: dict[tuple[int, int], list[Flagged]] = {}
+        for a, b, f in report.spans():
+            by_span.setdefault((a, b), []).append(f)
+        return [
+            self._result(a, b, min(fs, key=lambda f: (f.arity, f.groups)), [f.view for f in fs])
+            for (a, b), fs in by_span.items()
+        ]
 
     def score(self, f: Flagged) -> float:
         if f.arity == 1:
-            return 1.0 - 0.15 * (f.df - 1) / max(self.k - 2, 1)
+            return 1.0 - 0.15 * ((f.groups or f.df) - 1) / max(self.k - 2, 1)
         return 0.7 if f.arity == 2 else 0.6
 
-    def _result(self, start: int, end: int, f: Flagged) -> RecognizerResult:
+    def _result(
+        self, start: int, end: int, f: Flagged, views: list[str] | None = None
+    ) -> RecognizerResult:
         score = round(min(1.0, self.score(f)), 4)
+        views = views or [f.view]
         why = f"N-gram of {f.n} word(s) found in {f.df} document(s)"
+        if f.groups != f.df:
+            why += f" of {f.groups} group(s)"
+        why += f", in the {'/'.join(views)} view{'s' if len(views) > 1 else ''}"
         if f.arity > 1:
             why += f"; with {', '.join(repr(p) for p in f.partners[:3])} it links (arity {f.arity})"
         else:
@@ -104,6 +117,8 @@ class LinkageRiskRecognizer(EntityRecognizer):
             RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
             "ngram": f.key,
             "df": f.df,
+            "groups": f.groups,
+            "views": views,
             "n": f.n,
             "arity": f.arity,
             "partners": list(f.partners),

@@ -1,0 +1,165 @@
+"""Look-alike letters folded to the letter they imitate (Unicode TR39 confusables).
+
+``аpplicant`` with a Cyrillic ``а`` is a different word for an exact index, so a check
+that does not fold look-alikes finds it nowhere ("links nothing") while any search that
+folds them finds ``applicant``.  :func:`skeleton` maps every character to the prototype of
+its confusable class, so that both spellings give the same key.
+
+Data: the ``confusable-homoglyphs`` package ships Unicode's ``confusables.txt`` as a JSON
+table of homoglyph pairs (in both directions, so the TR39 direction is recovered here):
+each single character's class is closed under the pairs (union-find), and its prototype
+is the member that lists the most homoglyphs (TR39's target lists every source), ties
+going to ASCII, then to the lowest code point.  A source whose only homoglyph is a
+multi-character prototype (``m`` -> ``rn``) maps to that string.  The table is built once
+per process (about 10,000 characters) and applied with ``str.translate``.
+
+TR39 skeletons merge spellings (``0``/``O``, ``1``/``l``): a coarser text model, which
+raises document frequencies.  The index therefore uses skeletons only in the folded view
+and keeps a fine view without them (see :mod:`presidio_delink.views`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from functools import lru_cache
+from importlib import resources
+
+__all__ = ["latin", "skeleton", "skeleton_word", "table_version"]
+
+_WORDLIKE = re.compile(r"[^\W_]+")
+
+
+def _clean(s: str) -> str:
+    # The data wraps right-to-left characters in LRM marks; drop every format character.
+    return "".join(c for c in s if unicodedata.category(c) != "Cf")
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[int, str]:
+    try:
+        raw = resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text(
+            encoding="utf-8"
+        )
+    except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover - packaging
+        raise RuntimeError(
+            "the confusable-homoglyphs package (a dependency) is missing: reinstall "
+            "presidio-delink"
+        ) from exc
+    data: dict[str, list[dict[str, str]]] = json.loads(raw)
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    fanout: dict[str, int] = {}
+    multi: dict[str, str] = {}
+    for key, entries in data.items():
+        k = _clean(key)
+        if len(k) != 1:
+            continue
+        homs = [h for h in (_clean(e["c"]) for e in entries) if h]
+        fanout[k] = len(homs)
+        for h in homs:
+            if len(h) == 1:
+                parent[find(k)] = find(h)
+            elif len(homs) == 1:
+                multi[k] = h
+    classes: dict[str, list[str]] = {}
+    for ch in list(parent):
+        classes.setdefault(find(ch), []).append(ch)
+    out: dict[int, str] = {}
+    for members in classes.values():
+        proto = min(members, key=lambda c: (-fanout.get(c, 0), not c.isascii(), ord(c)))
+        for ch in members:
+            if ch != proto:
+                out[ord(ch)] = proto
+    for ch, target in multi.items():
+        if ord(ch) not in out:
+            out[ord(ch)] = target.translate(out)
+    return out
+
+
+def skeleton(text: str) -> str:
+    """The confusable skeleton of ``text`` (per character; lengths may change).
+
+    >>> skeleton("\u0430pplicant") == skeleton("applicant")
+    True
+    """
+    return text.translate(_table())
+
+
+@lru_cache(maxsize=1)
+def _word_table() -> dict[int, str]:
+    # Letters and digits that imitate letters and digits only: a letter folded to a
+    # punctuation mark (``ǃ`` -> ``!``) would split or empty the word instead.
+    return {
+        k: v
+        for k, v in _table().items()
+        if _WORDLIKE.fullmatch(chr(k)) and _WORDLIKE.fullmatch(v)
+    }
+
+
+def skeleton_word(word: str) -> str:
+    """:func:`skeleton` restricted to characters that imitate word characters (the
+    index's word folding: a word stays one word).
+
+    >>> skeleton_word("j\u043ehn")
+    'john'
+    """
+    return word.translate(_word_table())
+
+
+@lru_cache(maxsize=1)
+def _latin_table() -> dict[int, str]:
+    # Each non-ASCII character of a confusable class that holds an ASCII letter or digit
+    # goes to an ASCII member.
+    classes: dict[str, list[str]] = {}
+    table = _table()
+    for k, v in table.items():
+        classes.setdefault(v, [v]).append(chr(k))
+    out: dict[int, str] = {}
+    for proto, members in classes.items():
+        ascii_ = [c for c in members if c.isascii() and c.isalnum()]
+        if not ascii_:
+            continue
+        # The class prototype when it is ASCII, else a lower-case letter, else a digit,
+        # else an upper-case letter (lower-cased).
+        if proto in ascii_:
+            best = proto.lower()
+        else:
+            best = min(ascii_, key=lambda c: (not c.islower(), not c.isdigit(), c)).lower()
+        for c in members:
+            # Letters of other scripts only: a Latin letter (Turkish dotless ``ı``, ``æ``)
+            # is a spelling of its own, as search engines (FTS5 among them) keep it.
+            if (
+                not c.isascii()
+                and _WORDLIKE.fullmatch(c)
+                and not unicodedata.name(c, "").startswith("LATIN")
+            ):
+                out[ord(c)] = best
+    return out
+
+
+def latin(word: str) -> str:
+    """Look-alike letters of other scripts (Cyrillic, Greek, ...) in ``word`` replaced by
+    the ASCII letter or digit they imitate; Latin letters are left alone (the folded views
+    fold words this way, so that ``аpplicant`` with a Cyrillic ``а`` is ``applicant``).
+
+    >>> latin("\u0430ppl\u0456cant")
+    'applicant'
+    """
+    return word if word.isascii() else word.translate(_latin_table())
+
+
+@lru_cache(maxsize=1)
+def table_version() -> str:
+    """A short fingerprint of the confusables table (recorded with each index)."""
+    import hashlib
+
+    items = sorted(_latin_table().items())
+    return hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()[:16]
