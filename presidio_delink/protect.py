@@ -300,5 +300,7 @@ def protect_result(
     res.audit.extend(out.audit)
     res.words_redacted += out.words_cut + out.words_relinked
     res.linkable_after = False
+    if delinker.monitor is not None and (out.words_cut or arity != delinker.arity):
+        res.semantic = dict(delinker.monitor.assess(res.text))  # of the text released
     res.seconds += time.perf_counter() - t0
     return out
