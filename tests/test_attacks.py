@@ -228,6 +228,27 @@ def test_protect_result_with_an_arity_ladder(index: NgramIndex, attack: Containm
     assert res.words_redacted > before
 
 
+def test_protect_result_reports_the_released_text(
+    index: NgramIndex, attack: ContainmentAttack
+) -> None:
+    from presidio_delink.pipeline import Delinker
+    from presidio_delink.protect import protect_result
+
+    class Monitor:
+        def assess(self, text: str) -> dict[str, object]:
+            return {"chars": len(text)}
+
+    doc_id, text = CORPUS[9]
+    d = Delinker(index, k=2, arity=1, monitor=Monitor())
+    res = d.delink(_edit(text, seed=9), doc_id)
+    assert res.text is not None and res.semantic == {"chars": len(res.text)}
+    out = protect_result(d, attack, res, doc_id)
+    assert out is not None and out.words_cut > 0
+    assert res.semantic == {"chars": len(res.text)}  # recomputed for the protected text
+    cuts = [a for a in res.audit if a.reason == "containment chain"]
+    assert len(cuts) == out.words_cut and all(a.replacement == "[REDACTED]" for a in cuts)
+
+
 # -- n-gram and semantic attacks -------------------------------------------------------------
 def test_ngram_attack_ranks_by_evidence(index: NgramIndex) -> None:
     doc_id, text = CORPUS[6]
