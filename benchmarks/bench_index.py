@@ -162,12 +162,14 @@ def worker_tab_load(p: dict[str, Any]) -> dict[str, Any]:
     idx = NgramIndex.load(p["dir"])  # verify=True: hashes every file once
     load_s = time.perf_counter() - t0
     s_loaded = proc_status()
-    assert idx.tokenizer.settings() == Tokenizer(max_n=p["max_n"]).settings()
+    assert idx.tokenizer == Tokenizer(max_n=p["max_n"])
     t0 = time.perf_counter()
     NgramIndex.load(p["dir"], verify=False)
     load_noverify_s = time.perf_counter() - t0
-    shard = idx.shards[0]
-    in_trie = np.fromiter((k in shard.trie for k in keys), dtype=bool, count=len(keys))
+    prim = idx.primary
+    in_trie = np.fromiter(
+        (k in prim.part(k.split(" ")[0]).trie for k in keys), dtype=bool, count=len(keys)
+    )
     # Full workload, once (the slow exact path makes it long); then hits and misses apart.
     t0 = time.perf_counter()
     df = idx.df_keys(keys)
@@ -664,7 +666,7 @@ def summarise(r: dict[str, Any]) -> list[dict[str, Any]]:
         label = f"synthetic {s['target_words']:.0e} words"
         row(
             label,
-            f"{s['n_docs']:,} docs, {w:,} words, {st['n_shards']} shard(s),"
+            f"{s['n_docs']:,} docs, {w:,} words, {st['n_doc_shards']} shard(s),"
             f" {st['n_keys']:,} keys, {fmt_bytes(s['raw_bytes'])} text",
         )
         flat_ok = None

@@ -66,10 +66,19 @@ class PoolRunner(Runner):
     """A process pool (``--workers N``): processes, not threads (the work holds the GIL)."""
 
     def __init__(self, workers: int) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        self.workers = workers
+        self._pool: Any = None
 
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    @property
+    def pool(self) -> Any:
+        """The process pool, started on first use (a small build never starts one)."""
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+        return self._pool
 
     def map(self, fn: Callable[..., Any], args: Sequence[tuple[Any, ...]]) -> list[Any]:
         from concurrent.futures.process import BrokenProcessPool
@@ -82,7 +91,8 @@ class PoolRunner(Runner):
             raise BuildError(f"a build worker process died during {fn.__name__}") from exc
 
     def close(self) -> None:
-        self.pool.shutdown()
+        if self._pool is not None:
+            self._pool.shutdown()
 
 
 class DaskRunner(Runner):

@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SHARD_WORDS = 8_000_000
 _DOCS, _VIEWS, _FOLDS, _BUILD = "docs", "views", "folds", ".build"
+_SERIAL_FIRST = 200  # documents tokenised in this process before a pool is used
 
 
 class NgramIndex:
@@ -685,8 +686,19 @@ def _phase1_pool(
                     bar.update(1)
 
     batch: list[str] = []
+    serial = 0
     for item in docs:
-        batch.append(col.admit(item))
+        text = col.admit(item)
+        if serial < _SERIAL_FIRST:  # a small collection never waits for a pool to start
+            serial += 1
+            cur = col.current
+            col.add_marked(
+                {f: t.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, t in toks.items()}
+            )
+            if bar is not None:
+                bar.update(1)
+            continue
+        batch.append(text)
         if len(batch) >= 64:
             pending.append(
                 runner.pool.submit(_tokenize_batch, batch, folds, t0.max_n, t0.placeholders)
