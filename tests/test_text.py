@@ -34,6 +34,7 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("the applicant\u2019s lawyer", [["the", "applicant", "s", "lawyer"]]),
         ("the applicants' lawyer", [["the", "applicants", "lawyer"]]),
         ("(a) item", [["a"], ["item"]]),
+        ("Article 7(1)(a) and 3.5", [["article", "7"], ["1"], ["a"], ["and", "3"], ["5"]]),
         ("\u0430ppl\u0456cant \u015e\u0131rnak", [["applicant", "s\u0131rnak"]]),  # look-alikes
         ("Article 5 § 5 of", [["article", "5", "5", "of"]]),
         ("40% of the increase", [["40", "of", "the", "increase"]]),
