@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -141,6 +142,8 @@ def main() -> None:
             print("  same outputs, adversaries counting groups:", flush=True)
             report[name + ", counted in groups"] = run_panel(outs, collection, groups)
     report["load_after"] = os.getloadavg()
+    for idx in (base, full, grp):
+        shutil.rmtree(idx.directory.parent, ignore_errors=True)
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))

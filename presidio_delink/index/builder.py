@@ -66,10 +66,19 @@ class PoolRunner(Runner):
     """A process pool (``--workers N``): processes, not threads (the work holds the GIL)."""
 
     def __init__(self, workers: int) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        self.workers = workers
+        self._pool: Any = None
 
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    @property
+    def pool(self) -> Any:
+        """The process pool, started on first use (a small build never starts one)."""
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+        return self._pool
 
     def map(self, fn: Callable[..., Any], args: Sequence[tuple[Any, ...]]) -> list[Any]:
         from concurrent.futures.process import BrokenProcessPool
@@ -82,7 +91,8 @@ class PoolRunner(Runner):
             raise BuildError(f"a build worker process died during {fn.__name__}") from exc
 
     def close(self) -> None:
-        self.pool.shutdown()
+        if self._pool is not None:
+            self._pool.shutdown()
 
 
 class DaskRunner(Runner):
@@ -159,6 +169,18 @@ def finish_shard(
 
 
 # -- phase 2: global level-wise counting ------------------------------------------------------
+def _unique(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an int64 array (a sort and a diff: numpy's hash-based
+    ``unique`` is several times slower on these arrays)."""
+    if len(values) == 0:
+        return values.astype(np.int64)
+    v = np.sort(values)
+    keep = np.empty(len(v), dtype=bool)
+    keep[0] = True
+    np.not_equal(v[1:], v[:-1], out=keep[1:])
+    return v[keep]
+
+
 @dataclass(frozen=True)
 class ShardRef:
     """What a counting task needs to read one document range of a word model."""
@@ -171,9 +193,23 @@ class ShardRef:
     work: str  # this shard's scratch folder for the view
 
 
+_LOADED: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
 def _load(ref: ShardRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Word ids (``-1`` closing a segment, in the view's break mode), each position's
-    global document ordinal, and the words left in its segment."""
+    global document ordinal, and the words left in its segment.  The last shard loaded
+    is kept: a task of the next level (in this process) usually reads the same one."""
+    key = (ref.directory, ref.cross)
+    got = _LOADED.get(key)
+    if got is None:
+        got = _read(ref)
+        _LOADED.clear()
+        _LOADED[key] = got
+    return got
+
+
+def _read(ref: ShardRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d = Path(ref.directory)
     toks = np.fromfile(d / "tokens.bin", dtype=ref.dtypes["tokens"]).astype(np.int64)
     starts = np.fromfile(d / "doc_starts.bin", dtype=ref.dtypes["doc_starts"]).astype(np.int64)
@@ -213,12 +249,12 @@ def count_shard(ref: ShardRef, n: int, df_path: str | None, n_docs: int) -> str:
         good[ok] = np.asarray(df_prev[rank[ok]]) >= 2
         cand = np.flatnonzero(good[:-1] & good[1:] & (rem >= n)) if len(toks) else ok[:0]
         codes = rank[cand] * v + toks[cand + n - 1]
-    pairs = np.unique(codes * n_docs + doc_of[cand])
+    pairs = _unique(codes * n_docs + doc_of[cand])
     np.save(_level_path(ref, n, "len"), np.array([len(toks)]))
     np.save(_level_path(ref, n, "cand"), cand)
     np.save(_level_path(ref, n, "codes"), codes)
     np.save(_level_path(ref, n, "pairs"), pairs)
-    uniq = np.unique(pairs // n_docs)
+    uniq = _unique(pairs // n_docs)
     path = _level_path(ref, n, "uniq")
     np.save(path, uniq)
     return str(path)
@@ -271,7 +307,7 @@ def count_view(
     for n in range(1, max_n + 1):
         uniq_paths = runner.map(count_shard, [(r, n, df_path, n_docs) for r in refs])
         parts = [np.load(p) for p in uniq_paths]
-        keys = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+        keys = _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
         if len(keys) == 0:
             for r in refs:
                 for what in ("cand", "codes", "pairs", "uniq"):
@@ -308,6 +344,7 @@ def count_view(
     for r in refs:
         for n in range(1, levels + 1):
             _level_path(r, n, "rank").unlink(missing_ok=True)
+    _LOADED.clear()
     return levels
 
 

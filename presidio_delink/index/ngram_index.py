@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SHARD_WORDS = 8_000_000
 _DOCS, _VIEWS, _FOLDS, _BUILD = "docs", "views", "folds", ".build"
+_SERIAL_FIRST = 200  # documents tokenised in this process before a pool is used
 
 
 class NgramIndex:
@@ -142,16 +143,9 @@ class NgramIndex:
             ConfigError: a bad setting, a non-empty directory, or another build
                 writing into it.
         """
-        names = resolve_views(views, defaults=False)
-        specs = [VIEWS[n] for n in names]
-        toks = {
-            v.fold: Tokenizer(max_n=max_n, placeholders=placeholders, fold=v.fold) for v in specs
-        }
-        if shard_words < 1:
-            raise ConfigError(f"shard_words must be positive, got {shard_words}")
-        if workers < 1 or (n_parts is not None and n_parts < 1):
-            raise ConfigError("workers and n_parts must be positive")
-        grx = _compile_group_regex(group_regex)
+        specs, toks, grx = _plan(views, max_n, placeholders, shard_words, n_parts, group_regex)
+        if workers < 1:
+            raise ConfigError(f"workers must be positive, got {workers}")
         temp = directory is None
         out = (
             Path(tempfile.mkdtemp(prefix="delink-index-")) if directory is None else Path(directory)
@@ -193,13 +187,8 @@ class NgramIndex:
         Documents are ordered by input file, then within each file, as :meth:`build`
         orders them, so the index answers exactly as a single-process build.
         """
-        names = resolve_views(views, defaults=False)
-        specs = [VIEWS[n] for n in names]
-        folds = list(dict.fromkeys(v.fold for v in specs))
-        toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
-        if shard_words < 1 or (n_parts is not None and n_parts < 1):
-            raise ConfigError("shard_words and n_parts must be positive")
-        _compile_group_regex(group_regex)
+        specs, toks, grx = _plan(views, max_n, placeholders, shard_words, n_parts, group_regex)
+        folds = list(toks)
         out = Path(directory)
         runner = DaskRunner(dask_client)
         with _BuildLock(out) as lock:
@@ -213,7 +202,7 @@ class NgramIndex:
                         for i, p in enumerate(paths)
                     ],
                 )
-                col = _Collector(out, folds, shard_words, _compile_group_regex(group_regex))
+                col = _Collector(out, folds, shard_words, grx)
                 for res in results:
                     for doc_id, group in res["docs"]:
                         col.admit((doc_id, "", group))
@@ -505,6 +494,24 @@ class _BuildLock:
                 self.out.rmdir()  # only if empty: never what someone else put there
 
 
+def _plan(
+    views: Sequence[str],
+    max_n: int,
+    placeholders: tuple[str, ...],
+    shard_words: int,
+    n_parts: int | None,
+    group_regex: str | None,
+) -> tuple[list[Any], dict[str, Tokenizer], re.Pattern[str] | None]:
+    """Validate the build settings: the views, a tokenizer per word model, the regex."""
+    specs = [VIEWS[n] for n in resolve_views(views, defaults=False)]
+    toks = {v.fold: Tokenizer(max_n=max_n, placeholders=placeholders, fold=v.fold) for v in specs}
+    if shard_words < 1:
+        raise ConfigError(f"shard_words must be positive, got {shard_words}")
+    if n_parts is not None and n_parts < 1:
+        raise ConfigError(f"n_parts must be positive, got {n_parts}")
+    return specs, toks, _compile_group_regex(group_regex)
+
+
 def _compile_group_regex(pattern: str | None) -> re.Pattern[str] | None:
     if pattern is None:
         return None
@@ -685,8 +692,19 @@ def _phase1_pool(
                     bar.update(1)
 
     batch: list[str] = []
+    serial = 0
     for item in docs:
-        batch.append(col.admit(item))
+        text = col.admit(item)
+        if serial < _SERIAL_FIRST:  # a small collection never waits for a pool to start
+            serial += 1
+            cur = col.current
+            col.add_marked(
+                {f: t.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, t in toks.items()}
+            )
+            if bar is not None:
+                bar.update(1)
+            continue
+        batch.append(text)
         if len(batch) >= 64:
             pending.append(
                 runner.pool.submit(_tokenize_batch, batch, folds, t0.max_n, t0.placeholders)
