@@ -352,7 +352,6 @@ def attack(
 
     check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
-    ids = idx.doc_ids
     any_linkable = False
     with _open_out(output) as out:
         for doc_id, text in read_many(inputs):
@@ -367,7 +366,7 @@ def attack(
                         "n_combinations": rep.n_combinations,
                         "links_to": [
                             {
-                                "doc_id": ids[d],
+                                "doc_id": d,
                                 "evidence": [list(e) for e in ev[:20]],
                                 "n_evidence": len(ev),
                             }

@@ -22,8 +22,7 @@ def source_linked(
     """Whether the report's evidence singles out ``source_id`` among ``< k`` documents."""
     if report is None:
         return None
-    wanted = {i for i, d in enumerate(doc_ids) if d == source_id}
-    return bool(wanted & set(report.linked_docs()))
+    return source_id in report.linked_docs()
 
 
 def doc_record(
