@@ -32,6 +32,7 @@ _UNMAPPED = (
     "PRODUCT",
     "EVENT",
     "LANGUAGE",
+    "FAC",
 )
 
 
