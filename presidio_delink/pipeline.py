@@ -363,4 +363,3 @@ class Delinker:
                     log.debug("replacement rejected: %s", reason)
                     out[(r.start, r.end)] = (None, reason)
         return out
-

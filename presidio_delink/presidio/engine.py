@@ -98,8 +98,9 @@ class DelinkEngine:
     # -- public -----------------------------------------------------------------------
     def analyze_pii(self, text: str) -> list[RecognizerResult]:
         """The analyzer's results for ``text``, linkage results excluded."""
-        return self._pii_only(self.analyzer.analyze(text, language=self.language,
-                                                    entities=self._pii_entities()))
+        return self._pii_only(
+            self.analyzer.analyze(text, language=self.language, entities=self._pii_entities())
+        )
 
     def anonymize(self, text: str) -> EngineResult:
         """PII anonymization, then delinking, verified.
@@ -174,8 +175,9 @@ class DelinkEngine:
             for r in runs(chosen, segs):
                 f = next((f for a, b, f in why if a <= r.start and r.end <= b), None)
                 meta = {"df": f.df, "ngram": f.key, "arity": f.arity} if f else {}
-                results.append(RecognizerResult(ENTITY, r.start, r.end, 1.0,
-                                                recognition_metadata=meta))
+                results.append(
+                    RecognizerResult(ENTITY, r.start, r.end, 1.0, recognition_metadata=meta)
+                )
             params: dict[str, Any] = {
                 DelinkOperator.DOCUMENT: current,
                 DelinkOperator.RESULTS: results,
@@ -227,7 +229,7 @@ def _carry(
 
     def moved(pos: int) -> int:
         d = 0
-        for a, b, na, nb in starts:
+        for _a, b, _na, nb in starts:
             if b <= pos:
                 d = nb - b
         return pos + d

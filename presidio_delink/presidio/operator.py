@@ -136,8 +136,9 @@ class DelinkOperator(Operator):
                 except LLMUnavailable:
                     failed = True  # the circuit breaker has already said so, once
                 except LLMError as exc:
-                    log.warning("LLM failed (%s); that sentence's spans redacted",
-                                type(exc).__name__)
+                    log.warning(
+                        "LLM failed (%s); that sentence's spans redacted", type(exc).__name__
+                    )
             if not isinstance(answer, dict):
                 answer = {}
             for s, e in group:
