@@ -68,11 +68,11 @@ class DelinkOperator(Operator):
         doc = params.get(self.DOCUMENT)
         if proposal is None and rewriter is not None:
             spans = _spans_of(params.get(self.RESULTS), doc)
-            if doc and spans:
-                proposal = self._plan(rewriter, doc, spans, forbidden).get(text)
-                if proposal is not None:
-                    return proposal  # validated and fitted by the plan
-            else:
+            plan = self._plan(rewriter, doc, spans, forbidden) if doc and spans else {}
+            if text in plan:
+                if plan[text] is not None:
+                    return str(plan[text])  # validated and fitted by the plan
+            else:  # not planned (no results, or spans Presidio merged): ask for it alone
                 proposal = self._ask_one(rewriter, doc or text, text)
         if proposal is None or rejection(text, proposal, self._tokenizer, forbidden):
             return str(fallback)

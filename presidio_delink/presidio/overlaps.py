@@ -5,10 +5,11 @@ Presidio resolves a partial overlap of two results of different types by cutting
 them at the other's edge, which glues placeholders together or leaves half a word
 (``newly [REDACTED]<ORGANIZATION> 52``).  Here:
 
-* overlapping PII results become one (the type of the highest score): PII is never cut;
+* overlapping PII results become one (the type of the highest score), and one that
+  starts or ends inside a word is widened to the whole word: PII is never cut;
 * PII wins over linkage: each ``LINKABLE_NGRAM`` span loses what PII covers (a PII
-  placeholder already breaks every N-gram through it), overlapping or touching linkage
-  spans are merged, and each remaining piece is trimmed to the whole written words it
+  placeholder already breaks every N-gram through it), linkage spans that overlap or
+  are separated by whitespace only are merged, and each remaining piece is trimmed to the whole written words it
   holds (a piece with no whole word is dropped).
 
 Result: disjoint spans, each starting and ending on word boundaries or at the original
@@ -28,11 +29,15 @@ from presidio_delink.text import Tokenizer
 _WORDS = Tokenizer(fold="fine")
 
 
-def _merge(spans: list[tuple[int, int, int]], touching: bool) -> list[tuple[int, int, list[int]]]:
-    """Union of overlapping ``(start, end, i)`` spans, with the indices merged."""
+def _merge(
+    spans: list[tuple[int, int, int]], text: str | None = None
+) -> list[tuple[int, int, list[int]]]:
+    """Union of overlapping ``(start, end, i)`` spans, with the indices merged; with
+    ``text``, also of spans separated only by whitespace (as Presidio's anonymizer merges
+    them anyway)."""
     out: list[tuple[int, int, list[int]]] = []
     for a, b, i in sorted(spans):
-        if out and (a < out[-1][1] or (touching and a == out[-1][1])):
+        if out and (a < out[-1][1] or (text is not None and not text[out[-1][1] : a].strip())):
             pa, pb, idx = out[-1]
             out[-1] = (pa, max(pb, b), idx + [i])
         else:
@@ -54,7 +59,7 @@ def resolve_overlaps(results: Sequence[RecognizerResult], text: str) -> list[Rec
     pii = [r for r in results if r.entity_type != ENTITY and r.end > r.start]
     link = [r for r in results if r.entity_type == ENTITY and r.end > r.start]
     out: list[RecognizerResult] = []
-    for a, b, idx in _merge([(r.start, r.end, i) for i, r in enumerate(pii)], touching=False):
+    for a, b, idx in _merge([(*_widen(text, r.start, r.end), i) for i, r in enumerate(pii)]):
         best = max((pii[i] for i in idx), key=lambda r: (r.score, r.end - r.start))
         out.append(
             RecognizerResult(
@@ -77,7 +82,7 @@ def resolve_overlaps(results: Sequence[RecognizerResult], text: str) -> list[Rec
             last = bisect.bisect_right(ends, b) - 1  # last word ending at or before b
             if first <= last:
                 pieces.append((starts[first], ends[last], i))
-    for a, b, idx in _merge(pieces, touching=True):
+    for a, b, idx in _merge(pieces, text):
         best = max((link[i] for i in idx), key=lambda r: r.score)
         out.append(
             LinkageResult(
@@ -90,6 +95,16 @@ def resolve_overlaps(results: Sequence[RecognizerResult], text: str) -> list[Rec
             )
         )
     return sorted(out, key=lambda r: (r.start, r.end))
+
+
+def _widen(text: str, a: int, b: int) -> tuple[int, int]:
+    """A span that starts or ends inside a run of letters and digits, widened to it (a
+    PII placeholder never sits inside a word)."""
+    while 0 < a < len(text) and text[a - 1].isalnum() and text[a].isalnum():
+        a -= 1
+    while 0 < b < len(text) and text[b - 1].isalnum() and text[b].isalnum():
+        b += 1
+    return a, b
 
 
 def _subtract(a: int, b: int, blocked: list[tuple[int, int]]) -> list[tuple[int, int]]:
