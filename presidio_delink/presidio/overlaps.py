@@ -9,8 +9,8 @@ them at the other's edge, which glues placeholders together or leaves half a wor
   starts or ends inside a word is widened to the whole word: PII is never cut;
 * PII wins over linkage: each ``LINKABLE_NGRAM`` span loses what PII covers (a PII
   placeholder already breaks every N-gram through it), linkage spans that overlap or
-  are separated by whitespace only are merged, and each remaining piece is trimmed to the whole written words it
-  holds (a piece with no whole word is dropped).
+  are separated by whitespace only are merged, and each remaining piece is trimmed to
+  the whole written words it holds (a piece with no whole word is dropped).
 
 Result: disjoint spans, each starting and ending on word boundaries or at the original
 PII boundaries, so no placeholder sits inside a word or against another.
