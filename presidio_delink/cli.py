@@ -132,6 +132,19 @@ def index() -> None:
     help="Derive each document's group (person, case) from its id: the first capturing "
     "group of the first match. A JSONL 'group' field takes precedence.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Processes for the build (default: the number of cores).",
+)
+@click.option(
+    "--dask-scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Build on this Dask cluster (tcp://HOST:PORT; needs the 'distributed' extra): "
+    "its workers read the input files and write into OUTPUT, which they must share.",
+)
 @_key_opt
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_clean_errors
@@ -143,6 +156,8 @@ def index_build(
     extra_views: tuple[str, ...],
     default_views: bool,
     group_regex: str | None,
+    workers: int | None,
+    dask_scheduler: str | None,
     key_file: Path | None,
     progress: bool,
 ) -> None:
@@ -151,22 +166,54 @@ def index_build(
     JSONL (and JSON-list) records may carry a "group" (the person or case the document
     is about): k then counts distinct groups.
     """
+    from presidio_delink.errors import ConfigError
     from presidio_delink.index import NgramIndex
     from presidio_delink.index.format import read_key
     from presidio_delink.io import read_many_grouped
     from presidio_delink.views import resolve_views
 
     views = resolve_views(extra_views, defaults=default_views)
-    idx = NgramIndex.build(
-        read_many_grouped(inputs),
-        output,
-        max_n=max_n,
-        views=views,
-        shard_words=shard_words,
-        group_regex=group_regex,
-        key=read_key(key_file),
-        progress=progress,
-    )
+    out_real = output.resolve()
+    for inp in inputs:
+        real = inp.resolve()
+        if out_real == real or real in out_real.parents:
+            raise ConfigError(f"the index directory {output} is (inside) the input {inp}")
+    if dask_scheduler is not None:
+        try:
+            from distributed import Client
+        except ImportError as exc:
+            raise ConfigError(
+                "--dask-scheduler needs Dask: pip install 'presidio-delink[distributed]'"
+            ) from exc
+        try:
+            client = Client(dask_scheduler, timeout=30)
+        except (OSError, TimeoutError) as exc:
+            raise ConfigError(f"cannot reach the Dask scheduler {dask_scheduler}") from exc
+        try:
+            idx = NgramIndex.build_files(
+                list(inputs),
+                output,
+                dask_client=client,
+                max_n=max_n,
+                views=views,
+                shard_words=shard_words,
+                group_regex=group_regex,
+                key=read_key(key_file),
+            )
+        finally:
+            client.close()
+    else:
+        idx = NgramIndex.build(
+            read_many_grouped(inputs),
+            output,
+            max_n=max_n,
+            views=views,
+            shard_words=shard_words,
+            group_regex=group_regex,
+            key=read_key(key_file),
+            progress=progress,
+            workers=workers or os.cpu_count() or 1,
+        )
     st = idx.stats()
     click.echo(
         f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "

@@ -156,6 +156,7 @@ def latin(word: str) -> str:
     return word if word.isascii() else word.translate(_latin_table())
 
 
+@lru_cache(maxsize=1)
 def table_version() -> str:
     """A short fingerprint of the confusables table (recorded with each index)."""
     import hashlib

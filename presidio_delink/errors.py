@@ -23,3 +23,7 @@ class LLMUnavailable(LLMError):
 
 class ConfigError(DelinkError):
     """An argument or setting has an invalid value."""
+
+
+class BuildError(DelinkError):
+    """An index build failed part-way (a worker died, a task failed); nothing was kept."""

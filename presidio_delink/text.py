@@ -93,6 +93,39 @@ def breaks(mark: str) -> bool:
     return mark not in _NON_BREAKING and unicodedata.category(mark) in _BREAKING_CATEGORIES
 
 
+# ASCII marks that break a segment even between two word characters ("7(1)", "3.5" in the
+# models that split words at every mark): a phrase never runs through them.
+_ASCII_BREAKS = "".join(c for c in map(chr, range(33, 127)) if not c.isalnum() and breaks(c))
+_SPLIT = re.compile("[" + re.escape(_ASCII_BREAKS) + "]")
+_SPLIT_KEEP_PERIOD = re.compile("[" + re.escape(_ASCII_BREAKS.replace(".", "")) + "]")
+
+
+def split_chunk(chunk: str, keep_period: bool) -> list[tuple[int, str]]:
+    """A chunk (words joined by single marks) cut at the marks that break a segment:
+    ``(offset, sub-chunk)`` pairs; a break lies between consecutive ones.  A period inside
+    a word (``U.S``, ``3.5``) is part of the word when ``keep_period`` (the fine models)."""
+    if chunk.isascii():
+        rx = _SPLIT_KEEP_PERIOD if keep_period else _SPLIT
+        if rx.search(chunk) is None:
+            return [(0, chunk)]
+        cuts = [m.start() for m in rx.finditer(chunk)]
+    else:
+        cuts = [
+            i
+            for i, c in enumerate(chunk)
+            if not c.isalnum() and breaks(c) and not (keep_period and c == ".")
+        ]
+        if not cuts:
+            return [(0, chunk)]
+    out = []
+    pos = 0
+    for i in cuts:
+        out.append((pos, chunk[pos:i]))
+        pos = i + 1
+    out.append((pos, chunk[pos:]))
+    return out
+
+
 def strip_invisible(text: str, *, offsets: bool = True) -> tuple[str, list[int] | None]:
     """Remove characters that can hide inside a word, keeping an offset map.
 
@@ -281,12 +314,16 @@ class Tokenizer:
         """
         out: list[tuple[int, str | None]] = []
         pos = 0
+        keep = self.fold in ("fine", "case")
         for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
             if a > pos:
                 for m in _SCANNER.finditer(text, pos, a):
                     chunk = m.group(1)
                     if chunk:
-                        out.append((m.start(), chunk))
+                        for off, sub in split_chunk(chunk, keep):
+                            if off:
+                                out.append((m.start() + off - 1, ""))
+                            out.append((m.start() + off, sub))
                     elif breaks(m.group(2)):
                         out.append((m.start(), ""))
             out.append((a, None))
@@ -394,13 +431,26 @@ class Tokenizer:
     ) -> list[int]:
         """:meth:`encode` for both break modes at once: ``-2`` closes a segment at
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
-        if self.fold != "folded":
+        fold = self.fold
+        stripped, omap = strip_invisible(text, offsets=fold != "folded")
+        if omap is not None:
+            # Characters were removed: the fine word models read the words as written
+            # (with their combining marks), through the offsets of `pieces`.
             out: list[int] = []
             for seg, hard in self.pieces(text):
                 out.extend([vocab.setdefault(t.word, len(vocab)) for t in seg])
                 out.append(-1 if hard else -2)
             return out
-        stripped, _ = strip_invisible(text, offsets=False)
+        casefold, nfc = fold != "case", fold != "accent"
+        keep = fold in ("fine", "case")
+        word_re = _FINE_WORD_RE if keep else _WORD_RE
+
+        def norm(w: str) -> tuple[str, ...]:
+            if fold == "folded":
+                return fold_word(w)
+            got = fine_word(w, casefold, nfc)
+            return (got,) if got else ()
+
         out = []
         add, extend = out.append, out.extend
         open_seg = False  # words since the last break of either kind
@@ -408,24 +458,28 @@ class Tokenizer:
         pos = 0
         for a, b in [*self.placeholder_spans(stripped), (len(stripped), len(stripped))]:
             # findall gives (chunk, "") or ("", mark).
-            for chunk, mark in _SCANNER.findall(stripped, pos, a) if a > pos else ():
-                if not chunk:
+            for whole, mark in _SCANNER.findall(stripped, pos, a) if a > pos else ():
+                if not whole:
                     if open_seg and breaks(mark):
                         add(-2)
                         open_seg = False
                     continue
-                got = cache.get(chunk)
-                if got is None:
-                    got = tuple(
-                        vocab.setdefault(n, len(vocab))
-                        for w in _WORD_RE.findall(chunk)
-                        for n in fold_word(w)
-                    )
-                    if len(cache) < 4_000_000:
-                        cache[chunk] = got
-                if got:
-                    extend(got)
-                    open_seg = open_hard = True
+                for off, chunk in split_chunk(whole, keep):
+                    if off and open_seg:
+                        add(-2)
+                        open_seg = False
+                    got = cache.get(chunk)
+                    if got is None:
+                        got = tuple(
+                            vocab.setdefault(n, len(vocab))
+                            for w in word_re.findall(chunk)
+                            for n in norm(w)
+                        )
+                        if len(cache) < 4_000_000:
+                            cache[chunk] = got
+                    if got:
+                        extend(got)
+                        open_seg = open_hard = True
             if open_hard:
                 if open_seg:
                     add(-1)

@@ -38,7 +38,7 @@ view               models an adversary who                                      
 
 Look-alike letters of other scripts (Cyrillic, Greek, ...) are folded to the ASCII letter
 they imitate (TR39 confusables, see :mod:`presidio_delink.confusables`) in the folded
-views only, on both sides; Latin letters are never folded (``ı`` stays ``ı``, as in FTS5;
+views only, on both sides.  Latin letters are never folded (``ı`` stays ``ı`` as in FTS5,
 ``l995`` stays apart from ``1995``): merging spellings raises document frequencies, the
 unsafe direction, and the other views see the exact spelling.
 

@@ -34,6 +34,7 @@ def words(text: str, tok: Tokenizer = TOK) -> list[list[str]]:
         ("the applicant\u2019s lawyer", [["the", "applicant", "s", "lawyer"]]),
         ("the applicants' lawyer", [["the", "applicants", "lawyer"]]),
         ("(a) item", [["a"], ["item"]]),
+        ("Article 7(1)(a) and 3.5", [["article", "7"], ["1"], ["a"], ["and", "3"], ["5"]]),
         ("\u0430ppl\u0456cant \u015e\u0131rnak", [["applicant", "s\u0131rnak"]]),  # look-alikes
         ("Article 5 § 5 of", [["article", "5", "5", "of"]]),
         ("40% of the increase", [["40", "of", "the", "increase"]]),
@@ -159,6 +160,30 @@ def test_fast_and_offset_paths_agree(text: str) -> None:
         for t in s:
             assert 0 <= t.start < t.end <= len(text)
             assert t.word and " " not in t.word
+
+
+MIXED = st.lists(st.sampled_from(
+    ["court", "Bi\u00e7er", "Bic\u0327er", "non-pecuniary", "applicant\u2019s", "3.5", ", ",
+     ". ", " ", "[REDACTED]", "x\u200by", "\u0430pplicant", "\u0130zmir", "\u00bd", "\u00ad"]),
+    max_size=20).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=60), MIXED), st.sampled_from(["folded", "accent", "fine", "case"]),
+       st.booleans())
+def test_build_and_query_paths_agree(text: str, fold: str, cross: bool) -> None:
+    """The index builder's ids (encode) and the detector's tokens (segments) are one model."""
+    tok = Tokenizer(fold=fold, break_on_punctuation=not cross)
+    vocab: dict[str, int] = {}
+    ids = tok.encode(text, vocab, {})
+    words_ = list(vocab)
+    segs: list[list[str]] = [[]]
+    for i in ids:
+        if i < 0:
+            segs.append([])
+        else:
+            segs[-1].append(words_[i])
+    assert [s for s in segs if s] == tok.word_segments(text)
 
 
 @settings(max_examples=200, deadline=None)

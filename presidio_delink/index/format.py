@@ -9,7 +9,8 @@ Layout (format version 2)::
     docs/doc_ids.json    document ids by ordinal
     docs/groups.bin      group ordinal of each document (only when groups were given)
     docs/group_ids.json  group names by ordinal (only with groups)
-    views/NAME/shard-NNNNN/   one key space per view (see ``index/shard.py``)
+    folds/F/vocab.marisa, folds/F/docs-NNNNN/   the collection as word ids, per word model
+    views/NAME/part-NNNNN/   one key space per view, in partitions (see ``index/shard.py``)
 
 ``meta.json`` is validated against a strict schema (no unknown or missing fields, every
 value of the right type and range) after its signature is checked.  ``meta.json`` and
@@ -173,13 +174,10 @@ def _files(x: object, names: set[str] | None, where: Path, what: str) -> None:
             raise _fail(where, what)
 
 
-SHARD_KEYS = {"dir", "dtypes", "n_docs", "n_words", "n_keys", "n_postings", "files", "n_keys_"}
-
-
 def validate_meta(meta: dict[str, Any], where: Path) -> None:
     """Refuse any ``meta.json`` outside the schema of this format version."""
-    from presidio_delink.index.shard import ARRAYS, SHARD_FILES
-    from presidio_delink.text import MAX_SUPPORTED_N, Tokenizer
+    from presidio_delink.index.shard import DOC_ARRAYS, DOC_FILES, PART_ARRAYS, PART_FILES
+    from presidio_delink.text import FOLDS, MAX_SUPPORTED_N, Tokenizer
     from presidio_delink.views import VIEWS
 
     m = _obj(
@@ -190,6 +188,7 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
             "max_n",
             "n_docs",
             "n_words",
+            "folds",
             "views",
             "docs",
             "groups",
@@ -213,12 +212,40 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
         if gm["dtype"] not in _DTYPES:
             raise _fail(where, "groups dtype")
         _files(gm["files"], {"groups.bin", "group_ids.json"}, where, "group files")
+    folds = m["folds"]
+    if not isinstance(folds, list) or not folds:
+        raise _fail(where, "folds")
+    fold_names: set[str] = set()
+    n_shards = None
+    for f in folds:
+        fm = _obj(f, {"name", "n_words", "files", "doc_shards"}, where, "a word model")
+        if fm["name"] not in FOLDS or fm["name"] in fold_names:
+            raise _fail(where, f"word model {fm['name']!r}")
+        fold_names.add(fm["name"])
+        _int(fm["n_words"], where, "vocabulary size")
+        _files(fm["files"], {"vocab.marisa"}, where, "vocabulary files")
+        shards = fm["doc_shards"]
+        if not isinstance(shards, list) or not shards:
+            raise _fail(where, "document ranges")
+        if n_shards is not None and len(shards) != n_shards:
+            raise _fail(where, "document ranges differ between word models")
+        n_shards = len(shards)
+        total = 0
+        for sm in shards:
+            s = _obj(sm, {"n_docs", "dtypes", "files"}, where, "a document range")
+            total += _int(s["n_docs"], where, "document range size")
+            dt = _obj(s["dtypes"], set(DOC_ARRAYS), where, "document range dtypes")
+            if not set(dt.values()) <= _DTYPES:
+                raise _fail(where, "document range dtypes")
+            _files(s["files"], set(DOC_FILES), where, "document range files")
+        if total != n_docs:
+            raise _fail(where, f"document count of word model {fm['name']!r}")
     views = m["views"]
     if not isinstance(views, list) or not views:
         raise _fail(where, "views")
     names = set()
     for v in views:
-        vm = _obj(v, {"name", "tokenizer", "shards"}, where, "a view")
+        vm = _obj(v, {"name", "tokenizer", "partitions"}, where, "a view")
         name = vm["name"]
         if name not in VIEWS or name in names:
             raise _fail(where, f"view {name!r}")
@@ -232,22 +259,20 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
         view = VIEWS[name]
         if tok.max_n != max_n or tok.fold != view.fold or tok.break_on_punctuation == view.cross:
             raise _fail(where, f"tokenizer of view {name!r} does not match the view")
-        shards = vm["shards"]
-        if not isinstance(shards, list) or not shards:
-            raise _fail(where, f"shards of view {name!r}")
-        total = 0
-        for i, sm in enumerate(shards):
-            per_level = {f"n_keys_{n}" for n in range(1, max_n + 1) if f"n_keys_{n}" in sm}
-            keys = (SHARD_KEYS - {"n_keys_"}) | per_level
-            s = _obj(sm, keys, where, f"shard {i} of view {name!r}")
-            if s["dir"] != f"shard-{i:05d}":
-                raise _fail(where, f"shard {i} of view {name!r}: directory")
-            dt = _obj(s["dtypes"], set(ARRAYS), where, "shard dtypes")
+        if tok.fold not in fold_names:
+            raise _fail(where, f"view {name!r} has no word model")
+        parts = vm["partitions"]
+        if not isinstance(parts, list) or not parts:
+            raise _fail(where, f"partitions of view {name!r}")
+        for i, pm in enumerate(parts):
+            per_level = {f"n_keys_{n}" for n in range(1, max_n + 1) if f"n_keys_{n}" in pm}
+            keys = {"dir", "dtypes", "n_keys", "n_postings", "files"} | per_level
+            s = _obj(pm, keys, where, f"partition {i} of view {name!r}")
+            if s["dir"] != f"part-{i:05d}":
+                raise _fail(where, f"partition {i} of view {name!r}: directory")
+            dt = _obj(s["dtypes"], set(PART_ARRAYS), where, "partition dtypes")
             if not set(dt.values()) <= _DTYPES:
-                raise _fail(where, "shard dtypes")
+                raise _fail(where, "partition dtypes")
             for k in keys - {"dir", "dtypes", "files"}:
-                _int(s[k], where, f"shard {i} of view {name!r}: {k}")
-            _files(s["files"], set(SHARD_FILES), where, f"files of shard {i} of view {name!r}")
-            total += s["n_docs"]
-        if total != n_docs:
-            raise _fail(where, f"document count of view {name!r}")
+                _int(s[k], where, f"partition {i} of view {name!r}: {k}")
+            _files(s["files"], set(PART_FILES), where, f"files of partition {i} of {name!r}")

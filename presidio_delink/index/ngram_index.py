@@ -30,8 +30,19 @@ from typing import Any
 
 import numpy as np
 
-from presidio_delink.errors import ConfigError, IndexFormatError, InputError
-from presidio_delink.index.builder import ShardBuilder, check_doc_id
+from presidio_delink.errors import BuildError, ConfigError, IndexFormatError, InputError
+from presidio_delink.index.builder import (
+    DaskRunner,
+    PoolRunner,
+    RawShard,
+    Runner,
+    ShardRef,
+    build_view,
+    check_doc_id,
+    finish_shard,
+    merge_vocab,
+    remap_for,
+)
 from presidio_delink.index.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -43,15 +54,16 @@ from presidio_delink.index.format import (
     write_meta,
     write_private,
 )
-from presidio_delink.index.shard import SHARD_FILES, smallest_uint
+from presidio_delink.index.shard import FoldDocs, Partition, save_trie, smallest_uint
 from presidio_delink.index.view_index import ViewIndex
-from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer, apply_breaks
+from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer
 from presidio_delink.views import DEFAULT_VIEWS, VIEWS, resolve_views
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SHARD_WORDS = 8_000_000
-_DOCS, _VIEWS = "docs", "views"
+_DOCS, _VIEWS, _FOLDS, _BUILD = "docs", "views", "folds", ".build"
+_SERIAL_FIRST = 200  # documents tokenised in this process before a pool is used
 
 
 class NgramIndex:
@@ -100,6 +112,9 @@ class NgramIndex:
         group_regex: str | None = None,
         key: bytes | None = None,
         progress: bool = False,
+        workers: int = 1,
+        n_parts: int | None = None,
+        dask_client: Any = None,
     ) -> NgramIndex:
         """Build an index from ``(doc_id, text)`` or ``(doc_id, text, group)`` items.
 
@@ -116,6 +131,11 @@ class NgramIndex:
                 first capturing group of the first match (or the whole match).
             key: sign ``meta.json`` with HMAC-SHA256 under this key.
             progress: show a progress bar on stderr.
+            workers: processes for tokenising, counting and writing (1: this one).
+            n_parts: key-space partitions per view (default: one per build shard).
+            dask_client: run the counting and writing tasks on this
+                ``dask.distributed.Client`` (the directory must be shared with its
+                workers); see :meth:`build_files` for workers that read the input too.
 
         Raises:
             InputError: no documents, a duplicate or invalid id, a non-string text or
@@ -130,6 +150,8 @@ class NgramIndex:
         }
         if shard_words < 1:
             raise ConfigError(f"shard_words must be positive, got {shard_words}")
+        if workers < 1 or (n_parts is not None and n_parts < 1):
+            raise ConfigError("workers and n_parts must be positive")
         grx = _compile_group_regex(group_regex)
         temp = directory is None
         out = (
@@ -137,8 +159,10 @@ class NgramIndex:
         )
         with _BuildLock(out) as lock:
             try:
+                runner = DaskRunner(dask_client) if dask_client is not None else None
                 _build_into(
-                    out, docs, specs, toks, max_n, shard_words, grx, key, progress
+                    out, docs, specs, toks, max_n, shard_words, grx, key, progress,
+                    workers, n_parts, runner,
                 )
             except BaseException:
                 lock.clean()
@@ -147,6 +171,64 @@ class NgramIndex:
         if temp:
             weakref.finalize(index, shutil.rmtree, out, True)
         return index
+
+    @classmethod
+    def build_files(
+        cls,
+        paths: Sequence[str | Path],
+        directory: str | Path,
+        *,
+        dask_client: Any,
+        max_n: int = DEFAULT_MAX_N,
+        views: Sequence[str] = DEFAULT_VIEWS,
+        placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
+        shard_words: int = DEFAULT_SHARD_WORDS,
+        group_regex: str | None = None,
+        key: bytes | None = None,
+        n_parts: int | None = None,
+    ) -> NgramIndex:
+        """Build on a Dask cluster whose workers read the input files themselves: one
+        task per input file tokenises it into raw shards in ``directory`` (which the
+        workers and this process must share), then counting and writing run as tasks too.
+
+        Documents are ordered by input file, then within each file, as :meth:`build`
+        orders them, so the index answers exactly as a single-process build.
+        """
+        names = resolve_views(views, defaults=False)
+        specs = [VIEWS[n] for n in names]
+        folds = list(dict.fromkeys(v.fold for v in specs))
+        toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
+        if shard_words < 1 or (n_parts is not None and n_parts < 1):
+            raise ConfigError("shard_words and n_parts must be positive")
+        _compile_group_regex(group_regex)
+        out = Path(directory)
+        runner = DaskRunner(dask_client)
+        with _BuildLock(out) as lock:
+            try:
+                (out / _BUILD).mkdir(mode=0o700)
+                results = runner.map(
+                    _read_part,
+                    [
+                        (str(p), i, folds, max_n, placeholders, shard_words,
+                         str(out / _BUILD / f"in-{i:05d}"))
+                        for i, p in enumerate(paths)
+                    ],
+                )
+                col = _Collector(out, folds, shard_words, _compile_group_regex(group_regex))
+                for res in results:
+                    for doc_id, group in res["docs"]:
+                        col.admit((doc_id, "", group))
+                    col.raws.extend(res["raws"])
+                    col.n_words += res["n_words"]
+                if not col.doc_ids:
+                    raise InputError("the collection has no documents")
+                _finish(out, col, specs, toks, max_n, key, n_parts, runner, False)
+            except BaseException:
+                lock.clean()
+                raise
+            finally:
+                shutil.rmtree(out / _BUILD, ignore_errors=True)
+        return cls.load(out, verify=False, key=key)
 
     # -- loading --------------------------------------------------------------------
     @classmethod
@@ -184,12 +266,29 @@ class NgramIndex:
         if gm is not None:
             _check_files(d / _DOCS, gm["files"], verify)
             group_of, group_ids = _load_groups(d / _DOCS, gm, n_docs)
+        folds: dict[str, FoldDocs] = {}
+        for fm in meta["folds"]:
+            fd = d / _FOLDS / fm["name"]
+            _check_files(fd, fm["files"], verify)
+            for i, sm in enumerate(fm["doc_shards"]):
+                _check_files(fd / f"docs-{i:05d}", sm["files"], verify)
+            folds[fm["name"]] = FoldDocs(
+                fd, [(sm["n_docs"], sm["dtypes"]) for sm in fm["doc_shards"]], n_docs, verify
+            )
+            if folds[fm["name"]].n_vocab != fm["n_words"]:
+                raise IndexFormatError(f"{fd}: the vocabulary does not match the metadata")
         views: dict[str, ViewIndex] = {}
         for vm in meta["views"]:
+            vd = d / _VIEWS / vm["name"]
+            for i, pm in enumerate(vm["partitions"]):
+                _check_files(vd / f"part-{i:05d}", pm["files"], verify)
             try:
-                views[vm["name"]] = ViewIndex.load(
-                    d / _VIEWS / vm["name"], vm, n_docs, verify=verify
-                )
+                tok = Tokenizer.from_settings(vm["tokenizer"])
+                parts = [
+                    Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify)
+                    for i, pm in enumerate(vm["partitions"])
+                ]
+                views[vm["name"]] = ViewIndex(vm["name"], tok, parts, folds[tok.fold])
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise IndexFormatError(f"{d}: view {vm.get('name')!r}: {exc}") from exc
         return cls(d, meta, views, doc_ids, group_of, group_ids)
@@ -252,17 +351,18 @@ class NgramIndex:
             "views": {
                 vm["name"]: {
                     "adversary": VIEWS[vm["name"]].adversary,
-                    "n_shards": len(vm["shards"]),
-                    "n_keys": sum(s["n_keys"] for s in vm["shards"]),
-                    "n_postings": sum(s["n_postings"] for s in vm["shards"]),
+                    "n_partitions": len(vm["partitions"]),
+                    "n_keys": sum(p["n_keys"] for p in vm["partitions"]),
+                    "n_postings": sum(p["n_postings"] for p in vm["partitions"]),
                     "keys_per_n": {
-                        n: sum(int(s.get(f"n_keys_{n}", 0)) for s in vm["shards"])
+                        n: sum(int(p.get(f"n_keys_{n}", 0)) for p in vm["partitions"])
                         for n in range(1, self.max_n + 1)
                     },
                     "tokenizer": vm["tokenizer"],
                 }
                 for vm in self.meta["views"]
             },
+            "n_doc_shards": len(self.meta["folds"][0]["doc_shards"]),
             "bytes_on_disk": size,
         }
 
@@ -348,10 +448,6 @@ class NgramIndex:
         each segment (what an aligner needs to compare a text with its source)."""
         return self.primary.doc_words(ordinal)
 
-    @property
-    def shards(self) -> list[Any]:
-        return self.primary.shards
-
 
 # -- building ---------------------------------------------------------------------------
 class _BuildLock:
@@ -395,7 +491,7 @@ class _BuildLock:
     def clean(self) -> None:
         for name in (META_FILE, SIG_FILE):
             (self.out / name).unlink(missing_ok=True)
-        for name in (_DOCS, _VIEWS):
+        for name in (_DOCS, _VIEWS, _FOLDS, _BUILD):
             shutil.rmtree(self.out / name, ignore_errors=True)
 
     def _release(self) -> None:
@@ -438,9 +534,187 @@ def _group_of(
     return got
 
 
+def _tokenize_batch(
+    texts: list[str], folds: list[str], max_n: int, placeholders: tuple[str, ...]
+) -> list[tuple[list[str], list[list[int]]]]:
+    """Task (``workers``): tokenise a batch of texts; per word model, the batch vocabulary
+    and each text's marked ids in it."""
+    out = []
+    for f in folds:
+        tok = Tokenizer(max_n=max_n, placeholders=placeholders, fold=f)
+        vocab: dict[str, int] = {}
+        cache: dict[str, tuple[int, ...]] = {}
+        ids = [tok.encode_marked(t, vocab, cache) for t in texts]
+        out.append((list(vocab), ids))
+    return out
+
+
+def _read_part(
+    path: str,
+    number: int,
+    folds: list[str],
+    max_n: int,
+    placeholders: tuple[str, ...],
+    shard_words: int,
+    out: str,
+) -> dict[str, Any]:
+    """Task (Dask): read one input file and write its raw shards; returns the ids and
+    groups of its documents (checked by the driver) and the shards written."""
+    from presidio_delink.io import read_documents
+
+    toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
+    base = Path(out)
+    base.mkdir(parents=True, mode=0o700)
+    docs: list[tuple[Any, Any]] = []
+    raws: list[dict[str, Any]] = []
+    cur = RawShard(folds)
+    n_words = 0
+    for rec in read_documents(path, groups=True):
+        doc_id, text, group = rec
+        if not isinstance(text, str):
+            raise InputError(f"{path}: document {doc_id!r}: text must be a string")
+        docs.append((doc_id, group))
+        before = cur.n_words
+        cur.add(
+            {f: tok.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, tok in toks.items()}
+        )
+        n_words += cur.n_words - before
+        if cur.n_words >= shard_words:
+            raws.append(cur.write(base / f"raw-{len(raws):05d}"))
+            cur = RawShard(folds)
+    if cur.n_docs:
+        raws.append(cur.write(base / f"raw-{len(raws):05d}"))
+    return {"docs": docs, "raws": raws, "n_words": n_words}
+
+
+class _Collector:
+    """Phase 1 bookkeeping: ids, groups, raw shards."""
+
+    def __init__(self, out: Path, folds: list[str], shard_words: int, grx: Any) -> None:
+        self.out = out
+        self.folds = folds
+        self.shard_words = shard_words
+        self.grx = grx
+        self.seen: set[str] = set()
+        self.doc_ids: list[str] = []
+        self.group_keys: dict[tuple[str, str], int] = {}
+        self.group_names: list[str] = []
+        self.doc_group: list[int] = []
+        self.any_group = False
+        self.raws: list[dict[str, Any]] = []
+        self.current = RawShard(folds)
+        self.n_words = 0
+
+    def admit(self, item: Any) -> str:
+        if not isinstance(item, tuple | list) or len(item) not in (2, 3):
+            raise InputError("documents must be (doc_id, text) or (doc_id, text, group)")
+        sid = check_doc_id(item[0], self.seen)
+        text = item[1]
+        if not isinstance(text, str):
+            raise InputError(
+                f"document {sid!r}: text must be a string, got {type(text).__name__}"
+            )
+        group = _group_of(sid, tuple(item), self.grx)
+        gkey = ("g", group) if group is not None else ("d", sid)
+        self.any_group |= group is not None
+        g = self.group_keys.setdefault(gkey, len(self.group_keys))
+        if g == len(self.group_names):
+            self.group_names.append(group if group is not None else sid)
+        self.doc_group.append(g)
+        self.doc_ids.append(sid)
+        return text
+
+    def add_marked(self, marked: dict[str, list[int]]) -> None:
+        before = self.current.n_words
+        self.current.add(marked)
+        self.n_words += self.current.n_words - before
+        if self.current.n_words >= self.shard_words:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.current.n_docs:
+            d = self.out / _BUILD / f"raw-{len(self.raws):05d}"
+            self.raws.append(self.current.write(d))
+            self.current = RawShard(self.folds)
+
+
+def _phase1_serial(
+    col: _Collector, docs: Iterable[Any], toks: dict[str, Tokenizer], bar: Any
+) -> None:
+    for item in docs:
+        text = col.admit(item)
+        cur = col.current
+        col.add_marked(
+            {f: tok.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, tok in toks.items()}
+        )
+        if bar is not None:
+            bar.update(1)
+
+
+def _phase1_pool(
+    col: _Collector,
+    docs: Iterable[Any],
+    toks: dict[str, Tokenizer],
+    runner: PoolRunner,
+    workers: int,
+    bar: Any,
+) -> None:
+    from collections import deque
+
+    folds = list(toks)
+    t0 = next(iter(toks.values()))
+    pending: deque[Any] = deque()
+
+    def drain(limit: int) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        while len(pending) > limit:
+            try:
+                result = pending.popleft().result()
+            except BrokenProcessPool as exc:
+                raise BuildError("a build worker process died while tokenising") from exc
+            n = len(result[0][1])
+            for i in range(n):
+                cur = col.current
+                marked = {}
+                for f, (words, ids_list) in zip(folds, result, strict=True):
+                    local = cur.vocab[f]
+                    remap = [local.setdefault(w, len(local)) for w in words]
+                    marked[f] = [remap[x] if x >= 0 else x for x in ids_list[i]]
+                col.add_marked(marked)
+                if bar is not None:
+                    bar.update(1)
+
+    batch: list[str] = []
+    serial = 0
+    for item in docs:
+        text = col.admit(item)
+        if serial < _SERIAL_FIRST:  # a small collection never waits for a pool to start
+            serial += 1
+            cur = col.current
+            col.add_marked(
+                {f: t.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, t in toks.items()}
+            )
+            if bar is not None:
+                bar.update(1)
+            continue
+        batch.append(text)
+        if len(batch) >= 64:
+            pending.append(
+                runner.pool.submit(_tokenize_batch, batch, folds, t0.max_n, t0.placeholders)
+            )
+            batch = []
+            drain(2 * workers)
+    if batch:
+        pending.append(
+            runner.pool.submit(_tokenize_batch, batch, folds, t0.max_n, t0.placeholders)
+        )
+    drain(0)
+
+
 def _build_into(
     out: Path,
-    docs: Iterable[tuple[Any, ...]],
+    docs: Iterable[Any],
     specs: list[Any],
     toks: dict[str, Tokenizer],
     max_n: int,
@@ -448,81 +722,125 @@ def _build_into(
     grx: re.Pattern[str] | None,
     key: bytes | None,
     progress: bool,
+    workers: int,
+    n_parts: int | None,
+    runner: Runner | None = None,
 ) -> None:
-    seen: set[str] = set()
-    doc_ids: list[str] = []
-    group_keys: dict[tuple[str, str], int] = {}
-    group_names: list[str] = []
-    doc_group: list[int] = []
-    any_group = False
-    vocab: dict[str, dict[str, int]] = {f: {} for f in toks}
-    cache: dict[str, dict[str, tuple[int, ...]]] = {f: {} for f in toks}
-    builders = [ShardBuilder() for _ in specs]
-    shards_meta: list[list[dict[str, Any]]] = [[] for _ in specs]
-    n_words = 0
-    (out / _VIEWS).mkdir(mode=0o700)
-    for v in specs:
-        (out / _VIEWS / v.name).mkdir(mode=0o700)
-
-    def flush() -> None:
-        for j, v in enumerate(specs):
-            number = len(shards_meta[j])
-            shards_meta[j].append(
-                _flush(builders[j], out / _VIEWS / v.name, number, max_n, vocab[v.fold])
-            )
-            builders[j] = ShardBuilder()
-
+    folds = list(toks)
+    col = _Collector(out, folds, shard_words, grx)
+    (out / _BUILD).mkdir(mode=0o700)
+    own_runner = runner is None
+    if runner is None:
+        runner = PoolRunner(workers) if workers > 1 else Runner()
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(unit="doc", desc="indexing", leave=False)
     try:
-        for item in docs:
-            if not isinstance(item, tuple | list) or len(item) not in (2, 3):
-                raise InputError("documents must be (doc_id, text) or (doc_id, text, group)")
-            sid = check_doc_id(item[0], seen)
-            text = item[1]
-            if not isinstance(text, str):
-                raise InputError(
-                    f"document {sid!r}: text must be a string, got {type(text).__name__}"
-                )
-            group = _group_of(sid, tuple(item), grx)
-            gkey = ("g", group) if group is not None else ("d", sid)
-            any_group |= group is not None
-            g = group_keys.setdefault(gkey, len(group_keys))
-            if g == len(group_names):
-                group_names.append(group if group is not None else sid)
-            doc_group.append(g)
-            doc_ids.append(sid)
-            marked = {
-                f: tok.encode_marked(text, vocab[f], cache[f]) for f, tok in toks.items()
-            }
-            for j, v in enumerate(specs):
-                added = builders[j].add(sid, apply_breaks(marked[v.fold], not v.cross))
-                if j == 0:
-                    n_words += added
-            if bar is not None:
-                bar.update(1)
-            if builders[0].n_words >= shard_words:
-                flush()
-        if not doc_ids:
+        if isinstance(runner, PoolRunner):
+            _phase1_pool(col, docs, toks, runner, workers, bar)
+        else:
+            _phase1_serial(col, docs, toks, bar)
+        col.flush()
+        if not col.doc_ids:
             raise InputError("the collection has no documents")
-        if builders[0].doc_ids:
-            flush()
+        _finish(out, col, specs, toks, max_n, key, n_parts, runner, progress)
     finally:
         if bar is not None:
             bar.close()
+        if own_runner:
+            runner.close()
+        shutil.rmtree(out / _BUILD, ignore_errors=True)
+
+
+def _finish(
+    out: Path,
+    col: _Collector,
+    specs: list[Any],
+    toks: dict[str, Tokenizer],
+    max_n: int,
+    key: bytes | None,
+    n_parts: int | None,
+    runner: Runner,
+    progress: bool,
+) -> None:
+    """Phase 1's end (vocabularies, document ranges), phases 2 and 3, metadata."""
+    n_docs = len(col.doc_ids)
+    parts = n_parts or max(1, len(col.raws))
+    bases = np.cumsum([0] + [r["n_docs"] for r in col.raws]).tolist()
+    folds_meta = []
+    fold_refs: dict[str, tuple[list[Any], list[str], Path]] = {}
+    for f in toks:
+        words = merge_vocab(r["words"][f] for r in col.raws)
+        fd = out / _FOLDS / f
+        (out / _FOLDS).mkdir(mode=0o700, exist_ok=True)
+        fd.mkdir(mode=0o700)
+        trie = save_trie(words, fd / "vocab.marisa")
+        shards = runner.map(
+            finish_shard,
+            [
+                (r, f, remap_for(r["words"][f], trie), len(words), fd / f"docs-{i:05d}")
+                for i, r in enumerate(col.raws)
+            ],
+        )
+        folds_meta.append(
+            {
+                "name": f,
+                "n_words": len(words),
+                "files": {"vocab.marisa": file_record(fd / "vocab.marisa")},
+                "doc_shards": shards,
+            }
+        )
+        final_words = [trie.restore_key(i) for i in range(len(words))]
+        fold_refs[f] = (shards, final_words, fd)
+    views_meta = []
+    (out / _VIEWS).mkdir(mode=0o700)
+    for v in specs:
+        shards, words, fd = fold_refs[v.fold]
+        refs = [
+            ShardRef(
+                directory=str(fd / f"docs-{i:05d}"),
+                dtypes=sm["dtypes"],
+                doc_base=bases[i],
+                n_vocab=len(words),
+                cross=v.cross,
+                work=str(out / _BUILD / "work" / v.name / f"s{i:05d}"),
+            )
+            for i, sm in enumerate(shards)
+        ]
+        if progress:
+            log.info("counting view %s", v.name)
+        parts_meta = build_view(
+            refs,
+            words,
+            fd / "vocab.marisa",
+            max_n,
+            n_docs,
+            parts,
+            out / _VIEWS / v.name,
+            out / _BUILD / "work" / v.name / "levels",
+            runner,
+        )
+        views_meta.append(
+            {
+                "name": v.name,
+                "tokenizer": v.tokenizer(max_n, toks[v.fold].placeholders).settings(),
+                "partitions": parts_meta,
+            }
+        )
     (out / _DOCS).mkdir(mode=0o700)
-    write_private(out / _DOCS / "doc_ids.json", json.dumps(doc_ids).encode("utf-8"))
+    write_private(out / _DOCS / "doc_ids.json", json.dumps(col.doc_ids).encode("utf-8"))
     groups_meta = None
-    if any_group:
-        gs = np.asarray(doc_group, dtype=np.int64)
-        dtype = smallest_uint(max(len(group_names) - 1, 0))
+    if col.any_group:
+        gs = np.asarray(col.doc_group, dtype=np.int64)
+        dtype = smallest_uint(max(len(col.group_names) - 1, 0))
         write_private(out / _DOCS / "groups.bin", gs.astype(dtype).tobytes())
-        write_private(out / _DOCS / "group_ids.json", json.dumps(group_names).encode("utf-8"))
+        write_private(
+            out / _DOCS / "group_ids.json", json.dumps(col.group_names).encode("utf-8")
+        )
         groups_meta = {
-            "n_groups": len(group_names),
+            "n_groups": len(col.group_names),
             "max_group_size": int(np.bincount(gs).max()),
             "dtype": dtype,
             "files": {
@@ -533,31 +851,15 @@ def _build_into(
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "max_n": max_n,
-        "n_docs": len(doc_ids),
-        "n_words": n_words,
-        "views": [
-            {
-                "name": v.name,
-                "tokenizer": v.tokenizer(max_n, toks[v.fold].placeholders).settings(),
-                "shards": shards_meta[j],
-            }
-            for j, v in enumerate(specs)
-        ],
+        "n_docs": n_docs,
+        "n_words": col.n_words,
+        "folds": folds_meta,
+        "views": views_meta,
         "docs": {"files": {"doc_ids.json": file_record(out / _DOCS / "doc_ids.json")}},
         "groups": groups_meta,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     write_meta(out, meta, key)
-
-
-def _flush(
-    builder: ShardBuilder, out: Path, number: int, max_n: int, vocab: dict[str, int]
-) -> dict[str, Any]:
-    name = f"shard-{number:05d}"
-    log.debug("writing %s/%s (%d documents)", out.name, name, len(builder.doc_ids))
-    counts = builder.write(out / name, max_n, vocab)
-    files = {f: file_record(out / name / f) for f in SHARD_FILES}
-    return {"dir": name, **counts, "files": files}
 
 
 def _check_files(directory: Path, files: dict[str, Any], verify: bool) -> None:

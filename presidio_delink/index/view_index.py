@@ -2,60 +2,36 @@
 
 Document frequency and posting lists (global document ordinals) of every N-gram, exact
 for N-grams of any length (see :mod:`presidio_delink.index.shard` for the storage rule).
-Built and opened by :class:`~presidio_delink.index.NgramIndex`, which holds one per view.
+A key lives in the partition of its first word, so every look-up, including a prefix
+walk, reads one partition.  Built and opened by :class:`~presidio_delink.index.NgramIndex`,
+which holds one per view.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from presidio_delink.errors import IndexFormatError
-from presidio_delink.index.format import sha256_file
-from presidio_delink.index.shard import Shard
+from presidio_delink.index.shard import FoldDocs, Partition, partition_of
 from presidio_delink.text import Tokenizer
+
+_EMPTY = np.empty(0, dtype=np.int64)
 
 
 class ViewIndex:
-    """One view's key space: its shards (queried together) and its tokenizer."""
+    """One view's key space: its partitions, its tokenizer and its word model's documents."""
 
-    def __init__(self, name: str, tokenizer: Tokenizer, shards: list[Shard]) -> None:
+    def __init__(
+        self, name: str, tokenizer: Tokenizer, parts: list[Partition], docs: FoldDocs
+    ) -> None:
         self.name = name
         self.tokenizer = tokenizer
-        self.shards = shards
-
-    @classmethod
-    def load(
-        cls, directory: Path, vm: dict[str, Any], n_docs: int, *, verify: bool
-    ) -> ViewIndex:
-        """Open the view described by ``vm`` (its entry of ``meta.json``, validated)."""
-        tok = Tokenizer.from_settings(vm["tokenizer"])
-        shards: list[Shard] = []
-        base = 0
-        for sm in vm["shards"]:
-            sd = directory / sm["dir"]
-            for name, info in sm["files"].items():
-                path = sd / name
-                if not path.is_file():
-                    raise IndexFormatError(f"{path} is missing")
-                if path.stat().st_size != info["size"]:
-                    raise IndexFormatError(
-                        f"{path} has {path.stat().st_size} bytes, expected {info['size']}: "
-                        "the index is truncated or corrupt"
-                    )
-                if verify and sha256_file(path) != info["sha256"]:
-                    raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
-            shard = Shard(sd, base, dict(sm["dtypes"]), tok.max_n, verify)
-            if shard.n_docs != sm["n_docs"]:
-                raise IndexFormatError(f"{sd}: document count does not match metadata")
-            base += shard.n_docs
-            shards.append(shard)
-        if base != n_docs:
-            raise IndexFormatError(f"{directory}: document count does not match metadata")
-        return cls(vm["name"], tok, shards)
+        self.parts = parts
+        self.docs = docs
+        self._n_parts = len(parts)
+        self._witness_memo: dict[tuple[str, ...], tuple[int, int] | None] = {}
+        self._ngram_cache: dict[int, set[str]] = {}
 
     @property
     def max_n(self) -> int:
@@ -63,109 +39,118 @@ class ViewIndex:
 
     @property
     def n_keys(self) -> int:
-        return sum(s.n_keys for s in self.shards)
+        return sum(p.n_keys for p in self.parts)
 
+    def part(self, first_word: str) -> Partition:
+        return self.parts[partition_of(first_word, self._n_parts)]
+
+    # -- look-ups -------------------------------------------------------------------------
     def lookup(self, words: Sequence[str]) -> np.ndarray:
-        """Global document ordinals (sorted) of an N-gram given as normalised words."""
+        """Document ordinals (sorted) of any N-gram given as normalised words."""
         if not words:
-            return np.empty(0, dtype=np.int64)
-        parts = [s.lookup(words).astype(np.int64) + s.doc_base for s in self.shards]
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+            return _EMPTY
+        key = " ".join(words)
+        part = self.part(words[0])
+        kid = part.trie.get(key)
+        if kid is not None:
+            return part.postings_of(kid).astype(np.int64)
+        if len(words) <= self.max_n:
+            # Not stored, so df <= 1; if it occurs, a stored sub-N-gram has df 1 and the
+            # N-gram is among that one document's N-grams.
+            wit = self._witness(tuple(words))
+            if wit is None:
+                return _EMPTY
+            p, wkid = wit
+            d = int(self.parts[p].postings[int(self.parts[p].offsets[wkid])])
+            return np.array([d], dtype=np.int64) if key in self._doc_ngrams(d) else _EMPTY
+        # Longer than the stored levels: candidates from the rarest stored piece.
+        cands = self._rarest_piece(words)
+        if len(cands) == 0:
+            return _EMPTY
+        seq = [self.docs.word_id(w) for w in words]
+        if any(x is None for x in seq):
+            return _EMPTY
+        needle = np.asarray(seq, dtype=np.int64)
+        return np.asarray([d for d in cands.tolist() if self._contains(d, needle)], np.int64)
 
     def df_words(self, words: Sequence[str]) -> int:
         """Document frequency of an N-gram given as normalised words."""
         if not words:
             return 0
-        if len(self.shards) == 1:
-            shard = self.shards[0]
-            kid = shard.key_id(" ".join(words))
-            if kid is not None:
-                return shard.df_of(kid)
+        part = self.part(words[0])
+        kid = part.trie.get(" ".join(words))
+        if kid is not None:
+            return part.df_of(kid)
         return len(self.lookup(words))
 
     def df_keys(self, keys: Sequence[str]) -> np.ndarray:
-        """Bulk document frequency of normalised keys (words joined by one space).
-
-        Repeated keys are looked up once; shards are summed (their documents differ).
-        """
+        """Bulk document frequency of normalised keys (words joined by one space); repeated
+        keys are looked up once."""
         distinct = list(dict.fromkeys(keys))
         found = np.zeros(len(distinct), dtype=np.int64)
-        for shard in self.shards:
-            get = shard.trie.get
-            offs = shard.offsets
-            kids = np.fromiter((get(k, -1) for k in distinct), dtype=np.int64, count=len(distinct))
-            hit = kids >= 0
-            found[hit] += (offs[kids[hit] + 1] - offs[kids[hit]]).astype(np.int64)
-            for i in np.flatnonzero(~hit).tolist():
-                found[i] += len(shard.lookup(distinct[i].split(" "), stored=False))
+        for i, key in enumerate(distinct):
+            found[i] = self.df_words(key.split(" ")) if key else 0
         if len(distinct) == len(keys):
             return found
         where = {k: i for i, k in enumerate(distinct)}
         return found[np.fromiter((where[k] for k in keys), dtype=np.int64, count=len(keys))]
 
     def postings_keys(self, keys: Sequence[str]) -> list[np.ndarray]:
-        """Bulk global posting lists of normalised keys."""
+        """Bulk posting lists of normalised keys."""
         return [self.lookup(k.split(" ")) for k in keys]
 
     def prefix_dfs(self, words: Sequence[str], below: int) -> list[int]:
         """Document frequencies of ``words[:1]``, ``words[:2]``, ... (detector's hot path).
 
-        Stops after the first prefix whose df is below ``below``.  A prefix stored in no
-        shard of a single-shard index is reported as 0: it contains a sub-N-gram found
-        in at most one document, so it is either absent or not minimal (never a
-        *minimal* N-gram with ``1 <= df < below`` for ``below >= 2``).
+        Stops after the first prefix whose df is below ``below``.  A prefix that is not
+        stored is reported as 0 when ``below >= 2``: it contains a sub-N-gram found in at
+        most one document, so it is either absent or not minimal (never a *minimal*
+        N-gram with ``1 <= df < below``).
         """
-        out: list[int] = []
-        if len(self.shards) == 1 and below >= 2:
-            shard = self.shards[0]
-            expect = 1
-            for p, kid in shard.prefixes(" ".join(words)):
-                n = p.count(" ") + 1
-                if n != expect:
-                    break
-                df = shard.df_of(kid)
-                out.append(df)
-                if df < below:
-                    return out
-                expect += 1
-            if len(out) < len(words):
-                out.append(0)
-            return out
-        for n in range(1, len(words) + 1):
-            df = len(self.lookup(words[:n]))
-            out.append(df)
-            if df < below:
-                break
-        return out
+        return self.prefix_dfs_many([words], below)[0]
 
     def prefix_dfs_many(self, queries: Sequence[Sequence[str]], below: int) -> list[list[int]]:
-        """:meth:`prefix_dfs` for many word lists (the whole text at once).
-
-        On a single shard the trie walks are done first and the document frequencies
-        read in one vectorised step: reading array scalars one by one dominated the cost.
-        """
-        if not (len(self.shards) == 1 and below >= 2):
-            return [self.prefix_dfs(q, below) for q in queries]
-        shard = self.shards[0]
-        kids: list[int] = []
-        counts: list[int] = []
+        """:meth:`prefix_dfs` for many word lists (the whole text at once): the trie walks
+        first, then the document frequencies read in one vectorised step per partition."""
+        if below < 2:
+            out_exact: list[list[int]] = []
+            for words in queries:
+                row: list[int] = []
+                for n in range(1, len(words) + 1):
+                    df = len(self.lookup(words[:n]))
+                    row.append(df)
+                    if df < below:
+                        break
+                out_exact.append(row)
+            return out_exact
+        by_part: list[list[int]] = [[] for _ in self.parts]
+        where: list[tuple[int, int, int]] = []  # (partition, first kid slot, count)
         for words in queries:
-            c = 0
+            if not words:
+                where.append((0, 0, 0))
+                continue
+            p = partition_of(words[0], self._n_parts)
+            kids = by_part[p]
+            start = len(kids)
             key = " ".join(words)
-            for p, kid in shard.trie.iter_prefixes_with_ids(key):
-                lp = len(p)
+            for pre, kid in self.parts[p].trie.iter_prefixes_with_ids(key):
+                lp = len(pre)
                 if lp != len(key) and key[lp] != " ":
                     continue  # a prefix ending inside a word
                 kids.append(kid)
-                c += 1
-            counts.append(c)
-        ids = np.asarray(kids, dtype=np.int64)
-        dfs = (shard.offsets[ids + 1] - shard.offsets[ids]).astype(np.int64).tolist()
+            where.append((p, start, len(kids) - start))
+        dfs: list[list[int]] = []
+        for p, kids in enumerate(by_part):
+            if kids:
+                ids = np.asarray(kids, dtype=np.int64)
+                offs = self.parts[p].offsets
+                dfs.append((offs[ids + 1] - offs[ids]).astype(np.int64).tolist())
+            else:
+                dfs.append([])
         out: list[list[int]] = []
-        pos = 0
-        for words, c in zip(queries, counts, strict=True):
-            row: list[int] = []
-            for df in dfs[pos : pos + c]:
+        for words, (p, start, c) in zip(queries, where, strict=True):
+            row = []
+            for df in dfs[p][start : start + c]:
                 row.append(df)
                 if df < below:
                     break
@@ -173,29 +158,110 @@ class ViewIndex:
                 if len(row) < len(words):
                     row.append(0)  # not stored: see prefix_dfs
             out.append(row)
-            pos += c
         return out
 
     def iter_keys(self) -> Iterator[tuple[str, int]]:
-        """Stored keys with their df (a shard-merged view; for tests and tools)."""
-        seen: set[str] = set()
-        for s in self.shards:
-            for key, _ in s.iter_keys():
-                if key not in seen:
-                    seen.add(key)
-                    yield key, self.df_words(key.split(" "))
+        """Stored keys with their document frequency (for tests and tools)."""
+        for part in self.parts:
+            for key, kid in part.trie.iteritems():
+                yield key, part.df_of(kid)
 
     def doc_words(self, ordinal: int) -> list[str]:
         """The normalised words of document ``ordinal`` in order, ``""`` closing each
-        segment (what an aligner needs to compare a text with its source)."""
-        if not 0 <= ordinal < self.shards[-1].doc_base + self.shards[-1].n_docs:
-            raise IndexError(f"document ordinal {ordinal} out of range")
-        for s in self.shards:
-            if ordinal < s.doc_base + s.n_docs:
-                restore = s.trie.restore_key
-                return [
-                    restore(int(t)) if t >= 0 else ""
-                    for t in s.doc_tokens(ordinal - s.doc_base).tolist()
-                ]
-        raise AssertionError("unreachable")
+        segment of this view (what an aligner needs to compare a text with its source)."""
+        return [w if w is not None else "" for w in self._doc_words(ordinal)]
 
+    # -- exact path for N-grams that are not stored -------------------------------------
+    def _doc_words(self, d: int) -> list[str | None]:
+        if not 0 <= d < self.docs.starts[-1] + len(self.docs.doc_starts[-1]) - 1:
+            raise IndexError(f"document ordinal {d} out of range")
+        v = self.docs.n_vocab
+        cross = not self.tokenizer.break_on_punctuation
+        out: list[str | None] = []
+        for t in self.docs.doc_ids(d).tolist():
+            if t < v:
+                out.append(self.docs.word(t))
+            elif (t == v or not cross) and out and out[-1] is not None:
+                out.append(None)
+        return out
+
+    def _doc_ngrams(self, d: int) -> set[str]:
+        """Every N-gram key (1..max_n words) of document ``d``; the last few are cached
+        (a bulk look-up of one text's N-grams keeps verifying against the same documents)."""
+        got = self._ngram_cache.get(d)
+        if got is None:
+            if len(self._ngram_cache) >= 16:
+                self._ngram_cache.pop(next(iter(self._ngram_cache)))
+            got = set()
+            seg: list[str] = []
+            for w in [*self._doc_words(d), None]:
+                if w is not None:
+                    seg.append(w)
+                    continue
+                for i in range(len(seg)):
+                    for n in range(1, min(self.max_n, len(seg) - i) + 1):
+                        got.add(" ".join(seg[i : i + n]))
+                seg = []
+            self._ngram_cache[d] = got
+        return got
+
+    def _key(self, words: Sequence[str]) -> tuple[int, int] | None:
+        p = partition_of(words[0], self._n_parts)
+        kid = self.parts[p].trie.get(" ".join(words))
+        return None if kid is None else (p, kid)
+
+    def _witness(self, words: tuple[str, ...]) -> tuple[int, int] | None:
+        """For an N-gram that is not stored (``n <= max_n``): a stored sub-N-gram with
+        df 1 (its only document is the only candidate), or None when the N-gram occurs
+        nowhere.
+
+        Not stored means a proper sub-N-gram has df <= 1 or the N-gram does not occur.
+        If its prefix and suffix are both stored with df >= 2, every proper sub-N-gram
+        has df >= 2, so it does not occur.  Otherwise take a piece with df 1, or recurse
+        into a piece that is not stored.  Results are memoised.
+        """
+        memo = self._witness_memo
+        if words in memo:
+            return memo[words]
+        found: tuple[int, int] | None = None
+        if len(words) > 1:
+            parts = (words[:-1], words[1:])
+            ids = [self._key(p) for p in parts]
+            for pid in ids:
+                if pid is not None and self.parts[pid[0]].df_of(pid[1]) <= 1:
+                    found = pid
+                    break
+            else:
+                for part, pid in zip(parts, ids, strict=True):
+                    if pid is None:
+                        found = self._witness(part)
+                        break  # None: that piece occurs nowhere, so neither does this
+        if len(memo) > 20_000:
+            memo.clear()
+        memo[words] = found
+        return found
+
+    def _rarest_piece(self, words: Sequence[str]) -> np.ndarray:
+        best: tuple[int, int] | None = None
+        for i in range(len(words)):
+            part = self.part(words[i])
+            found = False
+            for _, kid in part.prefixes(" ".join(words[i:])):
+                found = True
+                p = partition_of(words[i], self._n_parts)
+                if best is None or part.df_of(kid) < self.parts[best[0]].df_of(best[1]):
+                    best = (p, kid)
+            if not found:  # words[i] occurs nowhere
+                return _EMPTY
+        assert best is not None
+        return self.parts[best[0]].postings_of(best[1]).astype(np.int64)
+
+    def _contains(self, d: int, seq: np.ndarray) -> bool:
+        toks = self.docs.doc_ids(d)
+        if not self.tokenizer.break_on_punctuation:
+            toks = toks[toks != self.docs.n_vocab + 1]
+        n = len(seq)
+        if n > len(toks):
+            return False
+        windows = np.lib.stride_tricks.sliding_window_view(toks, n)
+        return bool((windows == seq).all(axis=1).any())

@@ -1,0 +1,153 @@
+"""Views and groups on TAB: the guarantee against independent adversaries, and its price.
+
+For the 127 gold-masked TAB test documents, k = 2, arity 1, redaction only (``--llm none``):
+
+1. builds the TAB collection's index three ways: the folded view alone (the single text
+   model of format 1: the baseline, built in the same run), the default views, and the
+   default views with groups (``--group-regex '^[a-z0-9]+:(.+)$'``: a case's TAB text,
+   its HUDOC text and its 10 % sample entry are one group): build time and size on disk;
+2. the arity-1 check time per document on the default views;
+3. delinks the 127 documents with each index and runs the adversary panel of
+   ``tests/adversaries.py`` (fine surface words, SQLite FTS5 ``unicode61`` with
+   ``remove_diacritics`` 0 and 2, confusable folding, case-sensitive) over the outputs:
+   minimal linkable phrases left and documents with any, per adversary, counted in
+   documents (k counts documents) or in groups;
+4. words changed against the minimum stabbing set of the union of views (first pass),
+   and that union optimum against the single-view optimum.
+
+Run: ``python benchmarks/bench_views.py [--limit N] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from adversaries import CaseAdversary, panel  # noqa: E402
+
+from presidio_delink import NgramIndex  # noqa: E402
+from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
+from presidio_delink.linkage import analyze  # noqa: E402
+from presidio_delink.pipeline import Delinker  # noqa: E402
+from presidio_delink.views import DEFAULT_VIEWS  # noqa: E402
+
+GROUP_RE = re.compile(r"^[a-z0-9]+:(.+)$")
+
+
+def build(docs, views, groups: bool, work: Path):  # type: ignore[no-untyped-def]
+    out = Path(tempfile.mkdtemp(dir=work)) / "i"
+    t0 = time.perf_counter()
+    idx = NgramIndex.build(
+        docs, out, views=views, group_regex=GROUP_RE.pattern if groups else None
+    )
+    dt = time.perf_counter() - t0
+    return idx, dt, int(idx.stats()["bytes_on_disk"])  # type: ignore[call-overload]
+
+
+def delink(idx: NgramIndex, texts: list[tuple[str, str]]) -> tuple[list[str], dict[str, float]]:
+    d = Delinker(idx, k=2, arity=1)
+    outs, words, opt, changed = [], 0, 0, 0
+    for doc_id, text in texts:
+        res = d.delink(text, doc_id)
+        assert not res.failed and res.text is not None
+        outs.append(res.text)
+        words += res.n_words
+        opt += res.optimum_words
+        changed += res.words_redacted + res.words_rewritten
+    return outs, {"words": words, "optimum": opt, "changed": changed}
+
+
+def run_panel(outs, collection, groups):  # type: ignore[no-untyped-def]
+    rows = {}
+    for adv in [*panel(), CaseAdversary()]:
+        t0 = time.perf_counter()
+        found = adv.linkable(outs, collection, 2, groups)
+        rows[adv.name] = {
+            "phrases": sum(len(f) for f in found),
+            "documents": sum(1 for f in found if f),
+            "seconds": round(time.perf_counter() - t0, 1),
+            "examples": [p for f in found for p, _ in f][:5],
+        }
+        print(f"    {adv.name:11s} {rows[adv.name]}", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=int, default=127)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    work = REPO / "benchmarks" / "_work"
+    work.mkdir(parents=True, exist_ok=True)
+    collection = list(tab_collection())
+    raw = sum(len(t.encode("utf-8")) for _, t in collection)
+    groups = [GROUP_RE.match(d).group(1) for d, _ in collection]  # type: ignore[union-attr]
+    test = [(d, deid) for d, _, deid in tab_test("gold")][: args.limit]
+    print(f"load: {os.getloadavg()}; {len(collection)} docs, {raw / 2**20:.2f} MiB; "
+          f"{len(test)} test docs", flush=True)
+    report: dict[str, object] = {"load_before": os.getloadavg()}
+
+    base, t_base, b_base = build(collection, ("folded",), False, work)
+    full, t_full, b_full = build(collection, DEFAULT_VIEWS, False, work)
+    grp, t_grp, b_grp = build(collection, DEFAULT_VIEWS, True, work)
+    report["build"] = {
+        "single_view_s": round(t_base, 1),
+        "default_views_s": round(t_full, 1),
+        "ratio": round(t_full / t_base, 2),
+        "with_groups_s": round(t_grp, 1),
+        "single_view_disk_x": round(b_base / raw, 2),
+        "default_views_disk_x": round(b_full / raw, 2),
+        "with_groups_disk_x": round(b_grp / raw, 2),
+    }
+    print("build", report["build"], flush=True)
+
+    times = []
+    for _, text in test:
+        t0 = time.perf_counter()
+        analyze(full, text, k=2, arity=1)
+        times.append(time.perf_counter() - t0)
+    t1 = []
+    for _, text in test:
+        t0 = time.perf_counter()
+        analyze(base, text, k=2, arity=1)
+        t1.append(time.perf_counter() - t0)
+    report["check_ms"] = {
+        "default_views_mean": round(1000 * sum(times) / len(times), 1),
+        "single_view_mean": round(1000 * sum(t1) / len(t1), 1),
+    }
+    print("check", report["check_ms"], flush=True)
+
+    for name, idx, grp_list in (
+        ("single view (format 1 model)", base, None),
+        ("default views", full, None),
+        ("default views + groups", grp, groups),
+    ):
+        t0 = time.perf_counter()
+        outs, cost = delink(idx, test)
+        cost["seconds_per_doc"] = round((time.perf_counter() - t0) / len(test), 3)
+        print(f"{name}: {cost}", flush=True)
+        rows = run_panel(outs, collection, grp_list)
+        report[name] = {"cost": cost, "panel": rows}
+        if name == "default views":  # the same outputs, counted in groups
+            print("  same outputs, adversaries counting groups:", flush=True)
+            report[name + ", counted in groups"] = run_panel(outs, collection, groups)
+    report["load_after"] = os.getloadavg()
+    for idx in (base, full, grp):
+        shutil.rmtree(idx.directory.parent, ignore_errors=True)
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

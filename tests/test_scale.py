@@ -1,0 +1,136 @@
+"""One global key space: answers do not depend on shards, partitions, workers or Dask."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from presidio_delink import IndexFormatError, NgramIndex
+from presidio_delink.errors import BuildError
+from presidio_delink.linkage import analyze
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+WORDS = ["a", "b", "c", "d", "e", "f"]
+SEPS = [" ", " ", ", ", ". ", " [REDACTED] "]
+text_st = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPS)), max_size=20).map(
+    lambda parts: "".join(w + s for w, s in parts))
+
+
+def keys(idx: NgramIndex) -> dict[str, dict[str, int]]:
+    return {name: dict(v.iter_keys()) for name, v in idx.views.items()}
+
+
+def reports(idx: NgramIndex, texts: list[str], arity: int = 3) -> list[object]:
+    out = []
+    for t in texts:
+        rep = analyze(idx, t, k=2, arity=arity, exhaustive=True)
+        out.append(([(f.key, f.view, f.df, f.arity, f.spans, f.docs) for f in rep.flagged],
+                    rep.combination_docs))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(text_st, min_size=1, max_size=8), shard_words=st.integers(1, 12),
+       n_parts=st.integers(1, 5), query=text_st)
+def test_shards_and_partitions_change_nothing(tmp_path_factory, docs, shard_words, n_parts, query) -> None:  # type: ignore[no-untyped-def]
+    coll = [(f"d{i}", t) for i, t in enumerate(docs)]
+    one = NgramIndex.build(coll, tmp_path_factory.mktemp("s") / "one", max_n=3)
+    many = NgramIndex.build(coll, tmp_path_factory.mktemp("s") / "many", max_n=3,
+                            shard_words=shard_words, n_parts=n_parts)
+    # Global apriori storage: the same keys with the same document frequencies.
+    assert keys(many) == keys(one)
+    assert reports(many, [query, *docs[:2]]) == reports(one, [query, *docs[:2]])
+    for name, v in many.views.items():
+        for t in docs[:2]:
+            for seg in v.tokenizer.word_segments(t):
+                for i in range(len(seg)):
+                    for n in range(1, 6):  # beyond max_n too
+                        w = seg[i:i + n]
+                        assert v.lookup(w).tolist() == one.views[name].lookup(w).tolist()
+
+
+def _samples() -> list[tuple[str, str]]:
+    lines = (SAMPLES / "collection.jsonl").read_text(encoding="utf-8").splitlines()
+    return [(r["id"], r["text"]) for r in map(json.loads, lines)]
+
+
+def _deid() -> list[str]:
+    lines = (SAMPLES / "deidentified.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(x)["text"] for x in lines][:3]
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory) -> NgramIndex:
+    return NgramIndex.build(_samples(), tmp_path_factory.mktemp("x") / "single")
+
+
+def test_sharded_partitioned_build_of_the_samples_is_identical(single, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    many = NgramIndex.build(_samples(), tmp_path / "many", shard_words=2000)
+    assert len(many.meta["folds"][0]["doc_shards"]) > 10
+    assert all(len(v.parts) > 10 for v in many.views.values())
+    assert reports(many, _deid(), arity=1) == reports(single, _deid(), arity=1)
+
+
+def test_parallel_build_is_identical(tmp_path: Path) -> None:
+    # Enough documents for the process pool to take over tokenising (after the first 200)
+    # and several shards for counting and writing in parallel.
+    sents = [s for _, t in _samples() for s in t.split(". ")]
+    docs = [(f"g{i}", ". ".join(sents[i * 7 : i * 7 + 7])) for i in range(450)]
+    par = NgramIndex.build(docs, tmp_path / "par", shard_words=5_000, workers=2)
+    seq = NgramIndex.build(docs, tmp_path / "seq", shard_words=5_000)
+    assert len(par.meta["folds"][0]["doc_shards"]) > 2
+    assert keys(par) == keys(seq)
+    assert reports(par, _deid(), arity=1) == reports(seq, _deid(), arity=1)
+
+
+def test_dask_build_reads_its_inputs_and_is_identical(single, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    distributed = pytest.importorskip("distributed")
+    docs = _samples()
+    parts = []
+    for i in range(3):  # the input split into files, one task each
+        p = tmp_path / f"part{i}.jsonl"
+        p.write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in docs[i::3]))
+        parts.append(p)
+    order = [d for i in range(3) for d in docs[i::3]]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        idx = NgramIndex.build_files(parts, tmp_path / "dask", dask_client=client,
+                                     shard_words=20_000)
+    ref = NgramIndex.build(order, tmp_path / "ref", shard_words=20_000)
+    assert idx.doc_ids == ref.doc_ids
+    assert keys(idx) == keys(ref)
+    assert reports(idx, _deid(), arity=1) == reports(ref, _deid(), arity=1)
+
+
+class _DyingClient:
+    """A Dask client whose workers die at the n-th batch of tasks."""
+
+    def __init__(self, die_at: int) -> None:
+        self.calls = 0
+        self.die_at = die_at
+
+    def map(self, fn, *iterables, pure=False):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls == self.die_at:
+            raise RuntimeError("KilledWorker: worker tcp://127.0.0.1:1 died")
+        return [fn(*a) for a in zip(*iterables, strict=True)]
+
+    def gather(self, results):  # type: ignore[no-untyped-def]
+        return results
+
+
+@pytest.mark.parametrize("die_at", [1, 3, 9])
+def test_a_dying_worker_fails_the_build_and_leaves_nothing(tmp_path: Path, die_at: int) -> None:
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in _samples()[:8]))
+    out = tmp_path / "i"
+    with pytest.raises(BuildError, match="failed"):
+        NgramIndex.build_files([src], out, dask_client=_DyingClient(die_at), shard_words=500)
+    assert not out.exists()
+    with pytest.raises(IndexFormatError):
+        NgramIndex.load(out)
