@@ -136,12 +136,11 @@ class LinkageReport:
     def linkable(self) -> bool:
         return bool(self.flagged)
 
-    def linked_docs(self) -> dict[str, list[tuple[str, ...]]]:
-        """Collection document id -> evidence (N-gram tuples) singling it out.
+    def linked_ordinals(self) -> dict[int, list[tuple[str, ...]]]:
+        """Collection document ordinal -> evidence (N-gram tuples) singling it out.
 
         Every linked document is a key; its evidence lists the arity-1 N-grams and the
         listed combinations (an empty list: only combinations beyond the listed ones).
-        Keys are in collection order.
         """
         out: dict[int, list[tuple[str, ...]]] = {d: [] for d in self.combination_docs}
         for f in self.flagged:
@@ -151,9 +150,19 @@ class LinkageReport:
         for c in self.combinations:
             for d in c.docs:
                 out.setdefault(d, []).append(c.keys)
-        if len(self.doc_ids) < (max(out) + 1 if out else 0):
+        return dict(sorted(out.items()))
+
+    def linked_docs(self) -> dict[str, list[tuple[str, ...]]]:
+        """Collection document id -> evidence (N-gram tuples) singling it out, in
+        collection order (see :meth:`linked_ordinals`).
+
+        Raises:
+            ValueError: the report was not made by :func:`analyze` (it has no ids).
+        """
+        out = self.linked_ordinals()
+        if out and len(self.doc_ids) <= max(out):
             raise ValueError("this report has no document ids (build it with analyze())")
-        return {self.doc_ids[d]: ev for d, ev in sorted(out.items())}
+        return {self.doc_ids[d]: ev for d, ev in out.items()}
 
     def spans(self) -> list[tuple[int, int, Flagged]]:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""

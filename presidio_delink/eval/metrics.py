@@ -22,7 +22,8 @@ def source_linked(
     """Whether the report's evidence singles out ``source_id`` among ``< k`` documents."""
     if report is None:
         return None
-    return source_id in report.linked_docs()
+    wanted = {i for i, d in enumerate(doc_ids) if d == source_id}
+    return bool(wanted & set(report.linked_ordinals()))
 
 
 def doc_record(
@@ -46,7 +47,7 @@ def doc_record(
         "ngrams_before": before,
         "ngrams_after": 0 if not result.linkable_after else None,
         "combinations_before": None if rep is None else rep.n_combinations,
-        "linked_docs_before": None if rep is None else len(rep.linked_docs()),
+        "linked_docs_before": None if rep is None else len(rep.linked_ordinals()),
         "words_rewritten": result.words_rewritten,
         "words_redacted": result.words_redacted,
         "optimum_words": result.optimum_words,
