@@ -160,3 +160,28 @@ class _no_warnings:
     def __exit__(self, *exc: object) -> None:
         self._cm.__exit__(*exc)
         assert [str(w.message) for w in self.caught] == []
+
+
+def test_explanations_and_linked_documents(analyzer: AnalyzerEngine, sample_index: NgramIndex,
+                                           sample_deid) -> None:  # type: ignore[no-untyped-def]
+    doc_id, text = sample_deid[0]
+    rec = LinkageRiskRecognizer(sample_index, k=2, explain_docs=True)
+    res = [r for r in analyzer.analyze(text, language="en", ad_hoc_recognizers=[rec])
+           if r.entity_type == ENTITY]
+    assert res
+    for r in res:  # kept although return_decision_process is False
+        assert r.analysis_explanation is not None
+        assert r.recognition_metadata["linked_docs"]
+        assert "links to" in r.analysis_explanation.textual_explanation
+    assert any(doc_id in r.recognition_metadata["linked_docs"] for r in res)
+    plain = LinkageRiskRecognizer(sample_index, k=2).analyze(text, [ENTITY])
+    assert all("linked_docs" not in r.recognition_metadata for r in plain)
+
+
+def test_report_shows_df_next_to_each_span(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
+    from presidio_delink.report import render
+
+    res = Delinker(sample_index, k=2).delink(sample_deid[0][1], sample_deid[0][0])
+    page = render([res])
+    assert page.count('<sup class="df">df=1</sup>') >= 1
+    assert page.count("<mark class=\"flag\"") == page.count('<sup class="df">')
