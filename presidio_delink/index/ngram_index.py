@@ -143,16 +143,9 @@ class NgramIndex:
             ConfigError: a bad setting, a non-empty directory, or another build
                 writing into it.
         """
-        names = resolve_views(views, defaults=False)
-        specs = [VIEWS[n] for n in names]
-        toks = {
-            v.fold: Tokenizer(max_n=max_n, placeholders=placeholders, fold=v.fold) for v in specs
-        }
-        if shard_words < 1:
-            raise ConfigError(f"shard_words must be positive, got {shard_words}")
-        if workers < 1 or (n_parts is not None and n_parts < 1):
-            raise ConfigError("workers and n_parts must be positive")
-        grx = _compile_group_regex(group_regex)
+        specs, toks, grx = _plan(views, max_n, placeholders, shard_words, n_parts, group_regex)
+        if workers < 1:
+            raise ConfigError(f"workers must be positive, got {workers}")
         temp = directory is None
         out = (
             Path(tempfile.mkdtemp(prefix="delink-index-")) if directory is None else Path(directory)
@@ -194,13 +187,8 @@ class NgramIndex:
         Documents are ordered by input file, then within each file, as :meth:`build`
         orders them, so the index answers exactly as a single-process build.
         """
-        names = resolve_views(views, defaults=False)
-        specs = [VIEWS[n] for n in names]
-        folds = list(dict.fromkeys(v.fold for v in specs))
-        toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
-        if shard_words < 1 or (n_parts is not None and n_parts < 1):
-            raise ConfigError("shard_words and n_parts must be positive")
-        _compile_group_regex(group_regex)
+        specs, toks, grx = _plan(views, max_n, placeholders, shard_words, n_parts, group_regex)
+        folds = list(toks)
         out = Path(directory)
         runner = DaskRunner(dask_client)
         with _BuildLock(out) as lock:
@@ -214,7 +202,7 @@ class NgramIndex:
                         for i, p in enumerate(paths)
                     ],
                 )
-                col = _Collector(out, folds, shard_words, _compile_group_regex(group_regex))
+                col = _Collector(out, folds, shard_words, grx)
                 for res in results:
                     for doc_id, group in res["docs"]:
                         col.admit((doc_id, "", group))
@@ -504,6 +492,24 @@ class _BuildLock:
         if exc[0] is not None and self.created_dir:
             with contextlib.suppress(OSError):
                 self.out.rmdir()  # only if empty: never what someone else put there
+
+
+def _plan(
+    views: Sequence[str],
+    max_n: int,
+    placeholders: tuple[str, ...],
+    shard_words: int,
+    n_parts: int | None,
+    group_regex: str | None,
+) -> tuple[list[Any], dict[str, Tokenizer], re.Pattern[str] | None]:
+    """Validate the build settings: the views, a tokenizer per word model, the regex."""
+    specs = [VIEWS[n] for n in resolve_views(views, defaults=False)]
+    toks = {v.fold: Tokenizer(max_n=max_n, placeholders=placeholders, fold=v.fold) for v in specs}
+    if shard_words < 1:
+        raise ConfigError(f"shard_words must be positive, got {shard_words}")
+    if n_parts is not None and n_parts < 1:
+        raise ConfigError(f"n_parts must be positive, got {n_parts}")
+    return specs, toks, _compile_group_regex(group_regex)
 
 
 def _compile_group_regex(pattern: str | None) -> re.Pattern[str] | None:

@@ -30,6 +30,7 @@ class ViewIndex:
         self.parts = parts
         self.docs = docs
         self._n_parts = len(parts)
+        self._part_of: dict[str, int] = {}  # first word -> partition (memo)
         self._witness_memo: dict[tuple[str, ...], tuple[int, int] | None] = {}
         self._ngram_cache: dict[int, set[str]] = {}
 
@@ -41,8 +42,18 @@ class ViewIndex:
     def n_keys(self) -> int:
         return sum(p.n_keys for p in self.parts)
 
+    def part_no(self, first_word: str) -> int:
+        if self._n_parts == 1:
+            return 0
+        got = self._part_of.get(first_word)
+        if got is None:
+            if len(self._part_of) > 1_000_000:
+                self._part_of.clear()
+            got = self._part_of[first_word] = partition_of(first_word, self._n_parts)
+        return got
+
     def part(self, first_word: str) -> Partition:
-        return self.parts[partition_of(first_word, self._n_parts)]
+        return self.parts[self.part_no(first_word)]
 
     # -- look-ups -------------------------------------------------------------------------
     def lookup(self, words: Sequence[str]) -> np.ndarray:
@@ -129,7 +140,7 @@ class ViewIndex:
             if not words:
                 where.append((0, 0, 0))
                 continue
-            p = partition_of(words[0], self._n_parts)
+            p = self.part_no(words[0])
             kids = by_part[p]
             start = len(kids)
             key = " ".join(words)
@@ -206,7 +217,7 @@ class ViewIndex:
         return got
 
     def _key(self, words: Sequence[str]) -> tuple[int, int] | None:
-        p = partition_of(words[0], self._n_parts)
+        p = self.part_no(words[0])
         kid = self.parts[p].trie.get(" ".join(words))
         return None if kid is None else (p, kid)
 
@@ -248,7 +259,7 @@ class ViewIndex:
             found = False
             for _, kid in part.prefixes(" ".join(words[i:])):
                 found = True
-                p = partition_of(words[i], self._n_parts)
+                p = self.part_no(words[i])
                 if best is None or part.df_of(kid) < self.parts[best[0]].df_of(best[1]):
                     best = (p, kid)
             if not found:  # words[i] occurs nowhere
