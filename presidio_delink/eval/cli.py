@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -138,14 +137,17 @@ def eval_command(
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
     try:
-        if data_root is not None:
-            if not (data_root / "tab").is_dir() and not (data_root / "wikibio").is_dir():
-                raise DelinkError(
-                    f"{data_root} holds neither tab/ nor wikibio/; see --help for the layout "
-                    "('presidio-delink data convert' makes it)"
-                )
-            os.environ["PRESIDIO_DELINK_DATA"] = str(data_root)
+        if (
+            data_root is not None
+            and not (data_root / "tab").is_dir()
+            and not (data_root / "wikibio").is_dir()
+        ):
+            raise DelinkError(
+                f"{data_root} holds neither tab/ nor wikibio/; see --help for the layout "
+                "('presidio-delink data convert' makes it)"
+            )
         _run(
+            data_root,
             datasets,
             ks,
             arities,
@@ -166,6 +168,7 @@ def eval_command(
 
 
 def _run(
+    data_root: Path | None,
     datasets: tuple[str, ...],
     ks: tuple[int, ...],
     arities: tuple[int, ...],
@@ -224,6 +227,7 @@ def _run(
                 progress=say,
                 on_results=keep_html,
                 bars=None,
+                data_root=data_root,
             )
             if merged is None:
                 merged = res

@@ -54,10 +54,11 @@ def collection_index(
     work_dir: Path,
     progress: Progress | None = None,
     bars: bool | None = False,
+    data_root: Path | None = None,
 ) -> tuple[NgramIndex, list[tuple[str, str]]]:
     """The collection (read once) and its index, built under ``work_dir`` on first use and
     reused while the collection is unchanged (the folder name holds a hash of its content)."""
-    docs = list(dataset.collection())
+    docs = list(dataset.collection(data_root))
     h = hashlib.sha256()
     for d, t in docs:
         h.update(d.encode() + b"\0" + t.encode("utf-8", "surrogatepass") + b"\1")
@@ -89,6 +90,7 @@ def run_eval(
     progress: Progress | None = None,
     on_results: Callable[[Setting, list[DelinkResult]], None] | None = None,
     bars: bool | None = False,
+    data_root: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``settings`` on a named data set.
 
@@ -106,6 +108,8 @@ def run_eval(
         on_results: receives each setting's :class:`DelinkResult` list (e.g. for HTML).
         bars: progress bars on stderr for the long steps (index build, embedding,
             delinking); None: only when stderr is a terminal.
+        data_root: the evaluation data folder (default: ``$PRESIDIO_DELINK_DATA`` or
+            ``../shared/data``; layout in :mod:`presidio_delink.datasets`).
 
     Returns:
         A JSON-serialisable dict: ``meta``, ``settings`` (each: ``setting``, ``summary``,
@@ -122,12 +126,13 @@ def run_eval(
     wd = Path(work_dir) if work_dir is not None else default_work_dir()
     wd.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    tests: list[EvalDoc] = ds.test(limit=limit)
+    root = Path(data_root) if data_root is not None else None
+    tests: list[EvalDoc] = ds.test(root, limit=limit)
     if bars is None:
         import sys
 
         bars = sys.stderr.isatty()
-    index, coll = collection_index(ds, wd, say, bars)
+    index, coll = collection_index(ds, wd, say, bars, root)
     doc_ids = index.doc_ids
     missing = [t.id for t in tests if t.id not in set(doc_ids)]
     if missing:
