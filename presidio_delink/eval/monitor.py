@@ -46,13 +46,15 @@ class SemanticMonitor:
         docs: Iterable[tuple[str, str]],
         embedder: Embedder | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        progress: bool | None = False,
     ) -> SemanticMonitor:
-        """Embed ``(doc_id, text)`` pairs (cached in ``cache_dir`` when given)."""
+        """Embed ``(doc_id, text)`` pairs (cached in ``cache_dir`` when given; a progress
+        bar with ``progress``, None: only on a terminal)."""
         embedder = embedder or Embedder()
         pairs = list(docs)
         ids = [d for d, _ in pairs]
         texts = [t for _, t in pairs]
-        return cls(ids, embedder.encode_cached(ids, texts, cache_dir), embedder)
+        return cls(ids, embedder.encode_cached(ids, texts, cache_dir, progress), embedder)
 
     def position(self, doc_id: str) -> int:
         """Row of ``doc_id``.
