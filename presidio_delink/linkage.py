@@ -119,6 +119,7 @@ class LinkageReport:
         complete: False when triples were searched only as far as needed to flag
             (``exhaustive=False``): ``n_combinations`` and ``combination_docs`` then cover
             all pairs but only the triples found.
+        doc_ids: the index's document ids (ordinal -> id), for :meth:`linked_docs`.
     """
 
     k: int
@@ -129,12 +130,13 @@ class LinkageReport:
     n_combinations: int = 0
     combination_docs: tuple[int, ...] = ()
     complete: bool = True
+    doc_ids: Sequence[str] = field(default=(), repr=False)
 
     @property
     def linkable(self) -> bool:
         return bool(self.flagged)
 
-    def linked_docs(self) -> dict[int, list[tuple[str, ...]]]:
+    def linked_ordinals(self) -> dict[int, list[tuple[str, ...]]]:
         """Collection document ordinal -> evidence (N-gram tuples) singling it out.
 
         Every linked document is a key; its evidence lists the arity-1 N-grams and the
@@ -149,6 +151,18 @@ class LinkageReport:
             for d in c.docs:
                 out.setdefault(d, []).append(c.keys)
         return dict(sorted(out.items()))
+
+    def linked_docs(self) -> dict[str, list[tuple[str, ...]]]:
+        """Collection document id -> evidence (N-gram tuples) singling it out, in
+        collection order (see :meth:`linked_ordinals`).
+
+        Raises:
+            ValueError: the report was not made by :func:`analyze` (it has no ids).
+        """
+        out = self.linked_ordinals()
+        if out and len(self.doc_ids) <= max(out):
+            raise ValueError("this report has no document ids (build it with analyze())")
+        return {self.doc_ids[d]: ev for d, ev in out.items()}
 
     def spans(self) -> list[tuple[int, int, Flagged]]:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""
@@ -228,6 +242,7 @@ def analyze(
         n_combinations=combos.count,
         combination_docs=tuple(sorted(combos.docs)),
         complete=combos.complete,
+        doc_ids=index.doc_ids,
     )
 
 

@@ -19,9 +19,10 @@ from presidio_delink.edits import (
     REDACTED,
     Run,
     apply,
+    fit,
     rejection,
     runs,
-    sentence_bounds,
+    sentence_groups,
     stabbing_tokens,
     whole_words,
 )
@@ -316,13 +317,11 @@ class Delinker:
         """One LLM call per sentence, covering all its runs; answers validated."""
         assert self.rewriter is not None
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
-        by_sentence: dict[tuple[int, int], list[Run]] = {}
-        bounds = sentence_bounds(text)
-        for r in rs:
-            sb = next(((a, b) for a, b in bounds if a <= r.start and r.end <= b), None)
-            if sb is None:  # a run across our rough sentence bounds: its own context
-                sb = (max(0, r.start - 200), min(len(text), r.end + 200))
-            by_sentence.setdefault(sb, []).append(r)
+        run_at = {(r.start, r.end): r for r in rs}
+        by_sentence = {
+            sb: [run_at[s] for s in group]
+            for sb, group in sentence_groups(text, [(r.start, r.end) for r in rs]).items()
+        }
         for (a, b), group in by_sentence.items():
             context = text[a:b]
             spans = list(dict.fromkeys(text[r.start : r.end] for r in group))
@@ -359,19 +358,8 @@ class Delinker:
                 )
                 if reason is None:
                     assert isinstance(new, str)
-                    out[(r.start, r.end)] = (_fit(new.strip(), text, r), None)
+                    out[(r.start, r.end)] = (fit(new.strip(), text, r.start, r.end), None)
                 else:
                     log.debug("replacement rejected: %s", reason)
                     out[(r.start, r.end)] = (None, reason)
         return out
-
-
-def _fit(new: str, text: str, r: Run) -> str:
-    """Keep word boundaries: a replacement glued to a neighbouring letter gets a space."""
-    if new == REDACTED:
-        return new
-    if r.start > 0 and text[r.start - 1].isalnum() and new[:1].isalnum():
-        new = " " + new
-    if r.end < len(text) and text[r.end].isalnum() and new[-1:].isalnum():
-        new = new + " "
-    return new

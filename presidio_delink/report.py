@@ -13,27 +13,39 @@ h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem;border-top:1px solid #c
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:1.5rem}
 .text{white-space:pre-wrap;font-size:.85rem;line-height:1.45;background:#fafafa;padding:.8rem;
 border:1px solid #ddd;border-radius:4px}
-mark.flag{background:#ffd3d3} mark.llm{background:#d4f5d4} mark.redacted{background:#ddd;color:#555}
+mark.flag{background:#ffd3d3} sup.df{font-size:.7rem;color:#900;font-weight:bold;margin-left:1px}
+mark.llm{background:#d4f5d4} mark.redacted{background:#ddd;color:#555}
 .meta{font-size:.85rem;color:#555} table{border-collapse:collapse;font-size:.85rem}
 td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left} .fail{color:#b00;font-weight:bold}
 """
 
 
-def _highlight(text: str, spans: Iterable[tuple[int, int, str, str]]) -> str:
-    """``spans``: (start, end, css class, tooltip); overlapping spans are merged."""
-    merged: list[tuple[int, int, str, str]] = []
+def _highlight(
+    text: str,
+    spans: Iterable[tuple[int, int, str, str]],
+    dfs: dict[tuple[int, int], int] | None = None,
+) -> str:
+    """``spans``: (start, end, css class, tooltip); overlapping spans are merged.  With
+    ``dfs`` (span -> document frequency), each mark shows the lowest df of the spans it
+    merges, as a visible label (no hovering needed)."""
+    merged: list[tuple[int, int, str, str, int | None]] = []
+    dfs = dfs or {}
     for a, b, cls, tip in sorted(spans):
+        df = dfs.get((a, b))
         if merged and a < merged[-1][1]:
-            pa, pb, pc, pt = merged[-1]
-            merged[-1] = (pa, max(pb, b), pc, f"{pt}; {tip}")
+            pa, pb, pc, pt, pdf = merged[-1]
+            low = df if pdf is None else pdf if df is None else min(df, pdf)
+            merged[-1] = (pa, max(pb, b), pc, f"{pt}; {tip}", low)
         else:
-            merged.append((a, b, cls, tip))
+            merged.append((a, b, cls, tip, df))
     out: list[str] = []
     pos = 0
-    for a, b, cls, tip in merged:
+    for a, b, cls, tip, df in merged:
         out.append(html.escape(text[pos:a]))
+        label = "" if df is None else f'<sup class="df">df={df}</sup>'
         out.append(
             f'<mark class="{cls}" title="{html.escape(tip)}">{html.escape(text[a:b])}</mark>'
+            + label
         )
         pos = b
     out.append(html.escape(text[pos:]))
@@ -45,9 +57,9 @@ def render(results: Iterable[DelinkResult], title: str = "presidio-delink report
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-        "<p class='meta'>Left: the input (after PII redaction), linkable N-grams in red with "
-        "their document frequency. Right: the output, LLM rewrites in green, redactions in "
-        "grey.</p>",
+        "<p class='meta'>Left: the input (after PII redaction), linkable N-grams in red, each "
+        "followed by its document frequency (df=1: found in one collection document). "
+        "Right: the output, LLM rewrites in green, redactions in grey.</p>",
     ]
     for r in results:
         parts.append(f"<h2>{html.escape(r.id)}</h2>")
@@ -62,13 +74,14 @@ def render(results: Iterable[DelinkResult], title: str = "presidio-delink report
             f"{r.optimum_words}) &middot; {r.llm_calls} LLM calls, {r.seconds:.2f} s</p>"
         )
         before = []
+        dfs: dict[tuple[int, int], int] = {}
         if r.first_report is not None:
-            before = [
-                (a, b, "flag", f"df={f.df}, arity={f.arity}") for a, b, f in r.first_report.spans()
-            ]
+            for a, b, f in r.first_report.spans():
+                before.append((a, b, "flag", f"df={f.df}, arity={f.arity}, {f.view}"))
+                dfs[(a, b)] = min(dfs.get((a, b), f.df), f.df)
         after = [(a, b, label, label) for a, b, label in r.marks]
         parts.append("<div class='cols'>")
-        parts.append(f"<div class='text'>{_highlight(r.input_text, before)}</div>")
+        parts.append(f"<div class='text'>{_highlight(r.input_text, before, dfs)}</div>")
         parts.append(f"<div class='text'>{_highlight(r.text or '', after)}</div></div>")
         if r.audit:
             parts.append(

@@ -260,7 +260,7 @@ def test_ngram_attack_ranks_by_evidence(index: NgramIndex) -> None:
 class _FakeEncoder:
     """Bag-of-letters vectors: deterministic, no model."""
 
-    def encode(self, texts):  # type: ignore[no-untyped-def]
+    def encode(self, texts, progress=False):  # type: ignore[no-untyped-def]
         m = np.zeros((len(texts), 26), dtype=np.float32)
         for r, t in enumerate(texts):
             for ch in t.lower():
@@ -268,7 +268,7 @@ class _FakeEncoder:
                     m[r, ord(ch) - 97] += 1
         return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-9)
 
-    def encode_cached(self, ids, texts, cache_dir):  # type: ignore[no-untyped-def]
+    def encode_cached(self, ids, texts, cache_dir, progress=False):  # type: ignore[no-untyped-def]
         return self.encode(texts)
 
 

@@ -55,7 +55,7 @@ class NgramAttack:
         groups, ids = self.index.doc_groups, self.index.doc_ids
         score: dict[str, int] = {}
         best: dict[str, tuple[int, int]] = {}
-        for d, ev in rep.linked_docs().items():
+        for d, ev in rep.linked_ordinals().items():
             g = groups[d]
             score[g] = score.get(g, 0) + len(ev)
             if g not in best or len(ev) > best[g][0]:

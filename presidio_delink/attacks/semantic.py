@@ -41,13 +41,14 @@ DEFAULT_MARGIN = 0.05
 class Encoder(Protocol):
     """What the attack needs of an embedding model (``eval.embeddings.Embedder`` fits)."""
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+    def encode(self, texts: Sequence[str], progress: bool | None = False) -> np.ndarray: ...
 
     def encode_cached(
         self,
         ids: Sequence[str],
         texts: Sequence[str],
         cache_dir: str | os.PathLike[str] | None,
+        progress: bool | None = False,
     ) -> np.ndarray: ...
 
 
@@ -98,14 +99,17 @@ class SemanticMonitor:
         docs: Iterable[tuple[str, str]],
         embedder: Encoder,
         cache_dir: str | os.PathLike[str] | None = None,
+        progress: bool | None = False,
         **kwargs: Any,
     ) -> SemanticMonitor:
-        """Embed ``(doc_id, text)`` pairs (cached in ``cache_dir`` when given); ``kwargs``
-        go to the constructor (``groups``, ``k``, ``margin``)."""
+        """Embed ``(doc_id, text)`` pairs (cached in ``cache_dir`` when given; a progress
+        bar with ``progress``, None: only on a terminal); ``kwargs`` go to the constructor
+        (``groups``, ``k``, ``margin``)."""
         pairs = list(docs)
         ids = [d for d, _ in pairs]
         texts = [t for _, t in pairs]
-        return cls(ids, embedder.encode_cached(ids, texts, cache_dir), embedder, **kwargs)
+        vecs = embedder.encode_cached(ids, texts, cache_dir, progress)
+        return cls(ids, vecs, embedder, **kwargs)
 
     def position(self, doc_id: str) -> int:
         """Row of ``doc_id``.

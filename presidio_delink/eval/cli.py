@@ -8,11 +8,25 @@ from pathlib import Path
 
 import click
 
+from presidio_delink.datasets import LAYOUT
 from presidio_delink.errors import DelinkError
 from presidio_delink.eval.data import DATASETS
 
+_LAYOUT_HELP = (
+    "Data folder layout ('presidio-delink data convert' writes it from the official TAB "
+    "release and the Wikipedia biography annotations):\n\n\b\n" + LAYOUT
+)
 
-@click.command("eval")
+
+@click.command("eval", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
+@click.option(
+    "--data",
+    "data_root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA, "
+    "or ../shared/data].",
+)
 @click.option(
     "--dataset",
     "datasets",
@@ -111,6 +125,7 @@ from presidio_delink.eval.data import DATASETS
     help="HTML before/after report of the first setting.",
 )
 def eval_command(
+    data_root: Path | None,
     datasets: tuple[str, ...],
     ks: tuple[int, ...],
     arities: tuple[int, ...],
@@ -129,7 +144,17 @@ def eval_command(
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
     try:
+        if (
+            data_root is not None
+            and not (data_root / "tab").is_dir()
+            and not (data_root / "wikibio").is_dir()
+        ):
+            raise DelinkError(
+                f"{data_root} holds neither tab/ nor wikibio/; see --help for the layout "
+                "('presidio-delink data convert' makes it)"
+            )
         _run(
+            data_root,
             datasets,
             ks,
             arities,
@@ -151,6 +176,7 @@ def eval_command(
 
 
 def _run(
+    data_root: Path | None,
     datasets: tuple[str, ...],
     ks: tuple[int, ...],
     arities: tuple[int, ...],
@@ -192,9 +218,7 @@ def _run(
 
                 out_dir.mkdir(parents=True, exist_ok=True)
                 with atomic_output(out_dir / f"{name}-report.html") as f:
-                    f.write(
-                        render(results, title=f"presidio-delink eval: {name}, {setting.label}")
-                    )
+                    f.write(render(results, title=f"presidio-delink eval: {name}, {setting.label}"))
                 html_written = True
 
         merged = None
@@ -216,6 +240,8 @@ def _run(
                 fluency_tokens=fluency_tokens,
                 progress=say,
                 on_results=keep_html,
+                bars=None,
+                data_root=data_root,
             )
             if merged is None:
                 merged = res

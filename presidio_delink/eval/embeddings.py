@@ -118,8 +118,10 @@ class Embedder:
                 )
             return self._model
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit-length row per text (a zero-length text gets the empty string's vector)."""
+    def encode(self, texts: Sequence[str], progress: bool | None = False) -> np.ndarray:
+        """One unit-length row per text (a zero-length text gets the empty string's vector).
+
+        ``progress``: a progress bar on stderr (None: only when stderr is a terminal)."""
         if isinstance(texts, str):
             raise ConfigError("encode takes a list of texts, not one string")
         if not texts:
@@ -131,29 +133,46 @@ class Embedder:
             cs = _chunks(t, self.chunk_words, self.max_chunks)
             chunks += cs
             owner += [i] * len(cs)
-        vecs = np.asarray(
-            model.encode(
-                chunks,
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            ),
-            dtype=np.float32,
-        )
+        from tqdm import tqdm
+
+        parts = []
+        step = self.batch_size * 8
+        with tqdm(
+            total=len(chunks),
+            unit="chunk",
+            desc="embedding",
+            disable=not progress and progress is not None,
+        ) as bar:
+            for i in range(0, len(chunks), step):
+                part = chunks[i : i + step]
+                parts.append(
+                    model.encode(
+                        part,
+                        batch_size=self.batch_size,
+                        convert_to_numpy=True,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                    )
+                )
+                bar.update(len(part))
+        vecs = np.asarray(np.concatenate(parts), dtype=np.float32)
         out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
         np.add.at(out, np.asarray(owner), vecs)
         return normalise(out)
 
     def encode_cached(
-        self, ids: Sequence[str], texts: Sequence[str], cache_dir: str | os.PathLike[str] | None
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        cache_dir: str | os.PathLike[str] | None,
+        progress: bool | None = False,
     ) -> np.ndarray:
         """:meth:`encode`, kept in ``cache_dir`` as ``emb-<sha256>.npy`` keyed by the model,
         the chunking, the ids and the texts (no cache when ``cache_dir`` is None)."""
         if len(ids) != len(texts):
             raise ConfigError("ids and texts differ in length")
         if cache_dir is None:
-            return self.encode(texts)
+            return self.encode(texts, progress)
         h = hashlib.sha256(self.fingerprint.encode())
         for i, t in zip(ids, texts, strict=True):
             h.update(i.encode("utf-8", "surrogatepass") + b"\0")
@@ -166,7 +185,7 @@ class Embedder:
                     return np.asarray(arr, dtype=np.float32)
             except (OSError, ValueError):
                 log.warning("ignoring unreadable embedding cache %s", path)
-        arr = self.encode(texts)
+        arr = self.encode(texts, progress)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with atomic_output(path, "wb") as f:  # 0600: embeddings are derived from the text
             np.save(f, arr)

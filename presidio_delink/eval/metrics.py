@@ -23,7 +23,7 @@ def source_linked(
     if report is None:
         return None
     wanted = {i for i, d in enumerate(doc_ids) if d == source_id}
-    return bool(wanted & set(report.linked_docs()))
+    return bool(wanted & set(report.linked_ordinals()))
 
 
 def doc_record(
@@ -47,7 +47,7 @@ def doc_record(
         "ngrams_before": before,
         "ngrams_after": 0 if not result.linkable_after else None,
         "combinations_before": None if rep is None else rep.n_combinations,
-        "linked_docs_before": None if rep is None else len(rep.linked_docs()),
+        "linked_docs_before": None if rep is None else len(rep.linked_ordinals()),
         "words_rewritten": result.words_rewritten,
         "words_redacted": result.words_redacted,
         "optimum_words": result.optimum_words,

@@ -59,11 +59,15 @@ def default_work_dir() -> Path:
 
 
 def collection_index(
-    dataset: EvalDataset, work_dir: Path, progress: Progress | None = None
+    dataset: EvalDataset,
+    work_dir: Path,
+    progress: Progress | None = None,
+    bars: bool | None = False,
+    data_root: Path | None = None,
 ) -> tuple[NgramIndex, list[tuple[str, str]]]:
     """The collection (read once) and its index, built under ``work_dir`` on first use and
     reused while the collection is unchanged (the folder name holds a hash of its content)."""
-    docs = list(dataset.collection())
+    docs = list(dataset.collection(data_root))
     h = hashlib.sha256()
     for d, t in docs:
         h.update(d.encode() + b"\0" + t.encode("utf-8", "surrogatepass") + b"\1")
@@ -79,7 +83,7 @@ def collection_index(
         shutil.rmtree(path)
     if progress:
         progress(f"building the {dataset.collection_name} index ({len(docs)} docs) in {path}")
-    return NgramIndex.build(docs, path), docs
+    return NgramIndex.build(docs, path, progress=bool(bars)), docs
 
 
 def run_eval(
@@ -94,6 +98,8 @@ def run_eval(
     fluency_llms: Sequence[str] | None = None,
     progress: Progress | None = None,
     on_results: Callable[[Setting, list[DelinkResult]], None] | None = None,
+    bars: bool | None = False,
+    data_root: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``settings`` on a named data set.
 
@@ -109,6 +115,10 @@ def run_eval(
         fluency_llms: score only settings with these backends (default: all).
         progress: receives one line per step.
         on_results: receives each setting's :class:`DelinkResult` list (e.g. for HTML).
+        bars: progress bars on stderr for the long steps (index build, embedding,
+            delinking); None: only when stderr is a terminal.
+        data_root: the evaluation data folder (default: ``$PRESIDIO_DELINK_DATA`` or
+            ``../shared/data``; layout in :mod:`presidio_delink.datasets`).
 
     Returns:
         A JSON-serialisable dict: ``meta``, ``settings`` (each: ``setting``, ``summary``,
@@ -125,8 +135,13 @@ def run_eval(
     wd = Path(work_dir) if work_dir is not None else default_work_dir()
     wd.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    tests: list[EvalDoc] = ds.test(limit=limit)
-    index, coll = collection_index(ds, wd, say)
+    root = Path(data_root) if data_root is not None else None
+    tests: list[EvalDoc] = ds.test(root, limit=limit)
+    if bars is None:
+        import sys
+
+        bars = sys.stderr.isatty()
+    index, coll = collection_index(ds, wd, say, bars, root)
     doc_ids = index.doc_ids
     missing = [t.id for t in tests if t.id not in set(doc_ids)]
     if missing:
@@ -149,9 +164,11 @@ def run_eval(
         say("embedding the collection (cached after the first run)")
         from presidio_delink.eval.embeddings import Embedder
 
-        monitor = SemanticMonitor.from_collection(coll, Embedder(), wd / "embeddings")
+        monitor = SemanticMonitor.from_collection(
+            coll, Embedder(), wd / "embeddings", progress=bars
+        )
         in_vecs = monitor.embedder.encode_cached(
-            [t.id for t in tests], [t.deidentified for t in tests], wd / "embeddings"
+            [t.id for t in tests], [t.deidentified for t in tests], wd / "embeddings", bars
         )
         inputs_sem = monitor.assess_vectors(in_vecs, [t.id for t in tests])
     del coll
@@ -183,7 +200,7 @@ def run_eval(
         say(f"[{s_no}/{len(settings)}] {setting.label}")
         results: list[DelinkResult] = []
         t0 = time.perf_counter()
-        stream = delinker.delink_many((t.id, t.deidentified) for t in tests)
+        stream = delinker.delink_many(((t.id, t.deidentified) for t in tests), progress=bars)
         for i, res in enumerate(stream, 1):
             if setting.protect == "containment":
                 from presidio_delink.protect import protect_result
@@ -205,7 +222,7 @@ def run_eval(
                 )["containment"]
         if monitor is not None:
             ok = [i for i, r in enumerate(results) if r.text is not None]
-            vecs = monitor.embedder.encode([results[i].text or "" for i in ok])
+            vecs = monitor.embedder.encode([results[i].text or "" for i in ok], bars)
             in_vecs_ok = in_vecs[ok]
             after = monitor.assess_vectors(vecs, [tests[i].id for i in ok])
             for j, i in enumerate(ok):

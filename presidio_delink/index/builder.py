@@ -129,12 +129,13 @@ class RawShard:
         self.n_docs = 0
         self.n_words = 0  # in the first word model
 
-    def add(self, marked: dict[str, list[int]]) -> None:
+    def add(self, marked: dict[str, Any]) -> None:
+        """Append one document: per word model, its marked ids (a list or an array)."""
         for j, f in enumerate(self.folds):
-            ids = marked[f]
+            ids = np.asarray(marked[f], dtype=np.int32)
             if j == 0:
-                self.n_words += len(ids) - ids.count(-1) - ids.count(-2)
-            self.tokens[f].extend(ids)
+                self.n_words += int(np.count_nonzero(ids >= 0))
+            self.tokens[f].frombytes(ids.tobytes())
             self.doc_starts[f].append(len(self.tokens[f]))
         self.n_docs += 1
 

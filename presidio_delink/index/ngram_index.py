@@ -542,16 +542,19 @@ def _group_of(
 
 def _tokenize_batch(
     texts: list[str], folds: list[str], max_n: int, placeholders: tuple[str, ...]
-) -> list[tuple[list[str], list[list[int]]]]:
-    """Task (``workers``): tokenise a batch of texts; per word model, the batch vocabulary
-    and each text's marked ids in it."""
+) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
+    """Task (``workers``): tokenise a batch of texts; per word model, the batch vocabulary,
+    the texts' marked ids in it (concatenated) and the offset of each text."""
     out = []
     for f in folds:
         tok = Tokenizer(max_n=max_n, placeholders=placeholders, fold=f)
         vocab: dict[str, int] = {}
         cache: dict[str, tuple[int, ...]] = {}
         ids = [tok.encode_marked(t, vocab, cache) for t in texts]
-        out.append((list(vocab), ids))
+        offs = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in ids], out=offs[1:])
+        flat = np.fromiter((i for x in ids for i in x), dtype=np.int32, count=int(offs[-1]))
+        out.append((list(vocab), flat, offs))
     return out
 
 
@@ -630,7 +633,7 @@ class _Collector:
         self.doc_ids.append(sid)
         return text
 
-    def add_marked(self, marked: dict[str, list[int]]) -> None:
+    def add_marked(self, marked: dict[str, Any]) -> None:
         before = self.current.n_words
         self.current.add(marked)
         self.n_words += self.current.n_words - before
@@ -679,14 +682,26 @@ def _phase1_pool(
                 result = pending.popleft().result()
             except BrokenProcessPool as exc:
                 raise BuildError("a build worker process died while tokenising") from exc
-            n = len(result[0][1])
+            n = len(result[0][2]) - 1
+            remaps: dict[str, tuple[Any, np.ndarray]] = {}
             for i in range(n):
                 cur = col.current
                 marked = {}
-                for f, (words, ids_list) in zip(folds, result, strict=True):
-                    local = cur.vocab[f]
-                    remap = [local.setdefault(w, len(local)) for w in words]
-                    marked[f] = [remap[x] if x >= 0 else x for x in ids_list[i]]
+                for f, (words, flat, offs) in zip(folds, result, strict=True):
+                    got = remaps.get(f)
+                    if got is None or got[0] is not cur:  # a new shard: its own vocabulary
+                        local = cur.vocab[f]
+                        remap = np.fromiter(
+                            (local.setdefault(w, len(local)) for w in words),
+                            dtype=np.int32,
+                            count=len(words),
+                        )
+                        got = remaps[f] = (cur, remap)
+                    seg = flat[offs[i] : offs[i + 1]]
+                    # (a batch without words has an empty remap and only break marks)
+                    marked[f] = (
+                        np.where(seg >= 0, got[1][np.maximum(seg, 0)], seg) if len(got[1]) else seg
+                    )
                 col.add_marked(marked)
                 if bar is not None:
                     bar.update(1)

@@ -3,36 +3,46 @@
 Presidio shows an operator only the span text and its ``OperatorConfig`` params, one
 span at a time.  Context and batching come in through params:
 
-* ``rewrites`` (dict ``{span text: replacement}``): replacements precomputed elsewhere,
-  for example by :class:`~presidio_delink.pipeline.Delinker` (one LLM call per sentence);
+* ``rewrites`` (dict ``{span text: replacement}``): replacements precomputed elsewhere;
 * ``rewriter`` (a :class:`~presidio_delink.llm.Rewriter`) with ``document`` (the full
-  text): the operator finds the sentence holding the span and asks the LLM for that
-  span alone;
+  text) and ``results`` (the analyzer results passed to ``anonymize``): the first call
+  for a document *plans* the rewrites of all its ``LINKABLE_NGRAM`` spans, one LLM
+  request per sentence (all the sentence's spans at once, validated as the pipeline
+  validates them); later calls are served from that plan.  Without ``results`` the
+  operator cannot see the other spans and asks for each span alone;
 * neither, or an answer that fails validation: the span becomes ``[REDACTED]``.
 
 Usage::
 
     engine = AnonymizerEngine()
     engine.add_anonymizer(DelinkOperator)
+    results = resolve_overlaps(results, text)   # PII wins; no glued placeholders
     engine.anonymize(text, results, operators={
-        "LINKABLE_NGRAM": OperatorConfig("delink", {"rewriter": rw, "document": text})})
+        "LINKABLE_NGRAM": OperatorConfig("delink", {"rewriter": rw, "document": text,
+                                                    "results": results})})
 
-The operator only proposes; re-check the output (or use the ``Delinker``, which verifies
-every pass and redacts what still links).
+The operator only proposes; re-check the output (or use
+:class:`~presidio_delink.presidio.engine.DelinkEngine`, which verifies and repeats).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from presidio_anonymizer.operators import Operator, OperatorType
 
-from presidio_delink.edits import REDACTED, rejection, sentence_bounds
+from presidio_delink.edits import REDACTED, fit, rejection, sentence_bounds, sentence_groups
 from presidio_delink.errors import LLMError, LLMUnavailable
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
+
+ENTITY = "LINKABLE_NGRAM"
+_PLANS_KEPT = 16
 
 
 class DelinkOperator(Operator):
@@ -41,10 +51,13 @@ class DelinkOperator(Operator):
     REWRITES = "rewrites"
     REWRITER = "rewriter"
     DOCUMENT = "document"
+    RESULTS = "results"
     FORBIDDEN = "forbidden"
     FALLBACK = "fallback"
 
     _tokenizer = Tokenizer()
+    # Plans of the last few documents: (rewriter, document digest, spans) -> {span: new}.
+    _plans: OrderedDict[tuple[Any, ...], dict[str, str | None]] = OrderedDict()
 
     def operate(self, text: str, params: dict[str, Any] | None = None) -> str:
         params = params or {}
@@ -52,16 +65,15 @@ class DelinkOperator(Operator):
         forbidden = params.get(self.FORBIDDEN, ())
         proposal = (params.get(self.REWRITES) or {}).get(text)
         rewriter = params.get(self.REWRITER)
+        doc = params.get(self.DOCUMENT)
         if proposal is None and rewriter is not None:
-            doc = params.get(self.DOCUMENT) or text
-            context = _sentence_of(doc, text)
-            try:
-                proposal = rewriter.rewrite(context, [text]).get(text)
-            except LLMUnavailable:
-                proposal = None  # the circuit breaker has already said so, once
-            except LLMError as exc:
-                log.warning("LLM failed (%s); span redacted", type(exc).__name__)
-                proposal = None
+            spans = _spans_of(params.get(self.RESULTS), doc)
+            plan = self._plan(rewriter, doc, spans, forbidden) if doc and spans else {}
+            if text in plan:
+                if plan[text] is not None:
+                    return str(plan[text])  # validated and fitted by the plan
+            else:  # not planned (no results, or spans Presidio merged): ask for it alone
+                proposal = self._ask_one(rewriter, doc or text, text)
         if proposal is None or rejection(text, proposal, self._tokenizer, forbidden):
             return str(fallback)
         return str(proposal).strip()
@@ -77,12 +89,91 @@ class DelinkOperator(Operator):
         doc = params.get(self.DOCUMENT)
         if doc is not None and not isinstance(doc, str):
             raise ValueError("delink: 'document' must be the text (a string)")
+        results = params.get(self.RESULTS)
+        if results is not None and not isinstance(results, (list, tuple)):
+            raise ValueError("delink: 'results' must be the list of analyzer results")
 
     def operator_name(self) -> str:
         return "delink"
 
     def operator_type(self) -> OperatorType:
         return OperatorType.Anonymize
+
+    # -- internals ----------------------------------------------------------------------
+    def _ask_one(self, rewriter: Any, doc: str, span: str) -> str | None:
+        try:
+            answer = rewriter.rewrite(_sentence_of(doc, span), [span])
+        except LLMUnavailable:
+            return None  # the circuit breaker has already said so, once
+        except LLMError as exc:
+            log.warning("LLM failed (%s); span redacted", type(exc).__name__)
+            return None
+        return answer.get(span) if isinstance(answer, dict) else None
+
+    def _plan(
+        self,
+        rewriter: Any,
+        doc: str,
+        spans: list[tuple[int, int]],
+        forbidden: Iterable[str],
+    ) -> dict[str, str | None]:
+        """Validated replacements of every span of ``doc``: one request per sentence."""
+        digest = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
+        key = (rewriter, digest, tuple(spans), tuple(forbidden))
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+            return plan
+        plan = {}
+        failed = False
+        for (a, b), group in sentence_groups(doc, spans).items():
+            context = doc[a:b]
+            texts = list(dict.fromkeys(doc[s:e] for s, e in group))
+            answer: Any = {}
+            if not failed:
+                try:
+                    answer = rewriter.rewrite(context, texts)
+                except LLMUnavailable:
+                    failed = True  # the circuit breaker has already said so, once
+                except LLMError as exc:
+                    log.warning(
+                        "LLM failed (%s); that sentence's spans redacted", type(exc).__name__
+                    )
+            if not isinstance(answer, dict):
+                answer = {}
+            for s, e in group:
+                span = doc[s:e]
+                if span in plan:
+                    continue
+                new = answer.get(span)
+                others = [x for x in texts if x != span]
+                why = (
+                    "no answer"
+                    if new is None
+                    else rejection(span, new, self._tokenizer, forbidden, others, context)
+                )
+                if why is None and isinstance(new, str):
+                    plan[span] = fit(new.strip(), doc, s, e)
+                else:
+                    log.debug("replacement rejected: %s", why)
+                    plan[span] = None
+        self._plans[key] = plan
+        while len(self._plans) > _PLANS_KEPT:
+            self._plans.popitem(last=False)
+        return plan
+
+
+def _spans_of(results: Sequence[Any] | None, doc: str | None) -> list[tuple[int, int]]:
+    """The ``LINKABLE_NGRAM`` spans among analyzer results (sorted, inside ``doc``)."""
+    if not results or not doc:
+        return []
+    out = set()
+    for r in results:
+        if getattr(r, "entity_type", None) == ENTITY:
+            a, b = int(r.start), int(r.end)
+            if 0 <= a < b <= len(doc):
+                out.add((a, b))
+    return sorted(out)
 
 
 def _sentence_of(doc: str, span: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
 from presidio_analyzer.input_validation import yaml_recognizer_models as _yaml_models
@@ -19,6 +20,25 @@ log = logging.getLogger(__name__)
 ENTITY = "LINKABLE_NGRAM"
 
 
+class LinkageResult(RecognizerResult):
+    """A `RecognizerResult` whose explanation survives the analyzer.
+
+    ``AnalyzerEngine.analyze`` clears every result's ``analysis_explanation`` unless
+    ``return_decision_process=True``.  For a linkage finding the explanation *is* the
+    finding (which phrase, in how many documents, with which partners), so it is kept:
+    setting it to None is ignored.  Everything in it is also in ``recognition_metadata``.
+    """
+
+    @property  # type: ignore[override]
+    def analysis_explanation(self) -> AnalysisExplanation | None:
+        return self.__dict__.get("analysis_explanation")
+
+    @analysis_explanation.setter
+    def analysis_explanation(self, value: AnalysisExplanation | None) -> None:
+        if value is not None or "analysis_explanation" not in self.__dict__:
+            self.__dict__["analysis_explanation"] = value
+
+
 class LinkageRiskRecognizer(EntityRecognizer):
     """Presidio recognizer of linkage risk: N-grams found in fewer than ``k`` documents.
 
@@ -27,8 +47,11 @@ class LinkageRiskRecognizer(EntityRecognizer):
     configuration as ``type: predefined`` with ``index_path``, ``k``, ``arity`` and
     ``max_n`` (import ``presidio_delink.presidio`` first so Presidio can find the class).
 
-    Each result carries, in ``recognition_metadata`` and its explanation: ``ngram``,
-    ``df``, ``n`` (words), ``arity`` and ``partners``.  Scores rise as df falls: arity 1
+    Each result (a :class:`LinkageResult`) carries, in ``recognition_metadata`` and in
+    its explanation, always (no ``return_decision_process`` needed): ``ngram``, ``df``,
+    ``groups``, ``n`` (words), ``arity``, ``views``, ``partners``, ``k``, and with
+    ``explain_docs=True`` ``linked_docs`` (ids of the collection documents it links to:
+    off by default, since the ids may themselves be sensitive).  Scores rise as df falls: arity 1
     scores 0.85 (df = k - 1) to 1.0 (df = 1); a member of a linkable combination scores
     0.6 (arity 3) or 0.7 (arity 2).
 
@@ -38,6 +61,7 @@ class LinkageRiskRecognizer(EntityRecognizer):
         k: flag what occurs in fewer than ``k`` documents (>= 2).
         arity: largest combination of N-grams considered, 1..3.
         max_n: longest N-gram (default: the index's).
+        explain_docs: put the ids of the linked collection documents in each result.
     """
 
     ENTITY = ENTITY
@@ -52,6 +76,7 @@ class LinkageRiskRecognizer(EntityRecognizer):
         supported_language: str = "en",
         name: str | None = None,
         context: list[str] | None = None,
+        explain_docs: bool = False,
     ) -> None:
         if (index is None) == (index_path is None):
             raise ConfigError("give exactly one of index and index_path")
@@ -59,6 +84,7 @@ class LinkageRiskRecognizer(EntityRecognizer):
         self.k = k
         self.arity = arity
         self.max_n = max_n
+        self.explain_docs = explain_docs
         # Validate now, naming the bad value, rather than at the first analyze().
         analyze(self.index, "", k=k, arity=arity, max_n=max_n)
         self.last_report: LinkageReport | None = None
@@ -109,10 +135,15 @@ class LinkageRiskRecognizer(EntityRecognizer):
             why += f"; with {', '.join(repr(p) for p in f.partners[:3])} it links (arity {f.arity})"
         else:
             why += f" (< k={self.k})"
+        linked: list[str] | None = None
+        if self.explain_docs:
+            ids = self.index.doc_ids
+            linked = [ids[d] for d in f.docs]
+            why += f"; links to {', '.join(linked[:5])}"
         expl = AnalysisExplanation(
             recognizer=self.name, original_score=score, textual_explanation=why
         )
-        meta = {
+        meta: dict[str, Any] = {
             RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
             RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
             "ngram": f.key,
@@ -123,8 +154,11 @@ class LinkageRiskRecognizer(EntityRecognizer):
             "arity": f.arity,
             "partners": list(f.partners),
             "k": self.k,
+            "explanation": why,
         }
-        return RecognizerResult(
+        if linked is not None:
+            meta["linked_docs"] = linked
+        return LinkageResult(
             ENTITY, start, end, score, analysis_explanation=expl, recognition_metadata=meta
         )
 
@@ -143,6 +177,7 @@ class LinkageRiskRecognizerConfig(_yaml_models.PredefinedRecognizerConfig):
     k: int = Field(2, ge=2, description="Flag what occurs in fewer than k documents")
     arity: int = Field(1, ge=1, le=3, description="Largest combination of N-grams")
     max_n: int | None = Field(None, ge=1, description="Longest N-gram (default: the index's)")
+    explain_docs: bool = Field(False, description="Name the linked documents in results")
 
     def model_dump(self, *args: object, **kwargs: object) -> dict[str, object]:
         kwargs.setdefault("exclude_none", True)
