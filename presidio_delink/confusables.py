@@ -2,20 +2,22 @@
 
 ``аpplicant`` with a Cyrillic ``а`` is a different word for an exact index, so a check
 that does not fold look-alikes finds it nowhere ("links nothing") while any search that
-folds them finds ``applicant``.  :func:`skeleton` maps every character to the prototype of
-its confusable class, so that both spellings give the same key.
+folds them finds ``applicant``.  :func:`latin` maps letters of other scripts to the ASCII
+letter they imitate (the folded views' word model); :func:`skeleton_word` gives a word's
+TR39 skeleton (the PII check compares removed PII with proposals this way).
 
 Data: the ``confusable-homoglyphs`` package ships Unicode's ``confusables.txt`` as a JSON
 table of homoglyph pairs (in both directions, so the TR39 direction is recovered here):
 each single character's class is closed under the pairs (union-find), and its prototype
 is the member that lists the most homoglyphs (TR39's target lists every source), ties
 going to ASCII, then to the lowest code point.  A source whose only homoglyph is a
-multi-character prototype (``m`` -> ``rn``) maps to that string.  The table is built once
-per process (about 10,000 characters) and applied with ``str.translate``.
+multi-character prototype (``m`` -> ``rn``) maps to that string.  The tables are built
+once per process and applied with ``str.translate``.
 
-TR39 skeletons merge spellings (``0``/``O``, ``1``/``l``): a coarser text model, which
-raises document frequencies.  The index therefore uses skeletons only in the folded view
-and keeps a fine view without them (see :mod:`presidio_delink.views`).
+Skeletons merge Latin spellings too (``0``/``O``, ``1``/``l``, ``m``/``rn``): a coarser
+text model, which raises document frequencies (the unsafe direction).  So the index folds
+only letters of other scripts (:func:`latin`), and keeps views without any folding (see
+:mod:`presidio_delink.views`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["latin", "skeleton", "skeleton_word", "table_version"]
+__all__ = ["latin", "skeleton_word", "table_version"]
 
 _WORDLIKE = re.compile(r"[^\W_]+")
 
@@ -84,15 +86,6 @@ def _table() -> dict[int, str]:
     return out
 
 
-def skeleton(text: str) -> str:
-    """The confusable skeleton of ``text`` (per character; lengths may change).
-
-    >>> skeleton("\u0430pplicant") == skeleton("applicant")
-    True
-    """
-    return text.translate(_table())
-
-
 @lru_cache(maxsize=1)
 def _word_table() -> dict[int, str]:
     # Letters and digits that imitate letters and digits only: a letter folded to a
@@ -105,8 +98,8 @@ def _word_table() -> dict[int, str]:
 
 
 def skeleton_word(word: str) -> str:
-    """:func:`skeleton` restricted to characters that imitate word characters (the
-    index's word folding: a word stays one word).
+    """The TR39 skeleton of a word, restricted to characters that imitate word characters
+    (a word stays one word; the PII check compares removed PII with proposals this way).
 
     >>> skeleton_word("j\u043ehn")
     'john'
