@@ -139,6 +139,11 @@ class RawShard:
             self.doc_starts[f].append(len(self.tokens[f]))
         self.n_docs += 1
 
+    def encode(self, text: str, toks: dict[str, Any]) -> dict[str, list[int]]:
+        """One document's marked ids in this shard's vocabularies, per word model
+        (``toks``: fold -> ``Tokenizer``)."""
+        return {f: t.encode_marked(text, self.vocab[f], self.cache[f]) for f, t in toks.items()}
+
     def write(self, directory: Path) -> dict[str, Any]:
         directory.mkdir(parents=True, mode=0o700)
         words = {}

@@ -584,9 +584,7 @@ def _read_part(
             raise InputError(f"{path}: document {doc_id!r}: text must be a string")
         docs.append((doc_id, group))
         before = cur.n_words
-        cur.add(
-            {f: tok.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, tok in toks.items()}
-        )
+        cur.add(cur.encode(text, toks))
         n_words += cur.n_words - before
         if cur.n_words >= shard_words:
             raws.append(cur.write(base / f"raw-{len(raws):05d}"))
@@ -633,7 +631,12 @@ class _Collector:
         self.doc_ids.append(sid)
         return text
 
+    def add_text(self, text: str, toks: dict[str, Tokenizer]) -> None:
+        """Tokenise one document here and append it to the current shard."""
+        self.add_marked(self.current.encode(text, toks))
+
     def add_marked(self, marked: dict[str, Any]) -> None:
+        """Append one document's marked ids (in the current shard's vocabularies)."""
         before = self.current.n_words
         self.current.add(marked)
         self.n_words += self.current.n_words - before
@@ -651,11 +654,7 @@ def _phase1_serial(
     col: _Collector, docs: Iterable[Any], toks: dict[str, Tokenizer], bar: Any
 ) -> None:
     for item in docs:
-        text = col.admit(item)
-        cur = col.current
-        col.add_marked(
-            {f: tok.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, tok in toks.items()}
-        )
+        col.add_text(col.admit(item), toks)
         if bar is not None:
             bar.update(1)
 
@@ -712,10 +711,7 @@ def _phase1_pool(
         text = col.admit(item)
         if serial < _SERIAL_FIRST:  # a small collection never waits for a pool to start
             serial += 1
-            cur = col.current
-            col.add_marked(
-                {f: t.encode_marked(text, cur.vocab[f], cur.cache[f]) for f, t in toks.items()}
-            )
+            col.add_text(text, toks)
             if bar is not None:
                 bar.update(1)
             continue

@@ -50,7 +50,6 @@ PART_FILES = ("ngrams.marisa", "offsets.bin", "postings.bin")
 PART_ARRAYS = ("offsets", "postings")
 DOC_FILES = ("tokens.bin", "doc_starts.bin")
 DOC_ARRAYS = ("tokens", "doc_starts")
-_EMPTY = np.empty(0, dtype=np.uint32)
 
 
 def smallest_uint(max_value: int) -> str:
