@@ -55,7 +55,8 @@ DEFAULT_PLACEHOLDERS: tuple[str, ...] = (
     r"█+",
 )
 
-_INVISIBLE_CATEGORIES = frozenset(("Mn", "Mc", "Me", "Cf"))
+_MARK_CATEGORIES = frozenset(("Mn", "Mc", "Me"))
+_INVISIBLE_CATEGORIES = _MARK_CATEGORIES | {"Cf"}
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _APOSTROPHES = "'\u2019\u2018\u02bc\u02b9\u0060\u00b4\u2032"
 _WORD = r"[^\W_]+"
@@ -156,6 +157,13 @@ def strip_invisible(text: str, *, offsets: bool = True) -> tuple[str, list[int] 
     return stripped, np.flatnonzero(keep).tolist()
 
 
+def _has_marks(text: str) -> bool:
+    """Whether ``text`` holds a combining mark (Unicode categories Mn, Mc, Me)."""
+    return any(
+        unicodedata.category(c) in _MARK_CATEGORIES for c in _NON_ASCII.findall(text)
+    )
+
+
 @lru_cache(maxsize=1 << 18)
 def _normalize_slow(surface: str) -> tuple[str, ...]:
     s = unicodedata.normalize("NFKC", surface).casefold()
@@ -187,9 +195,12 @@ def fine_word(surface: str, casefold: bool = True, nfc: bool = True) -> str:
     is False), format characters (zero-width and the like) removed, casefolded unless
     ``casefold`` is False; diacritics, look-alike letters and inner punctuation kept as
     written."""
-    s = unicodedata.normalize("NFC", surface) if nfc else surface
+    s = surface
     if not s.isascii():
+        # Format characters go first, so that NFC sees the letters an adversary sees.
         s = "".join(c for c in s if unicodedata.category(c) != "Cf")
+        if nfc:
+            s = unicodedata.normalize("NFC", s)
     return s.casefold() if casefold else s
 
 
@@ -433,9 +444,10 @@ class Tokenizer:
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
         fold = self.fold
         stripped, omap = strip_invisible(text, offsets=fold != "folded")
-        if omap is not None:
-            # Characters were removed: the fine word models read the words as written
-            # (with their combining marks), through the offsets of `pieces`.
+        if omap is not None and _has_marks(text):
+            # Combining marks were removed: the fine word models read the words as written
+            # (with their marks), through the offsets of `pieces`.  When only format
+            # characters were removed, the stripped words are the words `fine_word` makes.
             out: list[int] = []
             for seg, hard in self.pieces(text):
                 out.extend([vocab.setdefault(t.word, len(vocab)) for t in seg])
@@ -500,7 +512,7 @@ class Tokenizer:
             yield from iter_ngrams(seg, self.max_n)
 
 
-TOKENIZER_VERSION = "delink-text-3"
+TOKENIZER_VERSION = "delink-text-4"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 
