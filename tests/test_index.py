@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from presidio_delink import IndexFormatError, InputError, NgramIndex
 from presidio_delink.errors import ConfigError
+from presidio_delink.index import FORMAT_VERSION
 
 FRAGMENTS = ["a", "b", "c", "d", "A", "B", "x\u200by", "\u00e9", "e\u0301", ",", ".", "'",
              "-", "[REDACTED]", "<PERSON>", "\n"]
@@ -175,7 +176,7 @@ def test_version_and_settings_mismatch(sample_index: NgramIndex, tmp_path: Path)
     resign(out, meta)
     with pytest.raises(IndexFormatError, match="version 999.*rebuild"):
         NgramIndex.load(out)
-    meta["format_version"] = 2
+    meta["format_version"] = FORMAT_VERSION
     meta["views"][0]["tokenizer"]["version"] = "other-tokenizer"
     resign(out, meta)
     with pytest.raises(IndexFormatError, match="tokenizer"):
@@ -257,3 +258,28 @@ def test_bulk_lookups_match_single(sample_index: NgramIndex, sample_deid) -> Non
     assert (bulk == single).all()
     posts = sample_index.postings_keys(keys[:50])
     assert [len(p) for p in posts] == bulk[:50].tolist()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=corpus, max_n=st.integers(1, 4), shard_words=st.sampled_from([3, 10_000]))
+def test_views_stored_over_others_equal_views_stored_alone(tmp_path_factory, docs, max_n, shard_words) -> None:  # type: ignore[no-untyped-def]
+    """Delta storage (a view kept as its differences from another) changes nothing: stored
+    keys, their df and the detector's prefix walks equal those of the view built alone."""
+    root = tmp_path_factory.mktemp("layers")
+    views = ["folded", "folded-cross", "fine", "accent-cross", "case", "case-cross"]
+    both = NgramIndex.build(docs, root / "all", max_n=max_n, views=views, shard_words=shard_words)
+    assert [both.meta["views"][i]["stored_over"] for i in range(len(views))] == [
+        None, "folded", "folded", "folded-cross", "fine", "case"]
+    for name in views[1:]:
+        alone = NgramIndex.build(docs, root / name, max_n=max_n, views=[name], shard_words=shard_words)
+        a, b = both.views[name], alone.views[name]
+        assert sorted(a.iter_keys()) == sorted(b.iter_keys()), name
+        assert a.n_keys == b.n_keys
+        queries = [
+            [t.word for t in seg][i : i + max_n]
+            for _, text in docs
+            for seg in a.tokenizer.segments(text)
+            for i in range(len(seg))
+        ]
+        for below in (2, 3):
+            assert a.prefix_dfs_many(queries, below) == b.prefix_dfs_many(queries, below), name

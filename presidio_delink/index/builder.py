@@ -18,7 +18,9 @@ same code runs in this process, on a process pool (``workers``) or on a Dask clu
    writes the postings bucketed by partition.  Memory: one shard's arrays per task, plus
    the driver's per-level arrays (codes and counts of the distinct candidates).
 3. **Write** (per partition): the keys whose first word falls in it, their postings
-   (global document ordinals) and offsets, ordered by trie id.
+   (global document ordinals) and offsets, ordered by trie id.  A view stored over
+   another (:data:`STORED_OVER`) keeps only its differences from that view's same
+   partition, written before it (see :class:`~presidio_delink.index.shard.Layered`).
 
 Stored keys and document frequencies do not depend on the shard size, the number of
 partitions or of workers: the index answers identically however it was built.
@@ -40,7 +42,11 @@ from presidio_delink.errors import BuildError, DelinkError, InputError
 from presidio_delink.index.format import file_record
 from presidio_delink.index.shard import (
     DOC_FILES,
+    LAYER_BITS,
+    MAX_LAYERS,
     PART_FILES,
+    Layered,
+    Partition,
     partition_of,
     save_trie,
     smallest_uint,
@@ -355,10 +361,82 @@ def count_view(
 
 
 # -- phase 3: partitions ----------------------------------------------------------------------
+# Which view a view is stored over (the first of these built before it): its closest
+# text model, so that the differences kept are few (see `shard.Layered`).
+STORED_OVER: dict[str, tuple[str, ...]] = {
+    "folded-cross": ("folded",),
+    "fine": ("folded",),
+    "accent-cross": ("folded-cross", "fine", "folded"),
+    "case": ("fine", "folded"),
+    "case-cross": ("case", "accent-cross", "folded-cross"),
+}
+
+# A partition of a view already written: its directory and its dtypes.
+PartSpec = tuple[str, dict[str, str]]
+
+
+def open_layers(chain: Sequence[PartSpec], n_docs: int) -> Layered | None:
+    """The resolved partition of a view written earlier (``chain``: from the view stored
+    in full to that view), or None for an empty chain."""
+    layered: Layered | None = None
+    for d, dtypes in chain:
+        layered = Layered(Partition(Path(d), dtypes, n_docs, verify=False), layered)
+    return layered
+
+
+def _delta(
+    keys: list[str], off: np.ndarray, post: np.ndarray, parent: Layered
+) -> tuple[np.ndarray, list[str]]:
+    """Which keys a view stored over ``parent`` keeps (posting list absent from or
+    different in the parent), and the tombstones (keys the parent stores, this view not).
+
+    ``off``/``post``: the view's posting lists in the order of ``keys``.
+    """
+    n = len(keys)
+    get = parent.get
+    ph = np.fromiter((-1 if (h := get(k)) is None else h for k in keys), np.int64, count=n)
+    cnt = np.diff(off)
+    present = np.flatnonzero(ph >= 0)
+    pdf = np.zeros(n, dtype=np.int64)
+    if len(present):
+        pdf[present] = parent.dfs(ph[present].tolist())
+    cand = np.flatnonzero((ph >= 0) & (pdf == cnt))
+    lens = cnt[cand]
+    total = int(lens.sum())
+    owner = np.repeat(np.arange(len(cand)), lens)  # candidate of each compared posting
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+    mine = post[np.repeat(off[cand], lens) + within]
+    theirs = np.empty(total, dtype=np.int64)
+    h = ph[cand]
+    layer = h & (MAX_LAYERS - 1)
+    for i, part in enumerate(parent.layers):
+        sel = layer == i
+        if sel.any():
+            at = sel[owner]
+            starts = part.offsets[h[sel] >> LAYER_BITS].astype(np.int64)
+            theirs[at] = part.postings[np.repeat(starts, lens[sel]) + within[at]]
+    differs = np.zeros(len(cand), dtype=bool)
+    differs[owner[mine != theirs]] = True
+    keep = np.ones(n, dtype=bool)
+    keep[cand[~differs]] = False
+    mine_set = set(keys)
+    tombs = [k for k, _ in parent.iteritems() if k not in mine_set]
+    return keep, tombs
+
+
 def write_partition(
-    p: int, levels: int, work: str, vocab_path: str, refs: list[ShardRef], out: str
+    p: int,
+    levels: int,
+    work: str,
+    vocab_path: str,
+    refs: list[ShardRef],
+    out: str,
+    over: Sequence[PartSpec] = (),
+    n_docs: int = 0,
 ) -> dict[str, Any]:
-    """Task: partition ``p`` of a view (keys, offsets, postings), from phase 2's files."""
+    """Task: partition ``p`` of a view (keys, offsets, postings), from phase 2's files;
+    stored as differences from ``over`` (the same partition of the views it is stored
+    over, from the one stored in full) when given."""
     from presidio_delink.index.shard import load_trie
 
     w = Path(work)
@@ -392,14 +470,28 @@ def write_partition(
         prev_ids, prev_strs = ids, strs
     d = Path(out)
     d.mkdir(parents=True, mode=0o700)
-    trie = save_trie(keys, d / "ngrams.marisa")
-    tid = trie_ids(trie, keys)
-    kid = tid[np.concatenate(kid_parts)] if kid_parts else np.empty(0, np.int64)
+    kidx = np.concatenate(kid_parts) if kid_parts else np.empty(0, np.int64)
     docs = np.concatenate(doc_parts) if doc_parts else np.empty(0, np.int64)
+    n_postings = len(docs)
+    parent = open_layers(over, n_docs)
+    own = keys
+    if parent is not None:
+        # The view's posting lists in key order, compared with the parent's.
+        order = np.lexsort((docs, kidx))
+        kidx, docs = kidx[order], docs[order]
+        off = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(kidx, minlength=len(keys)), out=off[1:])
+        keep, tombs = _delta(keys, off, docs, parent)
+        sel = np.flatnonzero(keep)
+        own = [keys[i] for i in sel.tolist()] + tombs
+        at = keep[kidx]
+        kidx, docs = np.searchsorted(sel, kidx[at]), docs[at]
+    trie = save_trie(own, d / "ngrams.marisa")
+    kid = trie_ids(trie, own)[kidx]
     order = np.lexsort((docs, kid))
     postings = docs[order]
-    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(kid, minlength=len(keys)), out=offsets[1:])
+    offsets = np.zeros(len(own) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(kid, minlength=len(own)), out=offsets[1:])
     n_docs_max = int(postings.max()) if len(postings) else 0
     dtypes = {"offsets": smallest_uint(int(offsets[-1])), "postings": smallest_uint(n_docs_max)}
     write_array(d / "offsets.bin", offsets, dtypes["offsets"])
@@ -407,7 +499,7 @@ def write_partition(
     return {
         "dtypes": dtypes,
         "n_keys": len(keys),
-        "n_postings": len(postings),
+        "n_postings": n_postings,
         **per_level,
         "files": {f: file_record(d / f) for f in PART_FILES},
     }
@@ -423,8 +515,10 @@ def build_view(
     out: Path,
     work: Path,
     runner: Runner,
+    over: Sequence[Sequence[PartSpec]] = (),
 ) -> list[dict[str, Any]]:
-    """Phases 2 and 3 of one view; returns its partitions' metadata."""
+    """Phases 2 and 3 of one view; returns its partitions' metadata.  ``over``: per
+    partition, the chain of partitions the view is stored over (see `write_partition`)."""
     work.mkdir(parents=True, mode=0o700, exist_ok=True)
     for r in refs:
         Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
@@ -433,7 +527,10 @@ def build_view(
     metas = runner.map(
         write_partition,
         [
-            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"))
+            (
+                p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"),
+                over[p] if over else (), n_docs,
+            )
             for p in range(n_parts)
         ],
     )

@@ -1,6 +1,6 @@
 """The on-disk format of an index, read and written in this module only.
 
-Layout (format version 2)::
+Layout (format version 3)::
 
     meta.json            what the index holds: format, views, documents, groups, and the
                          size and SHA-256 of every other file
@@ -10,7 +10,12 @@ Layout (format version 2)::
     docs/groups.bin      group ordinal of each document (only when groups were given)
     docs/group_ids.json  group names by ordinal (only with groups)
     folds/F/vocab.marisa, folds/F/docs-NNNNN/   the collection as word ids, per word model
-    views/NAME/part-NNNNN/   one key space per view, in partitions (see ``index/shard.py``)
+    views/NAME/part-NNNNN/   one key space per view, in partitions (see ``index/shard.py``);
+                         a view whose ``stored_over`` names another view holds only its
+                         differences from that view (``shard.Layered``)
+
+Version 3 added ``stored_over`` (delta storage of views) and the fine word models'
+order of normalisation (format characters removed before NFC).
 
 ``meta.json`` is validated against a strict schema (no unknown or missing fields, every
 value of the right type and range) after its signature is checked.  ``meta.json`` and
@@ -30,7 +35,7 @@ from typing import Any
 from presidio_delink.errors import ConfigError, IndexFormatError
 
 FORMAT_NAME = "presidio-delink-ngram-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 META_FILE = "meta.json"
 SIG_FILE = "meta.sig"
 LOCK_FILE = ".build-lock"
@@ -244,11 +249,16 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
     if not isinstance(views, list) or not views:
         raise _fail(where, "views")
     names = set()
+    n_parts: dict[str, int] = {}
     for v in views:
-        vm = _obj(v, {"name", "tokenizer", "partitions"}, where, "a view")
+        vm = _obj(v, {"name", "stored_over", "tokenizer", "partitions"}, where, "a view")
         name = vm["name"]
         if name not in VIEWS or name in names:
             raise _fail(where, f"view {name!r}")
+        over = vm["stored_over"]
+        if over is not None and over not in names:
+            # A view is stored over one listed before it: no cycle, no dangling parent.
+            raise _fail(where, f"view {name!r} is stored over an unknown view")
         names.add(name)
         try:
             tok = Tokenizer.from_settings(vm["tokenizer"])
@@ -264,6 +274,9 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
         parts = vm["partitions"]
         if not isinstance(parts, list) or not parts:
             raise _fail(where, f"partitions of view {name!r}")
+        n_parts[name] = len(parts)
+        if over is not None and n_parts[over] != len(parts):
+            raise _fail(where, f"partitions of view {name!r} and of {over!r} differ")
         for i, pm in enumerate(parts):
             per_level = {f"n_keys_{n}" for n in range(1, max_n + 1) if f"n_keys_{n}" in pm}
             keys = {"dir", "dtypes", "n_keys", "n_postings", "files"} | per_level

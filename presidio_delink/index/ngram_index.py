@@ -34,6 +34,8 @@ from presidio_delink.errors import BuildError, ConfigError, IndexFormatError, In
 from presidio_delink.index.builder import (
     DaskRunner,
     PoolRunner,
+    STORED_OVER,
+    PartSpec,
     RawShard,
     Runner,
     ShardRef,
@@ -54,7 +56,13 @@ from presidio_delink.index.format import (
     write_meta,
     write_private,
 )
-from presidio_delink.index.shard import FoldDocs, Partition, save_trie, smallest_uint
+from presidio_delink.index.shard import (
+    FoldDocs,
+    Layered,
+    Partition,
+    save_trie,
+    smallest_uint,
+)
 from presidio_delink.index.view_index import ViewIndex
 from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer
 from presidio_delink.views import DEFAULT_VIEWS, VIEWS, resolve_views
@@ -272,11 +280,18 @@ class NgramIndex:
                 _check_files(vd / f"part-{i:05d}", pm["files"], verify)
             try:
                 tok = Tokenizer.from_settings(vm["tokenizer"])
+                over = vm["stored_over"]
                 parts = [
-                    Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify)
+                    Layered(
+                        Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify),
+                        views[over].parts[i] if over is not None else None,
+                    )
                     for i, pm in enumerate(vm["partitions"])
                 ]
-                views[vm["name"]] = ViewIndex(vm["name"], tok, parts, folds[tok.fold])
+                views[vm["name"]] = ViewIndex(
+                    vm["name"], tok, parts, folds[tok.fold],
+                    sum(pm["n_keys"] for pm in vm["partitions"]),
+                )
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise IndexFormatError(f"{d}: view {vm.get('name')!r}: {exc}") from exc
         return cls(d, meta, views, doc_ids, group_of, group_ids)
@@ -339,6 +354,7 @@ class NgramIndex:
             "views": {
                 vm["name"]: {
                     "adversary": VIEWS[vm["name"]].adversary,
+                    "stored_over": vm["stored_over"],
                     "n_partitions": len(vm["partitions"]),
                     "n_keys": sum(p["n_keys"] for p in vm["partitions"]),
                     "n_postings": sum(p["n_postings"] for p in vm["partitions"]),
@@ -813,7 +829,10 @@ def _finish(
         fold_refs[f] = (shards, final_words, fd)
     views_meta = []
     (out / _VIEWS).mkdir(mode=0o700)
-    for v in specs:
+    # Each view's partitions, from the view stored in full to it (see `shard.Layered`).
+    chains: dict[str, list[list[PartSpec]]] = {}
+    for v in sorted(specs, key=lambda v: list(VIEWS).index(v.name)):
+        parent = next((o for o in STORED_OVER.get(v.name, ()) if o in chains), None)
         shards, words, fd = fold_refs[v.fold]
         refs = [
             ShardRef(
@@ -838,10 +857,17 @@ def _finish(
             out / _VIEWS / v.name,
             out / _BUILD / "work" / v.name / "levels",
             runner,
+            chains[parent] if parent is not None else (),
         )
+        chains[v.name] = [
+            [*(chains[parent][p] if parent is not None else ()),
+             (str(out / _VIEWS / v.name / pm["dir"]), pm["dtypes"])]
+            for p, pm in enumerate(parts_meta)
+        ]
         views_meta.append(
             {
                 "name": v.name,
+                "stored_over": parent,
                 "tokenizer": v.tokenizer(max_n, toks[v.fold].placeholders).settings(),
                 "partitions": parts_meta,
             }

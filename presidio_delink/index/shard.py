@@ -123,7 +123,12 @@ class Partition:
 
     @property
     def n_keys(self) -> int:
+        """Entries in this partition's trie (tombstones included)."""
         return len(self.trie)
+
+    def tombs_in_full(self) -> np.ndarray:
+        """Keys without postings (only a delta partition may hold them)."""
+        return np.flatnonzero(np.diff(self.offsets) == 0)
 
     def df_of(self, kid: int) -> int:
         return int(self.offsets[kid + 1] - self.offsets[kid])
@@ -132,12 +137,121 @@ class Partition:
         """Global document ordinals of a stored key."""
         return np.asarray(self.postings[int(self.offsets[kid]) : int(self.offsets[kid + 1])])
 
-    def prefixes(self, key: str) -> Iterator[tuple[str, int]]:
-        """Stored keys that are word-prefixes of ``key`` (shortest first), with ids."""
+
+
+LAYER_BITS = 2
+MAX_LAYERS = 1 << LAYER_BITS
+_LAYER_MASK = MAX_LAYERS - 1
+
+
+class Layered:
+    """A partition of a view as the detector reads it: the view's own entries over its
+    parent view's (same partition), down to a view stored in full.
+
+    **Delta storage.**  Views of one collection mostly agree: a key of ``fine`` usually
+    has the same posting list in ``folded``, a key of ``accent-cross`` the same as in
+    ``folded-cross``.  A view stored over a parent keeps only its *differences*: keys
+    whose posting list differs from the parent's (or that the parent does not store), and
+    *tombstones*, entries with no postings, for keys the parent stores and this view does
+    not.  A look-up takes the most specific layer that holds the key; a tombstone there
+    means "not stored in this view" (so the exact path of
+    :class:`~presidio_delink.index.view_index.ViewIndex` applies, in this view's words).
+    The resolved key space is exactly the view's own, as if stored in full.
+
+    A *handle* names a stored entry: ``kid << LAYER_BITS | depth`` (depth 0 is the view
+    stored in full).  Prefix walks are memoised per key, so a child view walking the
+    same key as its parent (most keys) reads only its own, small, trie.
+    """
+
+    def __init__(self, own: Partition, parent: Layered | None) -> None:
+        self.own = own
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        if self.depth >= MAX_LAYERS:
+            raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
+        self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
+        self.tombs: frozenset[int] = (
+            frozenset(np.flatnonzero(np.diff(own.offsets) == 0).tolist())
+            if parent is not None
+            else frozenset()
+        )
+        if parent is None and own.n_keys and len(own.tombs_in_full()):
+            raise IndexFormatError(f"{own.directory}: a key without documents")
+        self._memo: dict[str, list[tuple[int, int]]] = {}
+
+    def get(self, key: str) -> int | None:
+        """The handle of a stored key, or None when this view does not store it."""
+        kid = self.own.trie.get(key)
+        if kid is not None:
+            return None if kid in self.tombs else kid << LAYER_BITS | self.depth
+        return self.parent.get(key) if self.parent is not None else None
+
+    def prefix_hits(self, key: str) -> list[tuple[int, int]]:
+        """``(length, handle)`` of the stored keys that are word-prefixes of ``key``,
+        shortest first."""
+        got = self._memo.get(key)
+        if got is not None:
+            return got
         n = len(key)
-        for p, kid in self.trie.iter_prefixes_with_ids(key):
-            if len(p) == n or key[len(p)] == " ":
-                yield p, kid
+        own = [
+            (len(p), kid)
+            for p, kid in self.own.trie.iter_prefixes_with_ids(key)
+            if len(p) == n or key[len(p)] == " "
+        ]
+        if self.parent is None:
+            got = [(lp, kid << LAYER_BITS) for lp, kid in own]
+        else:
+            got = self.parent.prefix_hits(key)
+            if own:
+                merged = dict(got)
+                for lp, kid in own:
+                    if kid in self.tombs:
+                        merged.pop(lp, None)
+                    else:
+                        merged[lp] = kid << LAYER_BITS | self.depth
+                got = sorted(merged.items())
+        if len(self._memo) >= 200_000:
+            self._memo.clear()
+        self._memo[key] = got
+        return got
+
+    def df_of(self, handle: int) -> int:
+        return self.layers[handle & _LAYER_MASK].df_of(handle >> LAYER_BITS)
+
+    def dfs(self, handles: list[int]) -> list[int]:
+        """Document frequencies of many handles, read in one vectorised step per layer."""
+        h = np.asarray(handles, dtype=np.int64)
+        if len(self.layers) == 1:
+            offs = self.own.offsets
+            kid = h >> LAYER_BITS
+            out: list[int] = (offs[kid + 1] - offs[kid]).astype(np.int64).tolist()
+            return out
+        res = np.empty(len(h), dtype=np.int64)
+        layer = h & _LAYER_MASK
+        for i, part in enumerate(self.layers):
+            sel = np.flatnonzero(layer == i)
+            if len(sel):
+                kid = h[sel] >> LAYER_BITS
+                res[sel] = part.offsets[kid + 1].astype(np.int64) - part.offsets[kid]
+        out = res.tolist()
+        return out
+
+    def postings_of(self, handle: int) -> np.ndarray:
+        return self.layers[handle & _LAYER_MASK].postings_of(handle >> LAYER_BITS)
+
+    def iteritems(self) -> Iterator[tuple[str, int]]:
+        """Every key this view stores, with its handle (no order promised)."""
+        if self.parent is None:
+            for key, kid in self.own.trie.iteritems():
+                yield key, kid << LAYER_BITS
+            return
+        for key, kid in self.own.trie.iteritems():
+            if kid not in self.tombs:
+                yield key, kid << LAYER_BITS | self.depth
+        own = self.own.trie
+        for key, h in self.parent.iteritems():
+            if key not in own:
+                yield key, h
 
 
 class FoldDocs:

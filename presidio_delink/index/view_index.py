@@ -4,7 +4,8 @@ Document frequency and posting lists (global document ordinals) of every N-gram,
 for N-grams of any length (see :mod:`presidio_delink.index.shard` for the storage rule).
 A key lives in the partition of its first word, so every look-up, including a prefix
 walk, reads one partition.  Built and opened by :class:`~presidio_delink.index.NgramIndex`,
-which holds one per view.
+which holds one per view.  A view may be stored as differences from another view
+(:class:`~presidio_delink.index.shard.Layered`); the answers are the same.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from presidio_delink.index.shard import FoldDocs, Partition, partition_of
+from presidio_delink.index.shard import FoldDocs, Layered, partition_of
 from presidio_delink.text import Tokenizer
 
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -23,7 +24,12 @@ class ViewIndex:
     """One view's key space: its partitions, its tokenizer and its word model's documents."""
 
     def __init__(
-        self, name: str, tokenizer: Tokenizer, parts: list[Partition], docs: FoldDocs
+        self,
+        name: str,
+        tokenizer: Tokenizer,
+        parts: list[Layered],
+        docs: FoldDocs,
+        n_keys: int,
     ) -> None:
         self.name = name
         self.tokenizer = tokenizer
@@ -33,6 +39,7 @@ class ViewIndex:
         self._part_of: dict[str, int] = {}  # first word -> partition (memo)
         self._witness_memo: dict[tuple[str, ...], tuple[int, int] | None] = {}
         self._ngram_cache: dict[int, set[str]] = {}
+        self._n_keys = n_keys
 
     @property
     def max_n(self) -> int:
@@ -40,7 +47,8 @@ class ViewIndex:
 
     @property
     def n_keys(self) -> int:
-        return sum(p.n_keys for p in self.parts)
+        """Keys this view stores (over all partitions)."""
+        return self._n_keys
 
     def part_no(self, first_word: str) -> int:
         if self._n_parts == 1:
@@ -52,7 +60,7 @@ class ViewIndex:
             got = self._part_of[first_word] = partition_of(first_word, self._n_parts)
         return got
 
-    def part(self, first_word: str) -> Partition:
+    def part(self, first_word: str) -> Layered:
         return self.parts[self.part_no(first_word)]
 
     # -- look-ups -------------------------------------------------------------------------
@@ -62,17 +70,17 @@ class ViewIndex:
             return _EMPTY
         key = " ".join(words)
         part = self.part(words[0])
-        kid = part.trie.get(key)
-        if kid is not None:
-            return part.postings_of(kid).astype(np.int64)
+        h = part.get(key)
+        if h is not None:
+            return part.postings_of(h).astype(np.int64)
         if len(words) <= self.max_n:
             # Not stored, so df <= 1; if it occurs, a stored sub-N-gram has df 1 and the
             # N-gram is among that one document's N-grams.
             wit = self._witness(tuple(words))
             if wit is None:
                 return _EMPTY
-            p, wkid = wit
-            d = int(self.parts[p].postings[int(self.parts[p].offsets[wkid])])
+            p, wh = wit
+            d = int(self.parts[p].postings_of(wh)[0])
             return np.array([d], dtype=np.int64) if key in self._doc_ngrams(d) else _EMPTY
         # Longer than the stored levels: candidates from the rarest stored piece.
         cands = self._rarest_piece(words)
@@ -89,9 +97,9 @@ class ViewIndex:
         if not words:
             return 0
         part = self.part(words[0])
-        kid = part.trie.get(" ".join(words))
-        if kid is not None:
-            return part.df_of(kid)
+        h = part.get(" ".join(words))
+        if h is not None:
+            return part.df_of(h)
         return len(self.lookup(words))
 
     def df_keys(self, keys: Sequence[str]) -> np.ndarray:
@@ -143,21 +151,9 @@ class ViewIndex:
             p = self.part_no(words[0])
             kids = by_part[p]
             start = len(kids)
-            key = " ".join(words)
-            for pre, kid in self.parts[p].trie.iter_prefixes_with_ids(key):
-                lp = len(pre)
-                if lp != len(key) and key[lp] != " ":
-                    continue  # a prefix ending inside a word
-                kids.append(kid)
+            kids.extend([h for _, h in self.parts[p].prefix_hits(" ".join(words))])
             where.append((p, start, len(kids) - start))
-        dfs: list[list[int]] = []
-        for p, kids in enumerate(by_part):
-            if kids:
-                ids = np.asarray(kids, dtype=np.int64)
-                offs = self.parts[p].offsets
-                dfs.append((offs[ids + 1] - offs[ids]).astype(np.int64).tolist())
-            else:
-                dfs.append([])
+        dfs = [self.parts[p].dfs(kids) if kids else [] for p, kids in enumerate(by_part)]
         out: list[list[int]] = []
         for words, (p, start, c) in zip(queries, where, strict=True):
             row = []
@@ -174,8 +170,8 @@ class ViewIndex:
     def iter_keys(self) -> Iterator[tuple[str, int]]:
         """Stored keys with their document frequency (for tests and tools)."""
         for part in self.parts:
-            for key, kid in part.trie.iteritems():
-                yield key, part.df_of(kid)
+            for key, h in part.iteritems():
+                yield key, part.df_of(h)
 
     def doc_words(self, ordinal: int) -> list[str]:
         """The normalised words of document ``ordinal`` in order, ``""`` closing each
@@ -218,8 +214,8 @@ class ViewIndex:
 
     def _key(self, words: Sequence[str]) -> tuple[int, int] | None:
         p = self.part_no(words[0])
-        kid = self.parts[p].trie.get(" ".join(words))
-        return None if kid is None else (p, kid)
+        h = self.parts[p].get(" ".join(words))
+        return None if h is None else (p, h)
 
     def _witness(self, words: tuple[str, ...]) -> tuple[int, int] | None:
         """For an N-gram that is not stored (``n <= max_n``): a stored sub-N-gram with
@@ -255,13 +251,13 @@ class ViewIndex:
     def _rarest_piece(self, words: Sequence[str]) -> np.ndarray:
         best: tuple[int, int] | None = None
         for i in range(len(words)):
-            part = self.part(words[i])
+            p = self.part_no(words[i])
+            part = self.parts[p]
             found = False
-            for _, kid in part.prefixes(" ".join(words[i:])):
+            for _, h in part.prefix_hits(" ".join(words[i:])):
                 found = True
-                p = self.part_no(words[i])
-                if best is None or part.df_of(kid) < self.parts[best[0]].df_of(best[1]):
-                    best = (p, kid)
+                if best is None or part.df_of(h) < self.parts[best[0]].df_of(best[1]):
+                    best = (p, h)
             if not found:  # words[i] occurs nowhere
                 return _EMPTY
         assert best is not None
