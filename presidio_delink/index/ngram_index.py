@@ -32,10 +32,10 @@ import numpy as np
 
 from presidio_delink.errors import BuildError, ConfigError, IndexFormatError, InputError
 from presidio_delink.index.builder import (
-    DaskRunner,
-    PoolRunner,
     STORED_OVER,
+    DaskRunner,
     PartSpec,
+    PoolRunner,
     RawShard,
     Runner,
     ShardRef,
