@@ -394,7 +394,7 @@ def _delta(
     """
     n = len(keys)
     get = parent.get
-    ph = np.fromiter((-1 if (h := get(k)) is None else h for k in keys), np.int64, count=n)
+    ph = np.fromiter((-1 if (x := get(k)) is None else x for k in keys), np.int64, count=n)
     cnt = np.diff(off)
     present = np.flatnonzero(ph >= 0)
     pdf = np.zeros(n, dtype=np.int64)
@@ -407,13 +407,13 @@ def _delta(
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
     mine = post[np.repeat(off[cand], lens) + within]
     theirs = np.empty(total, dtype=np.int64)
-    h = ph[cand]
-    layer = h & (MAX_LAYERS - 1)
+    hs: np.ndarray = ph[cand]
+    layer = hs & (MAX_LAYERS - 1)
     for i, part in enumerate(parent.layers):
-        sel = layer == i
+        sel: np.ndarray = layer == i
         if sel.any():
             at = sel[owner]
-            starts = part.offsets[h[sel] >> LAYER_BITS].astype(np.int64)
+            starts = part.offsets[hs[sel] >> LAYER_BITS].astype(np.int64)
             theirs[at] = part.postings[np.repeat(starts, lens[sel]) + within[at]]
     differs = np.zeros(len(cand), dtype=bool)
     differs[owner[mine != theirs]] = True

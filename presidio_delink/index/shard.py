@@ -166,7 +166,7 @@ class Layered:
     def __init__(self, own: Partition, parent: Layered | None) -> None:
         self.own = own
         self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         if self.depth >= MAX_LAYERS:
             raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
