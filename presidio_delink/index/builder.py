@@ -42,8 +42,8 @@ from presidio_delink.errors import BuildError, DelinkError, InputError
 from presidio_delink.index.format import file_record
 from presidio_delink.index.shard import (
     DOC_FILES,
-    LAYER_BITS,
-    MAX_LAYERS,
+    KID_MASK,
+    LAYER_SHIFT,
     PART_FILES,
     Layered,
     Partition,
@@ -384,6 +384,13 @@ def open_layers(chain: Sequence[PartSpec], n_docs: int) -> Layered | None:
     return layered
 
 
+class _Missing(dict[str, int]):
+    """A dict answering -1 for a missing key (so a C-level ``map`` can read it)."""
+
+    def __missing__(self, key: str) -> int:
+        return -1
+
+
 def _delta(
     keys: list[str], off: np.ndarray, post: np.ndarray, parent: Layered
 ) -> tuple[np.ndarray, list[str]]:
@@ -393,8 +400,8 @@ def _delta(
     ``off``/``post``: the view's posting lists in the order of ``keys``.
     """
     n = len(keys)
-    get = parent.get
-    ph = np.fromiter((-1 if (x := get(k)) is None else x for k in keys), np.int64, count=n)
+    theirs_keys = _Missing(parent.resolved())
+    ph = np.fromiter(map(theirs_keys.__getitem__, keys), np.int64, count=n)
     cnt = np.diff(off)
     present = np.flatnonzero(ph >= 0)
     pdf = np.zeros(n, dtype=np.int64)
@@ -408,19 +415,18 @@ def _delta(
     mine = post[np.repeat(off[cand], lens) + within]
     theirs = np.empty(total, dtype=np.int64)
     hs: np.ndarray = ph[cand]
-    layer = hs & (MAX_LAYERS - 1)
+    layer = hs >> LAYER_SHIFT
     for i, part in enumerate(parent.layers):
         sel: np.ndarray = layer == i
         if sel.any():
             at = sel[owner]
-            starts = part.offsets[hs[sel] >> LAYER_BITS].astype(np.int64)
+            starts = part.offsets[hs[sel] & KID_MASK].astype(np.int64)
             theirs[at] = part.postings[np.repeat(starts, lens[sel]) + within[at]]
     differs = np.zeros(len(cand), dtype=bool)
     differs[owner[mine != theirs]] = True
     keep = np.ones(n, dtype=bool)
     keep[cand[~differs]] = False
-    mine_set = set(keys)
-    tombs = [k for k, _ in parent.iteritems() if k not in mine_set]
+    tombs = sorted(theirs_keys.keys() - set(keys))
     return keep, tombs
 
 
@@ -437,10 +443,10 @@ def write_partition(
     """Task: partition ``p`` of a view (keys, offsets, postings), from phase 2's files;
     stored as differences from ``over`` (the same partition of the views it is stored
     over, from the one stored in full) when given."""
-    from presidio_delink.index.shard import load_trie
+    from presidio_delink.index.shard import id_words, load_trie
 
     w = Path(work)
-    vocab = load_trie(Path(vocab_path))
+    vocab = id_words(load_trie(Path(vocab_path)))
     keys: list[str] = []
     kid_parts: list[np.ndarray] = []
     doc_parts: list[np.ndarray] = []
@@ -452,13 +458,12 @@ def write_partition(
         ids = np.flatnonzero(np.asarray(part) == p)
         last = np.load(w / f"level{n}.last.npy", mmap_mode="r")[ids]
         if n == 1:
-            strs = [vocab.restore_key(int(x)) for x in last.tolist()]
+            strs = [vocab[x] for x in last.tolist()]
         else:
             prefix = np.load(w / f"level{n}.prefix.npy", mmap_mode="r")[ids]
             pos = np.searchsorted(prev_ids, prefix).tolist()
             strs = [
-                f"{prev_strs[i]} {vocab.restore_key(int(x))}"
-                for i, x in zip(pos, last.tolist(), strict=True)
+                f"{prev_strs[i]} {vocab[x]}" for i, x in zip(pos, last.tolist(), strict=True)
             ]
         base = len(keys)
         keys.extend(strs)

@@ -60,6 +60,7 @@ from presidio_delink.index.shard import (
     FoldDocs,
     Layered,
     Partition,
+    id_words,
     save_trie,
     smallest_uint,
 )
@@ -825,7 +826,7 @@ def _finish(
                 "doc_shards": shards,
             }
         )
-        final_words = [trie.restore_key(i) for i in range(len(words))]
+        final_words = id_words(trie)
         fold_refs[f] = (shards, final_words, fd)
     views_meta = []
     (out / _VIEWS).mkdir(mode=0o700)

@@ -84,7 +84,17 @@ def load_trie(path: Path) -> marisa_trie.Trie:
 
 
 def trie_ids(trie: marisa_trie.Trie, keys: list[str]) -> np.ndarray:
-    return np.fromiter((trie[k] for k in keys), dtype=np.int64, count=len(keys))
+    """The trie id of each key (all stored), in the order of ``keys``."""
+    ids = dict(trie.items())  # one pass in C, then dictionary look-ups
+    return np.fromiter(map(ids.__getitem__, keys), dtype=np.int64, count=len(keys))
+
+
+def id_words(trie: marisa_trie.Trie) -> list[str]:
+    """The keys of a trie by id (a vocabulary's words by word id)."""
+    out = [""] * len(trie)
+    for k, i in trie.items():
+        out[i] = k
+    return out
 
 
 def write_array(path: Path, arr: np.ndarray, dtype: str) -> None:
@@ -139,9 +149,9 @@ class Partition:
 
 
 
-LAYER_BITS = 2
-MAX_LAYERS = 1 << LAYER_BITS
-_LAYER_MASK = MAX_LAYERS - 1
+MAX_LAYERS = 4
+LAYER_SHIFT = 40  # a handle is ``depth << LAYER_SHIFT | kid``
+KID_MASK = (1 << LAYER_SHIFT) - 1
 
 
 class Layered:
@@ -158,9 +168,10 @@ class Layered:
     :class:`~presidio_delink.index.view_index.ViewIndex` applies, in this view's words).
     The resolved key space is exactly the view's own, as if stored in full.
 
-    A *handle* names a stored entry: ``kid << LAYER_BITS | depth`` (depth 0 is the view
-    stored in full).  Prefix walks are memoised per key, so a child view walking the
-    same key as its parent (most keys) reads only its own, small, trie.
+    A *handle* names a stored entry: ``depth << LAYER_SHIFT | kid`` (depth 0 is the view
+    stored in full, whose handles are its trie ids).  Prefix walks are memoised per key,
+    so a child view walking the same key as its parent (most keys) reads only its own,
+    small, trie.
     """
 
     def __init__(self, own: Partition, parent: Layered | None) -> None:
@@ -169,6 +180,7 @@ class Layered:
         self.depth: int = 0 if parent is None else parent.depth + 1
         if self.depth >= MAX_LAYERS:
             raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
+        self.tag = self.depth << LAYER_SHIFT
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
         self.tombs: frozenset[int] = (
             frozenset(np.flatnonzero(np.diff(own.offsets) == 0).tolist())
@@ -183,7 +195,7 @@ class Layered:
         """The handle of a stored key, or None when this view does not store it."""
         kid = self.own.trie.get(key)
         if kid is not None:
-            return None if kid in self.tombs else kid << LAYER_BITS | self.depth
+            return None if kid in self.tombs else self.tag | kid
         return self.parent.get(key) if self.parent is not None else None
 
     def prefix_hits(self, key: str) -> list[tuple[int, int]]:
@@ -199,7 +211,7 @@ class Layered:
             if len(p) == n or key[len(p)] == " "
         ]
         if self.parent is None:
-            got = [(lp, kid << LAYER_BITS) for lp, kid in own]
+            got = own
         else:
             got = self.parent.prefix_hits(key)
             if own:
@@ -208,7 +220,7 @@ class Layered:
                     if kid in self.tombs:
                         merged.pop(lp, None)
                     else:
-                        merged[lp] = kid << LAYER_BITS | self.depth
+                        merged[lp] = self.tag | kid
                 got = sorted(merged.items())
         if len(self._memo) >= 200_000:
             self._memo.clear()
@@ -216,38 +228,52 @@ class Layered:
         return got
 
     def df_of(self, handle: int) -> int:
-        return self.layers[handle & _LAYER_MASK].df_of(handle >> LAYER_BITS)
+        return self.layers[handle >> LAYER_SHIFT].df_of(handle & KID_MASK)
 
     def dfs(self, handles: list[int]) -> list[int]:
         """Document frequencies of many handles, read in one vectorised step per layer."""
         h = np.asarray(handles, dtype=np.int64)
         if len(self.layers) == 1:
             offs = self.own.offsets
-            kid = h >> LAYER_BITS
+            kid = h
             out: list[int] = (offs[kid + 1] - offs[kid]).astype(np.int64).tolist()
             return out
         res = np.empty(len(h), dtype=np.int64)
-        layer = h & _LAYER_MASK
+        layer = h >> LAYER_SHIFT
         for i, part in enumerate(self.layers):
             sel = np.flatnonzero(layer == i)
             if len(sel):
-                kid = h[sel] >> LAYER_BITS
+                kid = h[sel] & KID_MASK
                 res[sel] = part.offsets[kid + 1].astype(np.int64) - part.offsets[kid]
         out = res.tolist()
         return out
 
     def postings_of(self, handle: int) -> np.ndarray:
-        return self.layers[handle & _LAYER_MASK].postings_of(handle >> LAYER_BITS)
+        return self.layers[handle >> LAYER_SHIFT].postings_of(handle & KID_MASK)
+
+    def resolved(self) -> dict[str, int]:
+        """Every key this view stores, with its handle (the builder's bulk form of
+        :meth:`iteritems`)."""
+        if self.parent is None:
+            return dict(self.own.trie.items())
+        out = self.parent.resolved()
+        tombs, tag = self.tombs, self.tag
+        for k, kid in self.own.trie.items():
+            if kid in tombs:
+                del out[k]
+            else:
+                out[k] = tag | kid
+        return out
 
     def iteritems(self) -> Iterator[tuple[str, int]]:
         """Every key this view stores, with its handle (no order promised)."""
         if self.parent is None:
             for key, kid in self.own.trie.iteritems():
-                yield key, kid << LAYER_BITS
+                yield key, kid
             return
         for key, kid in self.own.trie.iteritems():
             if kid not in self.tombs:
-                yield key, kid << LAYER_BITS | self.depth
+                yield key, self.tag | kid
         own = self.own.trie
         for key, h in self.parent.iteritems():
             if key not in own:
