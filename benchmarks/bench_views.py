@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,14 +45,57 @@ from presidio_delink.views import DEFAULT_VIEWS  # noqa: E402
 GROUP_RE = re.compile(r"^[a-z0-9]+:(.+)$")
 
 
-def build(docs, views, groups: bool, work: Path):  # type: ignore[no-untyped-def]
+def build(docs, views, groups: bool, work: Path, workers: int = 1):  # type: ignore[no-untyped-def]
     out = Path(tempfile.mkdtemp(dir=work)) / "i"
     t0 = time.perf_counter()
     idx = NgramIndex.build(
-        docs, out, views=views, group_regex=GROUP_RE.pattern if groups else None
+        docs, out, views=views, group_regex=GROUP_RE.pattern if groups else None,
+        workers=workers,
     )
     dt = time.perf_counter() - t0
     return idx, dt, int(idx.stats()["bytes_on_disk"])  # type: ignore[call-overload]
+
+
+# The index code before views (format 1, one text model): "today's time" of issue 8.
+BASELINE_REV = "23b2260^"
+BASELINE_SCRIPT = """
+import json, os, sys, tempfile, time
+from pathlib import Path
+from presidio_delink import NgramIndex
+from presidio_delink.datasets import tab_collection, tab_test
+from presidio_delink.linkage import analyze
+docs = list(tab_collection())
+test = [deid for _, _, deid in tab_test("gold")][: int(sys.argv[2])]
+best = None
+for _ in range(2):
+    out = Path(tempfile.mkdtemp(dir=sys.argv[1])) / "i"
+    t0 = time.perf_counter()
+    idx = NgramIndex.build(docs, out)
+    dt = time.perf_counter() - t0
+    best = dt if best is None else min(best, dt)
+size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+t0 = time.perf_counter()
+for text in test:
+    analyze(idx, text, k=2, arity=1)
+check = (time.perf_counter() - t0) / len(test)
+print(json.dumps({"build_s": best, "bytes": size, "check_ms": 1000 * check}))
+"""
+
+
+def baseline(work: Path, limit: int) -> dict[str, float]:
+    """Build and check with the format-1 code (a detached git worktree of BASELINE_REV),
+    in a subprocess of this run."""
+    work = work.resolve()
+    wt = work / "baseline-format1"
+    if not wt.exists():
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(wt),
+                        BASELINE_REV], check=True, capture_output=True)
+    data = REPO.parent / "shared" / "data"
+    env = {**os.environ, "PYTHONPATH": str(wt), "PRESIDIO_DELINK_DATA": str(data)}
+    got = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, str(work), str(limit)],
+                         env=env, check=True, capture_output=True, text=True, cwd=str(wt))
+    out: dict[str, float] = json.loads(got.stdout.strip().splitlines()[-1])
+    return out
 
 
 def delink(idx: NgramIndex, texts: list[tuple[str, str]]) -> tuple[list[str], dict[str, float]]:
@@ -129,14 +173,24 @@ def main() -> None:
         lookalikes(collection, test, work)
         return
 
+    f1 = baseline(work, args.limit)
+    print("format 1 (before views):", f1, flush=True)
     base, t_base, b_base = build(collection, ("folded",), False, work)
     full, t_full, b_full = build(collection, DEFAULT_VIEWS, False, work)
+    t_full = min(t_full, build(collection, DEFAULT_VIEWS, False, work)[1])
+    full2, t_w2, _ = build(collection, DEFAULT_VIEWS, False, work, workers=2)
+    shutil.rmtree(full2.directory.parent, ignore_errors=True)
     grp, t_grp, b_grp = build(collection, DEFAULT_VIEWS, True, work)
     report["build"] = {
+        "format1_s": round(f1["build_s"], 1),
         "single_view_s": round(t_base, 1),
         "default_views_s": round(t_full, 1),
-        "ratio": round(t_full / t_base, 2),
+        "default_views_workers2_s": round(t_w2, 1),
+        "ratio_to_format1": round(t_full / f1["build_s"], 2),
+        "ratio_workers2_to_format1": round(t_w2 / f1["build_s"], 2),
+        "ratio_to_single_view": round(t_full / t_base, 2),
         "with_groups_s": round(t_grp, 1),
+        "format1_disk_x": round(f1["bytes"] / raw, 2),
         "single_view_disk_x": round(b_base / raw, 2),
         "default_views_disk_x": round(b_full / raw, 2),
         "with_groups_disk_x": round(b_grp / raw, 2),
@@ -156,6 +210,7 @@ def main() -> None:
     report["check_ms"] = {
         "default_views_mean": round(1000 * sum(times) / len(times), 1),
         "single_view_mean": round(1000 * sum(t1) / len(t1), 1),
+        "format1_mean": round(f1["check_ms"], 1),
     }
     print("check", report["check_ms"], flush=True)
 

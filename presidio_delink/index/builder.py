@@ -266,9 +266,12 @@ def count_shard(ref: ShardRef, n: int, df_path: str | None, n_docs: int) -> str:
     np.save(_level_path(ref, n, "cand"), cand)
     np.save(_level_path(ref, n, "codes"), codes)
     np.save(_level_path(ref, n, "pairs"), pairs)
-    uniq = _unique(pairs // n_docs)
+    # pairs are sorted and distinct: a code's run length is its document count here.
+    code = pairs // n_docs
+    starts = np.flatnonzero(np.diff(code, prepend=-1)) if len(code) else code
+    np.save(_level_path(ref, n, "cnt"), np.diff(np.append(starts, len(code))))
     path = _level_path(ref, n, "uniq")
-    np.save(path, uniq)
+    np.save(path, code[starts])
     return str(path)
 
 
@@ -294,7 +297,7 @@ def rank_shard(
     for p in range(n_parts):
         sel = where == p
         np.save(_level_path(ref, n, f"post{p}"), np.stack([kid[sel], docs[sel]]))
-    for what in ("cand", "codes", "pairs", "uniq", "len"):
+    for what in ("cand", "codes", "pairs", "uniq", "cnt", "len"):
         _level_path(ref, n, what).unlink(missing_ok=True)
 
 
@@ -318,17 +321,24 @@ def count_view(
     levels = 0
     for n in range(1, max_n + 1):
         uniq_paths = runner.map(count_shard, [(r, n, df_path, n_docs) for r in refs])
+        # Each shard's distinct codes with their document counts there; a code's global
+        # df is the sum (a document lies in one shard).
         parts = [np.load(p) for p in uniq_paths]
-        keys = _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+        cnts = [np.load(_level_path(r, n, "cnt")) for r in refs]
+        if len(parts) == 1:
+            keys, df = parts[0], cnts[0].astype(np.int64)
+        else:
+            allu = np.concatenate(parts) if parts else np.empty(0, np.int64)
+            keys = _unique(allu)
+            df = np.bincount(
+                np.searchsorted(keys, allu), weights=np.concatenate(cnts), minlength=len(keys)
+            ).astype(np.int64)
+        del parts, cnts
         if len(keys) == 0:
             for r in refs:
-                for what in ("cand", "codes", "pairs", "uniq"):
+                for what in ("cand", "codes", "pairs", "uniq", "cnt"):
                     _level_path(r, n, what).unlink(missing_ok=True)
             break
-        df = np.zeros(len(keys), dtype=np.int64)
-        for r in refs:
-            pairs = np.load(_level_path(r, n, "pairs"))
-            df += np.bincount(np.searchsorted(keys, pairs // n_docs), minlength=len(keys))
         if n == 1:
             first = keys
             prefix = np.full(len(keys), -1, dtype=np.int64)
