@@ -26,6 +26,8 @@ Files (little-endian; integer widths are the smallest that fit, recorded in meta
                          word falls in this partition; ``offsets.bin`` (``K + 1``
                          offsets into postings, by trie key id); ``postings.bin`` (global
                          document ordinals, sorted within each key)
+                         A view stored over another (:class:`Layered`) holds only
+                         its differences, and tombstones (keys without postings)
 ``folds/F/vocab.marisa``  the words of word model F (ids = trie ids)
 ``folds/F/docs-NNNNN/``  ``tokens.bin``: a range of documents as word ids, ``V`` closing
                          a segment at a placeholder or the end, ``V + 1`` at punctuation
