@@ -138,10 +138,6 @@ class Partition:
         """Entries in this partition's trie (tombstones included)."""
         return len(self.trie)
 
-    def tombs_in_full(self) -> np.ndarray:
-        """Keys without postings (only a delta partition may hold them)."""
-        return np.flatnonzero(np.diff(self.offsets) == 0)
-
     def df_of(self, kid: int) -> int:
         return int(self.offsets[kid + 1] - self.offsets[kid])
 
@@ -184,20 +180,13 @@ class Layered:
             raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
         self.tag = self.depth << LAYER_SHIFT
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
-        self.tombs: frozenset[int] = (
-            frozenset(np.flatnonzero(np.diff(own.offsets) == 0).tolist())
-            if parent is not None
-            else frozenset()
-        )
-        if parent is None and own.n_keys and len(own.tombs_in_full()):
-            raise IndexFormatError(f"{own.directory}: a key without documents")
         self._memo: dict[str, list[tuple[int, int]]] = {}
 
     def get(self, key: str) -> int | None:
         """The handle of a stored key, or None when this view does not store it."""
         kid = self.own.trie.get(key)
         if kid is not None:
-            return None if kid in self.tombs else self.tag | kid
+            return None if self.own.df_of(kid) == 0 else self.tag | kid
         return self.parent.get(key) if self.parent is not None else None
 
     def prefix_hits(self, key: str) -> list[tuple[int, int]]:
@@ -219,7 +208,7 @@ class Layered:
             if own:
                 merged = dict(got)
                 for lp, kid in own:
-                    if kid in self.tombs:
+                    if self.own.df_of(kid) == 0:  # a tombstone
                         merged.pop(lp, None)
                     else:
                         merged[lp] = self.tag | kid
@@ -259,9 +248,10 @@ class Layered:
         if self.parent is None:
             return dict(self.own.trie.items())
         out = self.parent.resolved()
-        tombs, tag = self.tombs, self.tag
+        tag = self.tag
+        empty = np.diff(self.own.offsets) == 0
         for k, kid in self.own.trie.items():
-            if kid in tombs:
+            if empty[kid]:
                 del out[k]
             else:
                 out[k] = tag | kid
@@ -274,7 +264,7 @@ class Layered:
                 yield key, kid
             return
         for key, kid in self.own.trie.iteritems():
-            if kid not in self.tombs:
+            if self.own.df_of(kid):
                 yield key, self.tag | kid
         own = self.own.trie
         for key, h in self.parent.iteritems():
