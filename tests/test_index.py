@@ -189,6 +189,13 @@ def test_version_and_settings_mismatch(sample_index: NgramIndex, tmp_path: Path)
     resign(out, {**sample_index.meta, "extra": 1})
     with pytest.raises(IndexFormatError, match="malformed"):
         NgramIndex.load(out)
+    # A view stored over a view listed after it (or not at all) is refused: no cycles.
+    views = [dict(v) for v in sample_index.meta["views"]]
+    assert views[1]["stored_over"] == views[0]["name"]
+    views[0]["stored_over"] = views[1]["name"]
+    resign(out, {**sample_index.meta, "views": views})
+    with pytest.raises(IndexFormatError, match="stored over an unknown view"):
+        NgramIndex.load(out)
     (out / "meta.json").write_text("{not json")
     with pytest.raises(IndexFormatError):
         NgramIndex.load(out)
