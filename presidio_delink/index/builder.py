@@ -285,13 +285,17 @@ def rank_shard(
     toks_len = int(np.load(_level_path(ref, n, "len"))[0])
     cand = np.load(_level_path(ref, n, "cand"))
     codes = np.load(_level_path(ref, n, "codes"))
+    # The shard's distinct codes (sorted) are searched in the level's keys once; positions
+    # and pairs then map through them (pairs are sorted by code: a repeat, no search).
+    uniq = np.load(_level_path(ref, n, "uniq"))
+    at = np.searchsorted(keys, uniq)
     rank = np.full(toks_len, -1, dtype=np.int64)
-    rank[cand] = np.searchsorted(keys, codes)
+    rank[cand] = at[np.searchsorted(uniq, codes)]
     np.save(_level_path(ref, n, "rank"), rank)
     if n > 1:
         _level_path(ref, n - 1, "rank").unlink(missing_ok=True)
     pairs = np.load(_level_path(ref, n, "pairs"))
-    kid = np.searchsorted(keys, pairs // n_docs)
+    kid = np.repeat(at, np.load(_level_path(ref, n, "cnt")))
     docs = pairs % n_docs
     where = np.asarray(part[kid])
     for p in range(n_parts):
