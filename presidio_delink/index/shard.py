@@ -146,7 +146,6 @@ class Partition:
         return np.asarray(self.postings[int(self.offsets[kid]) : int(self.offsets[kid + 1])])
 
 
-
 MAX_LAYERS = 4
 LAYER_SHIFT = 40  # a handle is ``depth << LAYER_SHIFT | kid``
 KID_MASK = (1 << LAYER_SHIFT) - 1
@@ -167,10 +166,12 @@ class Layered:
     The resolved key space is exactly the view's own, as if stored in full.
 
     A *handle* names a stored entry: ``depth << LAYER_SHIFT | kid`` (depth 0 is the view
-    stored in full, whose handles are its trie ids).  Prefix walks are memoised per key,
-    so a child view walking the same key as its parent (most keys) reads only its own,
-    small, trie.
+    stored in full, whose handles are its trie ids).  A layer that other views are stored
+    over memoises its prefix walks (a bounded, recent set of keys), so a child view walking
+    the same key as its parent, as it mostly does on one text, reads only its own trie.
     """
+
+    MEMO_KEYS = 20_000  # about one long document's positions
 
     def __init__(self, own: Partition, parent: Layered | None) -> None:
         self.own = own
@@ -180,7 +181,9 @@ class Layered:
             raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
         self.tag = self.depth << LAYER_SHIFT
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
-        self._memo: dict[str, list[tuple[int, int]]] = {}
+        self._memo: dict[str, list[tuple[int, int]]] | None = None  # set when a child comes
+        if parent is not None and parent._memo is None:
+            parent._memo = {}
 
     def get(self, key: str) -> int | None:
         """The handle of a stored key, or None when this view does not store it."""
@@ -192,9 +195,11 @@ class Layered:
     def prefix_hits(self, key: str) -> list[tuple[int, int]]:
         """``(length, handle)`` of the stored keys that are word-prefixes of ``key``,
         shortest first."""
-        got = self._memo.get(key)
-        if got is not None:
-            return got
+        memo = self._memo
+        if memo is not None:
+            got = memo.get(key)
+            if got is not None:
+                return got
         n = len(key)
         own = [
             (len(p), kid)
@@ -213,9 +218,10 @@ class Layered:
                     else:
                         merged[lp] = self.tag | kid
                 got = sorted(merged.items())
-        if len(self._memo) >= 200_000:
-            self._memo.clear()
-        self._memo[key] = got
+        if memo is not None:
+            if len(memo) >= self.MEMO_KEYS:
+                memo.clear()
+            memo[key] = got
         return got
 
     def df_of(self, handle: int) -> int:
@@ -226,8 +232,7 @@ class Layered:
         h = np.asarray(handles, dtype=np.int64)
         if len(self.layers) == 1:
             offs = self.own.offsets
-            kid = h
-            out: list[int] = (offs[kid + 1] - offs[kid]).astype(np.int64).tolist()
+            out: list[int] = (offs[h + 1] - offs[h]).astype(np.int64).tolist()
             return out
         res = np.empty(len(h), dtype=np.int64)
         layer = h >> LAYER_SHIFT
@@ -252,7 +257,7 @@ class Layered:
         empty = np.diff(self.own.offsets) == 0
         for k, kid in self.own.trie.items():
             if empty[kid]:
-                del out[k]
+                out.pop(k, None)
             else:
                 out[k] = tag | kid
         return out
