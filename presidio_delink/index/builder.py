@@ -328,16 +328,15 @@ def count_view(
         # Each shard's distinct codes with their document counts there; a code's global
         # df is the sum (a document lies in one shard).
         parts = [np.load(p) for p in uniq_paths]
-        cnts = [np.load(_level_path(r, n, "cnt")) for r in refs]
         if len(parts) == 1:
-            keys, df = parts[0], cnts[0].astype(np.int64)
+            keys = parts[0]
+            df = np.load(_level_path(refs[0], n, "cnt")).astype(np.int64)
         else:
-            allu = np.concatenate(parts) if parts else np.empty(0, np.int64)
-            keys = _unique(allu)
-            df = np.bincount(
-                np.searchsorted(keys, allu), weights=np.concatenate(cnts), minlength=len(keys)
-            ).astype(np.int64)
-        del parts, cnts
+            keys = _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+            df = np.zeros(len(keys), dtype=np.int64)
+            for r, u in zip(refs, parts, strict=True):  # codes are distinct within a shard
+                df[np.searchsorted(keys, u)] += np.load(_level_path(r, n, "cnt"))
+        del parts
         if len(keys) == 0:
             for r in refs:
                 for what in ("cand", "codes", "pairs", "uniq", "cnt"):

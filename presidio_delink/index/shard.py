@@ -86,9 +86,9 @@ def load_trie(path: Path) -> marisa_trie.Trie:
 
 
 def trie_ids(trie: marisa_trie.Trie, keys: list[str]) -> np.ndarray:
-    """The trie id of each key (all stored), in the order of ``keys``."""
-    ids = dict(trie.items())  # one pass in C, then dictionary look-ups
-    return np.fromiter(map(ids.__getitem__, keys), dtype=np.int64, count=len(keys))
+    """The trie id of each key (all stored), in the order of ``keys`` (no copy of the
+    trie in a dictionary: a partition can hold millions of keys)."""
+    return np.fromiter(map(trie.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
 def id_words(trie: marisa_trie.Trie) -> list[str]:
