@@ -490,6 +490,7 @@ def write_partition(
     d.mkdir(parents=True, mode=0o700)
     kidx = np.concatenate(kid_parts) if kid_parts else np.empty(0, np.int64)
     docs = np.concatenate(doc_parts) if doc_parts else np.empty(0, np.int64)
+    del kid_parts, doc_parts  # peak memory: one copy of the postings at a time
     n_postings = len(docs)
     parent = open_layers(over, n_docs)
     own = keys
@@ -506,8 +507,10 @@ def write_partition(
         kidx, docs = np.searchsorted(sel, kidx[at]), docs[at]
     trie = save_trie(own, d / "ngrams.marisa")
     kid = trie_ids(trie, own)[kidx]
+    del kidx
     order = np.lexsort((docs, kid))
     postings = docs[order]
+    del docs, order
     offsets = np.zeros(len(own) + 1, dtype=np.int64)
     np.cumsum(np.bincount(kid, minlength=len(own)), out=offsets[1:])
     n_docs_max = int(postings.max()) if len(postings) else 0
