@@ -70,7 +70,7 @@ class RiskModel:
                     nxt = np.where(go_left, left[node], right[node])
                     node = np.where(inner, nxt, node)
                 z = z + rate * value[node]
-        return 1.0 / (1.0 + np.exp(-z))
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -700.0, 700.0)))
 
     def to_json(self) -> dict[str, Any]:
         return {
