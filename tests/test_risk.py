@@ -401,9 +401,13 @@ def test_risk_filter_keeps_risky_spans_and_propagates(tmp_path: Path) -> None:
         kept = RiskFilter(ind, propagate=propagate).filter(text, res)
         direct = {(r.start, r.end) for r, lp in zip(res[:4], lps, strict=True) if lp < cut}
         expect = set(direct)
-        if propagate:
-            names = {text[s:e] for s, e in direct}
-            expect |= {(r.start, r.end) for r in res[:4] if text[r.start:r.end] in names}
+        if propagate:  # same type, a shared word of 3+ letters
+            def words(a: int, b: int) -> set[str]:
+                return {w.lower() for w in re.findall(r"\w+", text[a:b]) if len(w) >= 3}
+
+            types = {(r.start, r.end): r.entity_type for r in res[:4]}
+            expect |= {(r.start, r.end) for r in res[:4] for d in direct
+                       if types[d] == r.entity_type and words(*d) & words(r.start, r.end)}
         assert {(r.start, r.end) for r in kept if r.entity_type != "LINKABLE_NGRAM"} == expect
         assert any(r.entity_type == "LINKABLE_NGRAM" for r in kept)
         for r in res[:4]:
@@ -445,6 +449,19 @@ def test_cli_mask_policy_errors(tmp_path: Path) -> None:
     res = runner.invoke(main, [*base, "--mask-policy", "risk", "--redact-pii"])
     assert res.exit_code == 2 and "cannot score" in res.output
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_propagate_shares_one_decision_per_entity() -> None:
+    spans = [F.Span(0, 12, "PERSON", "Galip Yalman"), F.Span(20, 29, "PERSON", "Mr Yalman"),
+             F.Span(30, 33, "PERSON", "Ann"), F.Span(40, 46, "LOC", "Yalman"),
+             F.Span(50, 63, "DATETIME", "15 March 1950"), F.Span(70, 74, "DATETIME", "1950"),
+             F.Span(80, 86, "PERSON", "Mr The")]
+    keys = ["a"] * 6 + ["b"]
+    got = F.propagate(keys, spans, [True, False, False, False, True, False, False])
+    assert got == [True, True, False, False, True, True, False]
+    assert F.propagate(keys, spans, [False] * 7) == [False] * 7
+    # another document does not propagate
+    assert F.propagate(["a", "b"], spans[:2], [True, False]) == [True, False]
 
 
 # -- evaluation metrics ------------------------------------------------------------------

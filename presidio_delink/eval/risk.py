@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from presidio_delink.risk.features import propagate
+
 POS_TO_IGNORE = frozenset({"ADP", "PART", "CCONJ", "DET"})
 TOKENS_TO_IGNORE = frozenset({"mr", "mrs", "ms", "no", "nr", "about"})
 CHARACTERS_TO_IGNORE = frozenset(" ,.-;:/&()[]–'\" ’“”")
@@ -137,16 +139,6 @@ def prf(pred: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def propagate(doc_ids: Sequence[str], texts: Sequence[str], pred: np.ndarray) -> np.ndarray:
-    """Mask every span whose text (case-folded) is masked elsewhere in the same document:
-    the mentions of one entity share one decision."""
-    hot = {(d, t.casefold().strip()) for d, t, p in zip(doc_ids, texts, pred, strict=True) if p}
-    return np.array(
-        [bool(p) or (d, t.casefold().strip()) in hot
-         for d, t, p in zip(doc_ids, texts, pred, strict=True)]
-    )
-
-
 def words_in(text: str, spans: Iterable[tuple[int, int]]) -> int:
     mask = covered(len(text), spans)
     return sum(1 for m in re.finditer(r"\w+", text) if mask[m.start() : m.end()].any())
@@ -197,6 +189,7 @@ def _cv_predict(name: str, ex: Any, rule: float | None, folds: int = 5) -> np.nd
     from sklearn.model_selection import GroupKFold
 
     out = np.zeros(len(ex.rows), dtype=bool)
+    folds = min(folds, len(set(ex.groups)))
     for tr, _te in GroupKFold(n_splits=folds).split(ex.rows, ex.y, ex.groups):
         keep = np.zeros(len(ex.rows), dtype=bool)
         keep[tr] = True
@@ -212,7 +205,7 @@ class _Context:
 
 
 def _score(ex: Any, pred: np.ndarray, ctx: _Context) -> dict[str, Any]:
-    pred = propagate(ex.groups, [s.text for s in ex.spans], pred)
+    pred = np.asarray(propagate(ex.groups, ex.spans, [bool(v) for v in pred]), dtype=bool)
     p, r, f = prf(pred, ex.y)
     masked: dict[str, list[tuple[int, int]]] = {d: [] for d in sorted(set(ex.groups))}
     for s, d, m in zip(ex.spans, ex.groups, pred, strict=True):

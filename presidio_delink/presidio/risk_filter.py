@@ -21,6 +21,7 @@ from typing import Any
 from presidio_analyzer import RecognizerResult
 
 from presidio_delink.errors import ConfigError
+from presidio_delink.risk.features import propagate, spans_of
 from presidio_delink.risk.indicators import Measurer, RiskIndicator
 
 logger = logging.getLogger(__name__)
@@ -37,8 +38,9 @@ class RiskFilter:
         indicator: a :class:`~presidio_delink.risk.indicators.RiskIndicator`
             (``combined`` reads all four indicators' features).
         passthrough: entity types kept as they are, never assessed.
-        propagate: a span is also kept when another span of the same text (case-folded)
-            is: one entity's mentions share one decision.
+        propagate: a span is also kept when a kept span of the same type shares a word
+            with it (:func:`presidio_delink.risk.features.propagate`): one entity's
+            mentions share one decision.
     """
 
     def __init__(
@@ -60,20 +62,18 @@ class RiskFilter:
         """
         assess = [r for r in results if r.entity_type not in self.passthrough]
         risks = self.indicator.assess(text, assess)
+        spans = spans_of(text, assess, self.indicator.entity_map)
+        decided = [k.mask for k in risks]
+        final = propagate([""] * len(spans), spans, decided) if self.propagate else decided
         keep_ids = set()
-        hot = {text[r.start : r.end].casefold().strip() for r, k in zip(assess, risks,
-                                                                        strict=True) if k.mask}
-        for r, k in zip(assess, risks, strict=True):
-            propagated = self.propagate and not k.mask and (
-                text[r.start : r.end].casefold().strip() in hot
-            )
-            if k.mask or propagated:
+        for r, k, m in zip(assess, risks, final, strict=True):
+            if m:
                 keep_ids.add(id(r))
             meta = r.recognition_metadata if r.recognition_metadata is not None else {}
             meta["risk"] = {
                 "probability": round(k.probability, 4),
-                "mask": k.mask or propagated,
-                "propagated": propagated,
+                "mask": m,
+                "propagated": m and not k.mask,
                 **k.explanation,
             }
             r.recognition_metadata = meta

@@ -9,6 +9,7 @@ with the other spans masked, document frequencies in the N-gram index) into one 
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -179,4 +180,31 @@ def search_row(m: Mapping[str, Any]) -> list[float]:
         1.0 if df <= 1 else 0.0,
         1.0 if pair <= 1 else 0.0,
         math.log1p(int(m["n_pairs_unique"])),
+    ]
+
+
+_STOP = frozenset({
+    "the", "and", "for", "with", "from", "into", "onto", "over", "under", "about", "after",
+    "before", "between", "during", "since", "until", "his", "her", "its", "their", "this",
+    "that", "these", "those", "who", "whom", "which", "mr", "mrs", "ms", "dr",
+})
+
+
+def _keywords(text: str) -> set[str]:
+    return {
+        w for w in re.findall(r"\w+", text.casefold()) if len(w) >= 3 and w not in _STOP
+    }
+
+
+def propagate(keys: Sequence[str], spans: Sequence[Span], mask: Sequence[bool]) -> list[bool]:
+    """One decision per entity: a span is also masked when a masked span of the same
+    document (``keys``) and type shares a word of three or more letters with it (not a
+    function word), e.g. "Galip Yalman" -> "Mr Yalman", "15 March 1950" -> "1950"."""
+    hot: dict[tuple[str, str], set[str]] = {}
+    for k, s, m in zip(keys, spans, mask, strict=True):
+        if m:
+            hot.setdefault((k, s.entity_type), set()).update(_keywords(s.text))
+    return [
+        bool(m) or bool(_keywords(s.text) & hot.get((k, s.entity_type), set()))
+        for k, s, m in zip(keys, spans, mask, strict=True)
     ]

@@ -18,7 +18,7 @@ import argparse
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class Examples:
     rows: list[SpanRow]
     spans: list[F.Span]
     measurements: list[dict[str, Any]]
+    _matrices: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def y(self) -> np.ndarray:
@@ -60,11 +61,14 @@ class Examples:
         return [r.doc_id for r in self.rows]
 
     def matrix(self, indicator: str) -> np.ndarray:
-        return np.array(
-            [feature_row(indicator, s, m) for s, m in zip(self.spans, self.measurements,
-                                                          strict=True)],
-            dtype=np.float64,
-        )
+        """Feature rows of every span for ``indicator`` (computed once)."""
+        if indicator not in self._matrices:
+            self._matrices[indicator] = np.array(
+                [feature_row(indicator, s, m)
+                 for s, m in zip(self.spans, self.measurements, strict=True)],
+                dtype=np.float64,
+            )
+        return self._matrices[indicator]
 
     def subset(self, keep: Sequence[bool]) -> Examples:
         idx = [i for i, k in enumerate(keep) if k]
@@ -73,6 +77,7 @@ class Examples:
             [self.rows[i] for i in idx],
             [self.spans[i] for i in idx],
             [self.measurements[i] for i in idx],
+            {name: m[idx] for name, m in self._matrices.items()},
         )
 
 
@@ -177,7 +182,7 @@ def fit_sklearn(indicator: str, x: np.ndarray, y: np.ndarray, seed: int = 0) -> 
         clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=3000))
     else:
         clf = GradientBoostingClassifier(
-            n_estimators=150, max_depth=3, learning_rate=0.1, subsample=0.8, random_state=seed
+            n_estimators=100, max_depth=3, learning_rate=0.1, subsample=0.8, random_state=seed
         )
     return clf.fit(x, y)
 
@@ -222,6 +227,7 @@ def oof_proba(indicator: str, ex: Examples, folds: int = 5, seed: int = 0) -> np
 
     x, y = ex.matrix(indicator), ex.y
     out = np.zeros(len(y))
+    folds = min(folds, len(set(ex.groups)))
     for tr, te in GroupKFold(n_splits=folds).split(x, y, ex.groups):
         out[te] = fit_sklearn(indicator, x[tr], y[tr], seed).predict_proba(x[te])[:, 1]
     return out
