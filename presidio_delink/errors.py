@@ -27,3 +27,7 @@ class ConfigError(DelinkError):
 
 class BuildError(DelinkError):
     """An index build failed part-way (a worker died, a task failed); nothing was kept."""
+
+
+class ModelFormatError(DelinkError):
+    """A risk model file is missing, malformed, or of another format version."""

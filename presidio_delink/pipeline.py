@@ -115,6 +115,8 @@ class Delinker:
             the remaining spans are redacted without further calls.
         passes: LLM rewrite passes before the redaction fallback.
         analyzer: a Presidio ``AnalyzerEngine`` for PII redaction first; None skips it.
+        risk_filter: with ``analyzer``, a ``RiskFilter`` (``presidio_delink.presidio.
+            risk_filter``): only the PII spans at risk are redacted; None redacts all.
         strict: raise :class:`LLMError` (naming the document) instead of falling back to
             redaction when the LLM fails.
         max_chars: longer documents are refused (an :class:`InputError`).
@@ -135,6 +137,7 @@ class Delinker:
         rewriter: Rewriter | None = None,
         passes: int = 2,
         analyzer: Any = None,
+        risk_filter: Any = None,
         strict: bool = False,
         max_chars: int = DEFAULT_MAX_CHARS,
         monitor: Any = None,
@@ -149,6 +152,7 @@ class Delinker:
         self.rewriter = rewriter
         self.passes = passes
         self.analyzer = analyzer
+        self.risk_filter = risk_filter
         self.strict = strict
         self.max_chars = max_chars
         self.monitor = monitor
@@ -187,7 +191,7 @@ class Delinker:
         if self.analyzer is not None:
             from presidio_delink.presidio.pii import redact_pii
 
-            current, removed = redact_pii(self.analyzer, text)
+            current, removed = redact_pii(self.analyzer, text, risk_filter=self.risk_filter)
             res.pii_redacted = len(removed)
             forbidden += removed
         res.input_text = current

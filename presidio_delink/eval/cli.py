@@ -118,6 +118,18 @@ _LAYOUT_HELP = (
     type=click.IntRange(1),
     help="Tokens scored per text.",
 )
+# -- risk indicators (issue 14) --
+@click.option(
+    "--risk-logprobs",
+    "risk_logprobs",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Evaluate the privacy risk indicators instead (per indicator and combined: MASK "
+    "precision/recall/F1, DIRECT/QUASI entity recall, words masked, linkage; Wikipedia and "
+    "TAB test, CV and cross-dataset) from our model's log-probabilities of the span tables "
+    "(benchmarks/risk/extract_logprobs.py output; repeatable). Writes risk.json to --out.",
+)
+# -- end risk indicators --
 @click.option(
     "--html/--no-html",
     default=True,
@@ -140,9 +152,13 @@ def eval_command(
     fluency_docs: int,
     fluency_tokens: int,
     html: bool,
+    risk_logprobs: tuple[Path, ...],
 ) -> None:
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
+    if risk_logprobs:
+        _run_risk(data_root, risk_logprobs, work_dir, out_dir)
+        return
     try:
         if (
             data_root is not None
@@ -172,6 +188,31 @@ def eval_command(
         )
     except DelinkError as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _run_risk(
+    data_root: Path | None, logprobs: tuple[Path, ...], work_dir: Path | None, out_dir: Path
+) -> None:
+    """``--risk-logprobs``: the risk-indicator evaluation (presidio_delink.eval.risk)."""
+    import json
+
+    from presidio_delink.datasets import data_dir
+    from presidio_delink.eval.risk import evaluate
+    from presidio_delink.io import atomic_output
+
+    work = work_dir or Path.home() / ".cache" / "presidio-delink" / "eval"
+    try:
+        root = data_root or data_dir()
+        figures = evaluate(root, logprobs, work / "risk-index", say=click.echo)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_output(out_dir / "risk.json") as fh:
+            fh.write(json.dumps(figures, indent=1))
+    except DelinkError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except ImportError as exc:
+        click.echo(f"error: the risk evaluation needs the eval extra ({exc.name})", err=True)
         sys.exit(2)
 
 

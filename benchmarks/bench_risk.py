@@ -1,0 +1,74 @@
+"""Benchmark of the privacy risk indicators (issue 14): prints the figures of the
+"Risk indicators" section of benchmarks/README.md.
+
+    PYTHONPATH=. python benchmarks/bench_risk.py --data ../shared/data \
+        --logprobs benchmarks/risk/logprobs_wiki.jsonl benchmarks/risk/logprobs_tab.jsonl
+
+Needs our model's log-probabilities of the span tables (benchmarks/risk/extract_logprobs.py;
+slow: it runs the LLM) and scikit-learn (eval extra): classifiers are trained here per fold.
+The shipped models are trained by ``python -m presidio_delink.risk.train``. ``--timing``
+also times scoring TAB documents with the embedded model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from presidio_delink.eval.risk import RULES, evaluate
+
+
+def timing(data_root: Path, n_docs: int) -> None:
+    from presidio_delink.risk import Measurer, RiskIndicator, make_scorer
+    from presidio_delink.risk.data import load_span_table, load_texts
+    from presidio_delink.risk.train import reference_index
+
+    texts = load_texts(data_root, "tab")
+    table = load_span_table(data_root, "tab", "test")
+    index = reference_index(data_root, "tab", Path("benchmarks/risk/index/tab"))
+    scorer = make_scorer("embedded")
+    scorer.score("Text", " warm-up")  # loads the model
+
+    class Res:
+        def __init__(self, r) -> None:  # type: ignore[no-untyped-def]
+            self.start, self.end, self.entity_type = r.start, r.end, r.label_type
+
+    docs = sorted(table, key=lambda d: len(texts[d]))
+    picks = [docs[len(docs) // 2 + i] for i in range(n_docs)]  # median-length documents
+    for name in ("llm_probability", "combined"):
+        ind = RiskIndicator(name, Measurer(scorer, index))
+        for d in picks:
+            t0 = time.perf_counter()
+            ind.assess(texts[d], [Res(r) for r in table[d]])
+            print(f"  {name}: TAB {d}, {len(texts[d])} chars, {len(table[d])} spans: "
+                  f"{time.perf_counter() - t0:.1f} s (load average {os.getloadavg()[0]:.2f})",
+                  flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--logprobs", type=Path, nargs="+", required=True)
+    ap.add_argument("--index-dir", type=Path, default=Path("benchmarks/risk/index"))
+    ap.add_argument("--rules", nargs="+", default=list(RULES), choices=list(RULES))
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--timing", type=int, default=0, help="time N TAB documents")
+    args = ap.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    t0 = time.perf_counter()
+    figures = evaluate(args.data, args.logprobs, args.index_dir, args.rules,
+                       say=lambda m: print(m, flush=True))
+    print(f"evaluation took {time.perf_counter() - t0:.0f} s; load average "
+          f"{os.getloadavg()[0]:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+    if args.timing:
+        print("\nScoring the spans of one TAB document with the embedded model:")
+        timing(args.data, args.timing)
+
+
+if __name__ == "__main__":
+    main()
