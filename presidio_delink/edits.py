@@ -256,18 +256,20 @@ def passage_groups(
     spans: Iterable[tuple[int, int]],
     max_chars: int = 700,
     max_spans: int = 8,
-) -> dict[tuple[int, int], list[tuple[int, int]]]:
+) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
     """Spans grouped into passages of consecutive sentences (one LLM request each).
 
     A passage starts at a sentence holding a span and takes the following sentences while
     it stays within ``max_chars`` characters and ``max_spans`` spans (a paragraph or
     several short ones: fewer calls than one per sentence, with more context); it ends at
     its last sentence holding a span.  A sentence longer than ``max_chars`` is a passage
-    of its own; a span across the rough sentence bounds belongs to the sentence of its
-    start, whose passage is widened to hold it.
+    of its own, and a sentence with more than ``max_spans`` spans is asked about in
+    several requests (same passage, ``max_spans`` spans each); a span across the rough
+    sentence bounds belongs to the sentence of its start, whose passage is widened to hold
+    it.
 
     Returns:
-        ``{(passage start, end): [spans, in order]}``, passages in text order.
+        ``[((passage start, end), [spans, in order])]``, in text order.
     """
     bounds = sentence_bounds(text) or [(0, len(text))]
     starts = [a for a, _ in bounds]
@@ -275,7 +277,7 @@ def passage_groups(
     for a, b in sorted(set(spans)):
         i = max(0, bisect.bisect_right(starts, a) - 1)
         per.setdefault(i, []).append((a, b))
-    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    out: list[tuple[tuple[int, int], list[tuple[int, int]]]] = []
     order = sorted(per)
     k = 0
     while k < len(order):
@@ -293,7 +295,8 @@ def passage_groups(
             group += nxt
             end = new_end
             k += 1
-        out[(a, end)] = group
+        for x in range(0, len(group), max_spans):
+            out.append(((a, end), group[x : x + max_spans]))
     return out
 
 

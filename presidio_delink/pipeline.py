@@ -361,7 +361,7 @@ class Delinker:
                 [(r.start, r.end) for r in rs],
                 max_chars=self.passage_chars,
                 max_spans=self.passage_spans,
-            ).items()
+            )
         ]
         requests = []
         for a, b, group in groups:

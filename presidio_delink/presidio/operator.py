@@ -143,7 +143,7 @@ class DelinkOperator(Operator):
         failed = False
         copy_grams = trigrams([doc, *example_texts()], self._tokenizer)
         known_lower = lower_words(doc)
-        for (a, b), group in passage_groups(doc, spans).items():
+        for (a, b), group in passage_groups(doc, spans):
             context = doc[a:b]
             texts = list(dict.fromkeys(doc[s:e] for s, e in group))
             answer: Any = {}
