@@ -514,10 +514,10 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 @click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
 @click.option(
     "--llm-timeout",
-    default=60.0,
-    show_default=True,
+    default=None,
     type=click.FloatRange(0, min_open=True),
-    help="Seconds one LLM call may take, retries included. After 3 failed calls in a row "
+    help="Seconds one LLM call may take, retries included [default: 60 for ollama: and "
+    "openai:, 300 for embedded]. After 3 failed calls in a row "
     "the backend counts as down: the remaining spans are redacted (or, with --strict, the "
     "run fails).",
 )
@@ -581,7 +581,7 @@ def delink(
     spacy_model: str,
     passes: int,
     strict: bool,
-    llm_timeout: float,
+    llm_timeout: float | None,
     llm_concurrency: int | None,
     allow_remote: bool,
     cache_path: Path | None,

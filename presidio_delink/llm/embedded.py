@@ -357,7 +357,17 @@ class EmbeddedRewriter:
             raise LLMError(
                 f"embedded llama.cpp {kind} call failed (error code {code}; -vv for details)"
             )
-        logger.debug("embedded %s call took %.3f s", kind, time.perf_counter() - start)
+        raw_timings = result.get("timings")
+        timings: dict[str, Any] = raw_timings if isinstance(raw_timings, dict) else {}
+        logger.debug(
+            "embedded %s call took %.3f s (prompt %s tokens in %s ms, %s generated in %s ms)",
+            kind,
+            time.perf_counter() - start,
+            timings.get("prompt_n"),
+            timings.get("prompt_ms"),
+            timings.get("predicted_n"),
+            timings.get("predicted_ms"),
+        )
         return result
 
     def _request(self, schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
