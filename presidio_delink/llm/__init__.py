@@ -1,4 +1,4 @@
-"""LLM rephrasing of rare spans: one call per sentence, JSON-schema-constrained answers.
+"""LLM rephrasing of rare spans: one call per passage, JSON-schema-constrained candidate lists.
 
 Backends are imported lazily: this package imports with the standard library and httpx only.
 

@@ -7,7 +7,7 @@ span at a time.  Context and batching come in through params:
 * ``rewriter`` (a :class:`~presidio_delink.llm.Rewriter`) with ``document`` (the full
   text) and ``results`` (the analyzer results passed to ``anonymize``): the first call
   for a document *plans* the rewrites of all its ``LINKABLE_NGRAM`` spans, one LLM
-  request per sentence (all the sentence's spans at once, validated as the pipeline
+  request per passage (all its spans at once, marked, validated as the pipeline
   validates them); later calls are served from that plan.  Without ``results`` the
   operator cannot see the other spans and asks for each span alone;
 * neither, or an answer that fails validation: the span becomes ``[REDACTED]``.
@@ -132,7 +132,7 @@ class DelinkOperator(Operator):
         spans: list[tuple[int, int]],
         forbidden: Iterable[str],
     ) -> dict[str, str | None]:
-        """Validated replacements of every span of ``doc``: one request per sentence."""
+        """Validated replacements of every span of ``doc``: one request per passage."""
         digest = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
         key = (rewriter, digest, tuple(spans), tuple(forbidden))
         plan = self._plans.get(key)
