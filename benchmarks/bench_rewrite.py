@@ -125,7 +125,7 @@ def _embed_cosines(pairs: list[tuple[str, str]]) -> list[float]:
 
 def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     idx, how, idx_s = load_index(args.work_dir)
-    docs = list(tab_test(masks="presidio", placeholder=None))[: args.docs]
+    docs = list(tab_test(masks="presidio", placeholder=None))[args.start : args.start + args.docs]
     rewriter = make_rewriter(args.llm)
     assert rewriter is not None, "--llm none is the baseline, which always runs"
     inner: Any = rewriter
@@ -209,7 +209,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     step = max(1, len(pairs) // 10)
     sample = pairs[::step][:10]
     return {
-        "settings": {"docs": len(docs), "llm": args.llm, "k": args.k, "arity": 1,
+        "settings": {"docs": len(docs), "start": args.start, "llm": args.llm, "k": args.k, "arity": 1,
                      "passes": args.passes},
         "index": {"how": how, "seconds": round(idx_s, 1)},
         "model_load_seconds": round(load_s, 1),
@@ -277,6 +277,7 @@ def run_concurrency(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=20)
+    ap.add_argument("--start", type=int, default=0, help="skip the first N documents")
     ap.add_argument("--llm", default="embedded")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--k", type=int, default=2)
