@@ -209,8 +209,14 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     step = max(1, len(pairs) // 10)
     sample = pairs[::step][:10]
     return {
-        "settings": {"docs": len(docs), "start": args.start, "llm": args.llm, "k": args.k, "arity": 1,
-                     "passes": args.passes},
+        "settings": {
+            "docs": len(docs),
+            "start": args.start,
+            "llm": args.llm,
+            "k": args.k,
+            "arity": 1,
+            "passes": args.passes,
+        },
         "index": {"how": how, "seconds": round(idx_s, 1)},
         "model_load_seconds": round(load_s, 1),
         "load_during": [min(loads), max(loads)] if loads else None,
