@@ -495,7 +495,7 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     "llm_spec",
     default="embedded",
     show_default=True,
-    help="ollama:MODEL | embedded[:PATH.gguf] | openai:URL#MODEL | none",
+    help="ollama:MODEL | embedded[:qwen|smollm2|PATH.gguf] | openai:URL#MODEL | none",
 )
 @click.option(
     "--redact-pii/--no-redact-pii",
@@ -532,12 +532,19 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 @click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
 @click.option(
     "--llm-timeout",
-    default=60.0,
-    show_default=True,
+    default=None,
     type=click.FloatRange(0, min_open=True),
-    help="Seconds one LLM call may take, retries included. After 3 failed calls in a row "
+    help="Seconds one LLM call may take, retries included [default: 60 for ollama: and "
+    "openai:, 300 for embedded]. After 3 failed calls in a row "
     "the backend counts as down: the remaining spans are redacted (or, with --strict, the "
     "run fails).",
+)
+@click.option(
+    "--llm-concurrency",
+    default=None,
+    type=click.IntRange(1, 256),
+    help="LLM requests in flight at once (results applied in document order). "
+    "[default: 4 for ollama: and openai:, 1 for embedded]",
 )
 @click.option(
     "--allow-remote", is_flag=True, help="Allow a non-local LLM host (document text is sent to it)."
@@ -594,7 +601,8 @@ def delink(
     risk_threshold: float | None,
     passes: int,
     strict: bool,
-    llm_timeout: float,
+    llm_timeout: float | None,
+    llm_concurrency: int | None,
     allow_remote: bool,
     cache_path: Path | None,
     monitor_inputs: tuple[Path, ...],
@@ -654,6 +662,7 @@ def delink(
         risk_filter=risk_filter,
         strict=strict,
         monitor=monitor,
+        llm_concurrency=llm_concurrency,
     )
     from presidio_delink.attacks.audit import source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack

@@ -8,9 +8,11 @@ intervals, found optimally by the greedy pass by right end.
 from __future__ import annotations
 
 import bisect
+import collections
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from presidio_delink.confusables import skeleton_word
 from presidio_delink.text import Token, Tokenizer
@@ -77,6 +79,100 @@ def stabbing_tokens(intervals: Iterable[tuple[int, int]], tokens: Sequence[Token
         chosen.append(i)
         last_start = tokens[i].start
     return sorted(set(chosen))
+
+
+_FUNCTION = """
+    a an the this that these those some any each every no not and or but nor of in on at to
+    for from by with without within into onto upon over under about after before between
+    through during against among as than then so if is are was were be been being am has
+    have had do does did will would shall should may might can could must it its he him his
+    she her hers they them their theirs we us our ours you your yours i me my mine who whom
+    whose which what where when why how there here all both either neither other another
+    such same own only also very more most less least one two three s mr mrs ms dr no nos
+"""
+FUNCTION_WORDS = frozenset(_FUNCTION.split())
+"""Words a rewriter cannot generalise (``the`` -> ?): avoided when another choice of words
+breaks the same N-grams with as few words."""
+
+
+def word_cost(word: str) -> int:
+    """How badly a rewriter does with ``word`` (a normalised token): 0 for a content word,
+    1 for a number or code, 3 for a function word."""
+    w = word.casefold()
+    if w in FUNCTION_WORDS or len(w) == 1:
+        return 3
+    if any(c.isdigit() for c in w):
+        return 1
+    return 0
+
+
+def choose_tokens(
+    intervals: Iterable[tuple[int, int]], tokens: Sequence[Token]
+) -> list[int]:
+    """A minimum stabbing set (as :func:`stabbing_tokens`) of least :func:`word_cost`:
+    among all sets of the fewest tokens hitting every interval, one that prefers content
+    words, which a rewriter can generalise, to function words.
+
+    Dynamic programme over tokens, with ``(count, cost)`` compared lexicographically:
+    ``best[j]`` is the best set whose last token is ``j`` hitting every interval that ends
+    before ``j``.  The previous chosen token ``i`` must hit every interval ending before
+    ``j``, i.e. ``i >= L(j)``, the largest start of those intervals; so ``best[j] =
+    (1, cost(j)) + min best[i] over L(j) <= i < j`` (or ``(1, cost(j))`` when no interval
+    ends before ``j``).  ``L`` never decreases, so a monotone deque gives the window
+    minimum: O(tokens + intervals).  The answer is the best ``j`` at or after the largest
+    start of all intervals.  Same count as the greedy (both optimal).
+    """
+    ivs = sorted(set(intervals), key=lambda x: (x[1], x[0]))
+    if not ivs:
+        return []
+    starts = [t.start for t in tokens]
+    ends = [t.end for t in tokens]
+    # Intervals as inclusive token index ranges.
+    tok_ivs = []
+    for a, b in ivs:
+        lo = bisect.bisect_left(starts, a)
+        hi = bisect.bisect_right(ends, b) - 1
+        if lo > hi or lo >= len(tokens):
+            raise ValueError(f"no token inside the flagged interval [{a}, {b})")
+        tok_ivs.append((lo, hi))
+    lo_all = min(lo for lo, _ in tok_ivs)
+    hi_all = max(hi for _, hi in tok_ivs)
+    # need[j]: largest interval start among intervals ending strictly before j.
+    by_end = sorted(tok_ivs, key=lambda x: x[1])
+    big = 1 << 20
+    best: dict[int, int] = {}
+    prev: dict[int, int] = {}
+    window: collections.deque[int] = collections.deque()  # candidate i, best[i] increasing
+    need = -1
+    e_ptr = 0
+    last_start = max(lo for lo, _ in tok_ivs)
+    nxt = lo_all  # next i to push into the window
+    for j in range(lo_all, hi_all + 1):
+        while e_ptr < len(by_end) and by_end[e_ptr][1] < j:
+            need = max(need, by_end[e_ptr][0])
+            e_ptr += 1
+        while nxt < j:
+            if nxt in best:
+                while window and best[window[-1]] >= best[nxt]:
+                    window.pop()
+                window.append(nxt)
+            nxt += 1
+        while window and window[0] < need:
+            window.popleft()
+        own = big + word_cost(tokens[j].word)
+        if need < 0:
+            best[j] = own
+            prev[j] = -1
+        elif window:
+            best[j] = own + best[window[0]]
+            prev[j] = window[0]
+    finals = [j for j in best if j >= last_start]
+    j = min(finals, key=lambda x: (best[x], -x))
+    out = []
+    while j >= 0:
+        out.append(j)
+        j = prev[j]
+    return sorted(out)
 
 
 def runs(chosen: Sequence[int], segments: Sequence[Sequence[Token]]) -> list[Run]:
@@ -155,6 +251,55 @@ def sentence_groups(
     return out
 
 
+def passage_groups(
+    text: str,
+    spans: Iterable[tuple[int, int]],
+    max_chars: int = 700,
+    max_spans: int = 8,
+) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
+    """Spans grouped into passages of consecutive sentences (one LLM request each).
+
+    A passage starts at a sentence holding a span and takes the following sentences while
+    it stays within ``max_chars`` characters and ``max_spans`` spans (a paragraph or
+    several short ones: fewer calls than one per sentence, with more context); it ends at
+    its last sentence holding a span.  A sentence longer than ``max_chars`` is a passage
+    of its own, and a sentence with more than ``max_spans`` spans is asked about in
+    several requests (same passage, ``max_spans`` spans each); a span across the rough
+    sentence bounds belongs to the sentence of its start, whose passage is widened to hold
+    it.
+
+    Returns:
+        ``[((passage start, end), [spans, in order])]``, in text order.
+    """
+    bounds = sentence_bounds(text) or [(0, len(text))]
+    starts = [a for a, _ in bounds]
+    per: dict[int, list[tuple[int, int]]] = {}
+    for a, b in sorted(set(spans)):
+        i = max(0, bisect.bisect_right(starts, a) - 1)
+        per.setdefault(i, []).append((a, b))
+    out: list[tuple[tuple[int, int], list[tuple[int, int]]]] = []
+    order = sorted(per)
+    k = 0
+    while k < len(order):
+        i = order[k]
+        group = list(per[i])
+        a = min(bounds[i][0], group[0][0])
+        end = max(bounds[i][1], max(b for _, b in group))
+        k += 1
+        while k < len(order):
+            j = order[k]
+            nxt = per[j]
+            new_end = max(bounds[j][1], max(b for _, b in nxt))
+            if new_end - a > max_chars or len(group) + len(nxt) > max_spans:
+                break
+            group += nxt
+            end = new_end
+            k += 1
+        for x in range(0, len(group), max_spans):
+            out.append(((a, end), group[x : x + max_spans]))
+    return out
+
+
 def fit(new: str, text: str, start: int, end: int) -> str:
     """Keep word boundaries: a replacement of ``text[start:end]`` glued to a neighbouring
     letter gets a space."""
@@ -207,6 +352,38 @@ def apply(
     return "".join(parts), sorted(new_marks)
 
 
+_WORD_RE = re.compile(r"\w+")
+_BRACKETS = {")": "(", "]": "[", "}": "{"}
+
+
+def trigrams(texts: Iterable[str], tokenizer: Tokenizer) -> frozenset[tuple[str, ...]]:
+    """Every run of 3 consecutive words (folded, across punctuation) of ``texts``: what a
+    replacement may not copy (see :func:`rejection`, ``copy_grams``)."""
+    out: set[tuple[str, ...]] = set()
+    for text in texts:
+        words = [fold_word(t.word) for t in tokenizer.tokens(text)]
+        out.update(tuple(words[i : i + 3]) for i in range(len(words) - 2))
+    return frozenset(out)
+
+
+def _balanced(text: str) -> bool:
+    stack: list[str] = []
+    for c in text:
+        if c in "([{":
+            stack.append(c)
+        elif c in _BRACKETS and (not stack or stack.pop() != _BRACKETS[c]):
+            return False
+    return not stack
+
+
+def neighbours(text: str, start: int, end: int) -> tuple[str, str]:
+    """The words just before ``start`` and just after ``end`` on the same line (casefolded;
+    empty at a line end or when punctuation other than a space lies between)."""
+    m = re.search(r"(\w+)[ \t]*$", text[max(0, start - 60) : start])
+    n = re.match(r"[ \t]*(\w+)", text[end : end + 60])
+    return (m.group(1).casefold() if m else "", n.group(1).casefold() if n else "")
+
+
 def rejection(
     span: str,
     replacement: object,
@@ -214,6 +391,10 @@ def rejection(
     forbidden: Iterable[str] = (),
     siblings: Iterable[str] = (),
     context: str | None = None,
+    *,
+    copy_grams: Collection[tuple[str, ...]] = (),
+    around: tuple[str, str] = ("", ""),
+    known_lower: Collection[str] = (),
 ) -> str | None:
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
@@ -222,9 +403,14 @@ def rejection(
     (``forbidden``: the whole string, or any one of its words not in :data:`COMMON_WORDS`,
     so ``smith`` after ``John Smith`` and ``jоhn`` with a Cyrillic ``о`` are refused),
     containing a redaction placeholder with other words, implausibly long, or a copy of
-    another span of the same request (``siblings``: small models swap them), or bringing
-    in a capitalised word found nowhere in ``context`` (an invented name is new PII-like
-    content, even though it links nothing).
+    another span of the same request (``siblings``: small models swap them).  With
+    ``context`` (the passage sent to the model), a capitalised word absent from the span
+    is refused (an invented or pasted name: ``before the the Government``, ``Kilkenny
+    County Council`` in unrelated places) unless it is a generic word (:data:`COMMON_WORDS`)
+    or, first in the replacement, a word the document also writes in lower case
+    (``known_lower``).  Also refused: 3 consecutive words found in ``copy_grams`` (the
+    document elsewhere, the prompt's examples: :func:`trigrams`), a doubled word inside the
+    replacement or with the words ``around`` it (:func:`neighbours`), unbalanced brackets.
     """
     if not isinstance(replacement, str):
         return "not a string"
@@ -249,23 +435,72 @@ def rejection(
     for other in siblings:
         if rep_words == fold_words(other, tokenizer):
             return "copies another span"
-    if context is not None and rep != REDACTED:
-        known = set(re.findall(r"\w+", context + " " + span))
-        for i, w in enumerate(re.findall(r"\w+", rep)):
-            if (
-                w[:1].isupper()
-                and w not in known
-                and (i > 0 or w.lower() not in {x.lower() for x in known})
-            ):
-                return "introduces a new name"
-    if rep != REDACTED and tokenizer.placeholder_spans(rep):
+    if rep == REDACTED:
+        return None
+    plain = _WORD_RE.findall(rep)
+    if context is not None:
+        in_span = {fold_word(w) for w in _WORD_RE.findall(span)}
+        for i, w in enumerate(plain):
+            if not w[:1].isupper() or fold_word(w) in in_span or fold_word(w) in _COMMON_FOLDED:
+                continue
+            if i == 0 and w.casefold() in known_lower:
+                continue
+            return "introduces a new name"
+    if tokenizer.placeholder_spans(rep):
         return "mixes a placeholder with text"
     if (
         len(rep_words) > max(3 * len(span_words), len(span_words) + 6)
         or len(rep) > 4 * len(span) + 40
     ):
         return "implausibly long"
+    if copy_grams and any(
+        tuple(rep_words[i : i + 3]) in copy_grams for i in range(len(rep_words) - 2)
+    ):
+        return "copies 3 words from elsewhere"
+    low = [w.casefold() for w in plain]
+    seq = [around[0], *low, around[1]]
+    if any(x and x == y for x, y in zip(seq, seq[1:], strict=False)):
+        return "doubles a word"
+    if not _balanced(rep):
+        return "unbalanced brackets"
     return None
+
+
+def candidate_list(value: object) -> list[str]:
+    """A rewriter's answer for one span as candidates, best first: a string is one, a list
+    gives its non-blank strings (other items dropped)."""
+    items = value if isinstance(value, list) else [value]
+    return list(dict.fromkeys(v.strip() for v in items if isinstance(v, str) and v.strip()))
+
+
+def pick(
+    span: str,
+    value: object,
+    tokenizer: Tokenizer,
+    forbidden: Iterable[str] = (),
+    siblings: Iterable[str] = (),
+    context: str | None = None,
+    **checks: Any,
+) -> tuple[str | None, str]:
+    """The first of the candidates in ``value`` that :func:`rejection` accepts.
+
+    Returns:
+        ``(replacement, "")``, or ``(None, why the last candidate was refused)`` (``"no
+        answer"`` when there is none).
+    """
+    why = "no answer"
+    forbidden, siblings = list(forbidden), list(siblings)
+    for cand in candidate_list(value):
+        reason = rejection(span, cand, tokenizer, forbidden, siblings, context, **checks)
+        if reason is None:
+            return cand, ""
+        why = reason
+    return None, why
+
+
+def lower_words(text: str) -> frozenset[str]:
+    """The words ``text`` writes in lower case (casefolded): ordinary words of the document."""
+    return frozenset(w.casefold() for w in _WORD_RE.findall(text) if w.islower())
 
 
 def fold_word(word: str) -> str:

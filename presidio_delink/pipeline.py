@@ -10,8 +10,10 @@ cannot be made linkage-free is reported as failed and its text withheld.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -19,17 +21,27 @@ from presidio_delink.edits import (
     REDACTED,
     Run,
     apply,
+    choose_tokens,
     fit,
-    rejection,
+    lower_words,
+    neighbours,
+    passage_groups,
+    pick,
     runs,
-    sentence_groups,
-    stabbing_tokens,
+    trigrams,
     whole_words,
 )
 from presidio_delink.errors import ConfigError, DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
-from presidio_delink.llm.base import CircuitBreaker, LLMUnavailable, Rewriter, find_breaker
+from presidio_delink.llm.base import (
+    CircuitBreaker,
+    LLMUnavailable,
+    Rewriter,
+    default_concurrency,
+    find_breaker,
+)
+from presidio_delink.llm.prompt import example_texts, mark
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -125,6 +137,12 @@ class Delinker:
             ``semantic`` risk figure for its output (nearest collection document by
             embedding cosine, the cosine, and its margin over the second nearest), the
             method's known limit made visible.
+        llm_concurrency: LLM requests in flight at once (a bounded thread pool; answers
+            are applied in document order, so the output does not depend on it).  None:
+            the backend's ``default_concurrency`` (4 for ``ollama:``/``openai:``, 1 for
+            the embedded engine, which serialises calls anyway).
+        passage_chars: longest passage (consecutive sentences) sent in one LLM request.
+        passage_spans: most spans asked for in one LLM request.
     """
 
     def __init__(
@@ -141,15 +159,32 @@ class Delinker:
         strict: bool = False,
         max_chars: int = DEFAULT_MAX_CHARS,
         monitor: Any = None,
+        llm_concurrency: int | None = None,
+        passage_chars: int = 700,
+        passage_spans: int = 8,
     ) -> None:
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
         if passes < 0:
             raise ConfigError(f"passes must be >= 0, got {passes}")
+        if llm_concurrency is not None and (
+            not isinstance(llm_concurrency, int) or llm_concurrency < 1
+        ):
+            raise ConfigError(f"llm_concurrency must be an integer >= 1, got {llm_concurrency!r}")
+        if passage_chars < 1 or passage_spans < 1:
+            raise ConfigError(
+                f"passage_chars and passage_spans must be >= 1, got {passage_chars}, "
+                f"{passage_spans}"
+            )
         self.index = index
         self.k, self.arity, self.max_n = k, arity, max_n
         if rewriter is not None and find_breaker(rewriter) is None:
             rewriter = CircuitBreaker(rewriter)
         self.rewriter = rewriter
+        self.llm_concurrency = (
+            llm_concurrency if llm_concurrency is not None else default_concurrency(rewriter)
+        )
+        self.passage_chars = passage_chars
+        self.passage_spans = passage_spans
         self.passes = passes
         self.analyzer = analyzer
         self.risk_filter = risk_filter
@@ -207,7 +242,7 @@ class Delinker:
                 break
             segs = self.tokenizer.segments(current)
             tokens = [t for s in segs for t in s]
-            chosen = stabbing_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
+            chosen = choose_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
             if pass_no == 1:
                 res.optimum_words = len(chosen)
             chosen = whole_words(chosen, tokens, self._words.tokens(current))
@@ -318,52 +353,108 @@ class Delinker:
     def _ask_llm(
         self, text: str, rs: list[Run], forbidden: list[str], res: DelinkResult
     ) -> dict[tuple[int, int], tuple[str | None, str | None]]:
-        """One LLM call per sentence, covering all its runs; answers validated."""
+        """One LLM call per passage (:func:`passage_groups`), up to ``llm_concurrency`` in
+        flight; answers validated and applied in document order."""
         assert self.rewriter is not None
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
         run_at = {(r.start, r.end): r for r in rs}
-        by_sentence = {
-            sb: [run_at[s] for s in group]
-            for sb, group in sentence_groups(text, [(r.start, r.end) for r in rs]).items()
-        }
-        for (a, b), group in by_sentence.items():
-            context = text[a:b]
+        groups = [
+            (a, b, [run_at[s] for s in group])
+            for (a, b), group in passage_groups(
+                text,
+                [(r.start, r.end) for r in rs],
+                max_chars=self.passage_chars,
+                max_spans=self.passage_spans,
+            )
+        ]
+        requests = []
+        for a, b, group in groups:
+            context = mark(text[a:b], [(r.start - a, r.end - a) for r in group])
             spans = list(dict.fromkeys(text[r.start : r.end] for r in group))
-            t0 = time.perf_counter()
-            res.llm_calls += 1
-            try:
-                answer = self.rewriter.rewrite(context, spans)
-            except LLMError as exc:
-                res.llm_seconds += time.perf_counter() - t0
+            requests.append((context, spans))
+        answers = self._call_all(requests)
+        copy_grams = trigrams([text, *example_texts()], self.tokenizer)
+        known_lower = lower_words(text)
+        for (a, b, group), (_ctx, spans), (answer, exc, seconds) in zip(
+            groups, requests, answers, strict=True
+        ):
+            res.llm_seconds += seconds
+            if exc is not None:
                 if self.strict:
                     raise LLMError(f"document {res.id!r}: {exc}") from exc
                 if isinstance(exc, LLMUnavailable):
-                    res.llm_calls -= 1  # no call was made
                     msg = "LLM backend down (failed calls in a row); redacted instead"
                 else:
+                    res.llm_calls += 1
                     msg = f"LLM failed ({type(exc).__name__}); redacted instead"
-                    log.info("document %s: %s; redacting that sentence's spans", res.id, exc)
+                    log.info("document %s: %s; redacting that passage's spans", res.id, exc)
                 if msg not in res.warnings:
                     res.warnings.append(msg)
                 for r in group:
                     out[(r.start, r.end)] = (None, "llm error")
                 continue
-            res.llm_seconds += time.perf_counter() - t0
+            res.llm_calls += 1
             if not isinstance(answer, dict):
                 answer = {}
+            context = text[a:b]
             for r in group:
                 span = text[r.start : r.end]
-                new = answer.get(span)
-                others = [x for x in spans if x != span]
-                reason = (
-                    "no answer"
-                    if new is None
-                    else rejection(span, new, self.tokenizer, forbidden, others, context)
+                new, why = pick(
+                    span,
+                    answer.get(span),
+                    self.tokenizer,
+                    forbidden,
+                    [x for x in spans if x != span],
+                    context,
+                    copy_grams=copy_grams,
+                    around=neighbours(text, r.start, r.end),
+                    known_lower=known_lower,
                 )
-                if reason is None:
-                    assert isinstance(new, str)
-                    out[(r.start, r.end)] = (fit(new.strip(), text, r.start, r.end), None)
+                if new is None:
+                    log.debug("replacement rejected: %s", why)
+                    out[(r.start, r.end)] = (None, why)
                 else:
-                    log.debug("replacement rejected: %s", reason)
-                    out[(r.start, r.end)] = (None, reason)
+                    out[(r.start, r.end)] = (fit(new, text, r.start, r.end), None)
         return out
+
+    def _call_all(
+        self, requests: list[tuple[str, list[str]]]
+    ) -> list[tuple[Any, LLMError | None, float]]:
+        """``rewrite`` of every request, up to ``llm_concurrency`` at once (a bounded pool);
+        results in request order as ``(answer, error, seconds)``.
+
+        In strict mode a failure stops the requests not yet started (they report
+        :class:`_Skipped`); the caller raises the first real error in request order.
+        """
+        assert self.rewriter is not None
+        rewriter = self.rewriter
+        stop = threading.Event()
+
+        def one(req: tuple[str, list[str]]) -> tuple[Any, LLMError | None, float]:
+            if stop.is_set():
+                return None, _Skipped("not sent: an earlier request failed (strict)"), 0.0
+            t0 = time.perf_counter()
+            try:
+                answer = rewriter.rewrite(*req)
+            except LLMError as exc:
+                if self.strict:
+                    stop.set()
+                return None, exc, time.perf_counter() - t0
+            return answer, None, time.perf_counter() - t0
+
+        if self.llm_concurrency <= 1 or len(requests) <= 1:
+            out = [one(r) for r in requests]
+        else:
+            workers = min(self.llm_concurrency, len(requests))
+            with ThreadPoolExecutor(workers, thread_name_prefix="delink-llm") as pool:
+                out = list(pool.map(one, requests))
+        if self.strict:
+            real = [e for _a, e, _s in out if e is not None and not isinstance(e, _Skipped)]
+            first = real[0] if real else None
+            if first is not None:
+                return [(a, first if e is not None else None, s) for a, e, s in out]
+        return out
+
+
+class _Skipped(LLMUnavailable):
+    """A request not sent because strict mode already failed."""

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The demo: the whole job on samples/, offline, with the embedded default LLM (SmolLM2-135M).
+# The demo: the whole job on samples/, offline, with the small embedded LLM (SmolLM2-135M,
+# `--llm embedded:smollm2`): the default embedded model, Qwen2.5-Coder-1.5B, rewrites far
+# better but takes minutes per document on 2 cores (see README, "Rewriting").
 #  1. index the reference collection (40 TAB documents);
 #  2. check the 5 de-identified samples against it (they link: exit code 1 is expected);
 #  3. delink them (LLM rewrites + verified redaction fallback) -> samples/out/delinked.jsonl,
@@ -22,8 +24,8 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     print(f"  {r['id']}: linkable={r['linkable']}, {len(r['spans'])} linkable N-gram occurrences")
 PY
-echo "== delinking with the embedded model"
-$CLI delink --index "$OUT/index" -k 2 --llm embedded --passes 1 samples/deidentified.jsonl \
+echo "== delinking with the small embedded model (embedded:smollm2; plain 'embedded' is Qwen)"
+$CLI delink --index "$OUT/index" -k 2 --llm embedded:smollm2 --passes 1 samples/deidentified.jsonl \
   -o "$OUT/delinked.jsonl" --report "$OUT/report.html" --cache "$OUT/llm-cache.sqlite"
 .venv/bin/python - "$OUT/delinked.jsonl" <<'PY'
 import json, sys

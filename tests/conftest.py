@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+# Plain `embedded` is Qwen2.5-Coder-1.5B for users; the tests keep the 135M SmolLM2 (seconds,
+# not minutes, per document). test_llm_qwen.py runs the default model itself.
+os.environ.setdefault("PRESIDIO_DELINK_EMBEDDED_MODEL", "smollm2")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

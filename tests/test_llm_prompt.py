@@ -11,11 +11,15 @@ from hypothesis import strategies as st
 
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.prompt import (
+    CANDIDATES,
     REDACTED,
     TEMPLATE_ID,
+    example_texts,
+    mark,
     parse_response,
     render_messages,
     response_schema,
+    unmark,
 )
 
 CONTEXT = "The appellant worked at the Dunmore cannery until 2016."
@@ -23,7 +27,7 @@ SPANS = ["the Dunmore cannery", "until 2016"]
 
 
 def test_template_id() -> None:
-    assert TEMPLATE_ID == "delink-v1"
+    assert TEMPLATE_ID == "delink-v2"
 
 
 def test_render_messages_structure() -> None:
@@ -74,14 +78,22 @@ def test_response_schema() -> None:
     assert schema["type"] == "object"
     assert schema["required"] == ["b", "a"]
     assert list(schema["properties"]) == ["b", "a"]  # type: ignore[call-overload]
-    assert schema["properties"] == {"b": {"type": "string"}, "a": {"type": "string"}}
+    cands = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": CANDIDATES}
+    assert schema["properties"] == {"b": cands, "a": cands}
     assert schema["additionalProperties"] is False
     json.dumps(schema)  # serializable
 
 
 def test_response_schema_max_length() -> None:
-    schema = response_schema(["x"], max_length=50)
-    assert schema["properties"] == {"x": {"type": "string", "maxLength": 50}}
+    schema = response_schema(["x"], max_length=50, candidates=3)
+    assert schema["properties"] == {
+        "x": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 50},
+            "minItems": 1,
+            "maxItems": 3,
+        }
+    }
 
 
 def test_parse_plain() -> None:
@@ -114,13 +126,36 @@ def test_parse_filters_keys_and_values() -> None:
     raw = json.dumps(
         {
             "the Dunmore cannery": 3,
-            "until 2016": ["x"],
+            "until 2016": [1, None],
             "unrequested": "nope",
             "The  DUNMORE cannery ": "a plant",
         }
     )
     # non-string values are dropped; a key differing only in case/space maps to its span
     assert parse_response(raw, SPANS) == {"the Dunmore cannery": "a plant"}
+
+
+def test_parse_candidate_lists() -> None:
+    raw = json.dumps(
+        {"the Dunmore cannery": [" a factory ", "", 7, "a plant", "a factory"],
+         "\u27e6until 2016\u27e7": ["lately"]}
+    )
+    # lists stay lists: blank, non-string and repeated items dropped; span marks ignored
+    assert parse_response(raw, SPANS) == {
+        "the Dunmore cannery": ["a factory", "a plant"],
+        "until 2016": ["lately"],
+    }
+
+
+def test_mark_and_examples() -> None:
+    assert mark("a bc d", [(2, 4)]) == "a \u27e6bc\u27e7 d"
+    assert unmark(mark("a bc d", [(0, 1), (5, 6)])) == "a bc d"
+    # the few-shot passages are marked the same way, and each marked span is a listed span
+    for message in render_messages(CONTEXT, SPANS)[1:-1:2]:
+        listed = json.loads(message["content"].split("Spans to rewrite: ", 1)[1])
+        for span in listed:
+            assert f"\u27e6{span}\u27e7" in message["content"]
+    assert any("deportation" in t for t in example_texts())
 
 
 def test_parse_drops_blank_values() -> None:
@@ -140,8 +175,8 @@ def test_parse_garbage_raises(raw: str) -> None:
 
 @given(
     st.dictionaries(
-        st.text(min_size=1, max_size=20).filter(lambda s: s.strip() == s and s.strip()),
-        st.text(min_size=1, max_size=20).filter(lambda s: s.strip() == s and s.strip()),
+        st.text(min_size=1, max_size=20).filter(lambda s: s.strip() == s == unmark(s) and s.strip()),
+        st.text(min_size=1, max_size=20).filter(lambda s: s.strip() == s == unmark(s) and s.strip()),
         min_size=1,
         max_size=5,
     )

@@ -13,7 +13,7 @@ from ollama_compat_server import OllamaCompatServer
 from presidio_delink import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.llm import make_rewriter
-from presidio_delink.llm.embedded import EmbeddedRewriter
+from presidio_delink.llm.embedded import EmbeddedRewriter, smollm2_gguf_path
 from presidio_delink.pipeline import Delinker
 
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ MODEL = "smollm2:135m"
 @pytest.fixture(scope="module")
 def engine() -> Iterator[EmbeddedRewriter]:
     try:
-        rw = EmbeddedRewriter()
+        rw = EmbeddedRewriter(smollm2_gguf_path())
         rw.load()
     except Exception as exc:  # pragma: no cover
         if os.environ.get("CI"):

@@ -14,7 +14,7 @@ from presidio_anonymizer.entities import OperatorConfig
 
 from presidio_delink import NgramIndex
 from presidio_delink.cli import main
-from presidio_delink.edits import sentence_groups
+from presidio_delink.edits import passage_groups
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import Delinker
 from presidio_delink.presidio import (
@@ -90,7 +90,7 @@ def test_operator_plans_one_request_per_sentence(sample_index: NgramIndex, sampl
     rw = Counting()
     out = anonymizer.anonymize(text, results, operators={  # type: ignore[arg-type]
         ENTITY: OperatorConfig("delink", {"rewriter": rw, "document": text, "results": results})})
-    assert len(rw.calls) == len(sentence_groups(text, spans)) < len(spans)
+    assert len(rw.calls) == len(passage_groups(text, spans)) < len(spans)
     assert out.text.count("some matter") == len(spans)
     # without results: one request per span
     rw2 = Counting()

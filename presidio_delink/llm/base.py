@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -24,6 +25,7 @@ __all__ = [
     "Rewriter",
     "check_loopback",
     "complete_json",
+    "default_concurrency",
     "find_breaker",
     "is_loopback_host",
     "resolve_host",
@@ -47,11 +49,12 @@ class Rewriter(Protocol):
 
     name: str
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
         """Ask for replacements of ``spans`` (substrings of ``context``) in one call.
 
         Returns:
-            ``{span: replacement}`` for the spans the model answered; possibly partial.
+            ``{span: replacement}`` or ``{span: [candidates, best first]}`` for the spans
+            the model answered; possibly partial.
 
         Raises:
             LLMError: Transport failure, timeout or an answer without a JSON object.
@@ -64,7 +67,7 @@ ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 def complete_json(
     chat: ChatFn, context: str, spans: list[str], *, max_length: int | None = None
-) -> dict[str, str]:
+) -> dict[str, str | list[str]]:
     """Render the prompt, call ``chat(messages, schema)`` and parse its answer.
 
     Args:
@@ -184,22 +187,24 @@ class CircuitBreaker:
         self.failures = 0
         self.down = False
         self._streak = 0
+        self._lock = threading.Lock()  # calls may come from several threads
 
     @property
     def options(self) -> Any:
         """The inner rewriter's options (part of cache keys)."""
         return getattr(self.inner, "options", None)
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
         """:meth:`Rewriter.rewrite` of the inner rewriter, unless the backend is down.
 
         Raises:
             LLMUnavailable: The breaker has tripped (no call is made).
             LLMError: This call failed.
         """
-        if self.down:
-            raise LLMUnavailable(f"LLM backend {self.name} is down (circuit breaker open)")
-        self.calls += 1
+        with self._lock:
+            if self.down:
+                raise LLMUnavailable(f"LLM backend {self.name} is down (circuit breaker open)")
+            self.calls += 1
         try:
             answer = self.inner.rewrite(context, spans)
         except LLMError as exc:
@@ -210,10 +215,15 @@ class CircuitBreaker:
             err = LLMError(f"LLM backend {self.name} failed ({type(exc).__name__})")
             self._failed(err)
             raise err from exc
-        self._streak = 0
+        with self._lock:
+            self._streak = 0
         return answer
 
     def _failed(self, exc: LLMError) -> None:
+        with self._lock:
+            self._count_failure(exc)
+
+    def _count_failure(self, exc: LLMError) -> None:
         self.failures += 1
         self._streak += 1
         logger.debug("LLM call %d failed: %s", self.calls, exc)
@@ -237,6 +247,19 @@ class CircuitBreaker:
         close = getattr(self.inner, "close", None)
         if callable(close):
             close()
+
+
+def default_concurrency(rewriter: object) -> int:
+    """Requests in flight a rewriter (or the first wrapper in its ``.inner`` chain that
+    says so, through ``default_concurrency``) wants by default; 1 when none says."""
+    seen = 0
+    while rewriter is not None and seen < 8:
+        value = getattr(rewriter, "default_concurrency", None)
+        if isinstance(value, int) and value >= 1:
+            return value
+        rewriter = getattr(rewriter, "inner", None)
+        seen += 1
+    return 1
 
 
 def find_breaker(rewriter: object) -> CircuitBreaker | None:

@@ -32,6 +32,10 @@ def cache_key(name: str, context: str, spans: list[str], options: Any = None) ->
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _answer_value(v: object) -> bool:
+    return isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
 class CachedRewriter:
     """Wraps a :class:`Rewriter`; answers repeated requests from the cache without a call.
 
@@ -56,6 +60,7 @@ class CachedRewriter:
         self.misses = 0
         self._lock = threading.Lock()
         self._memory: dict[str, str] = {}
+        self._inflight: dict[str, threading.Event] = {}
         self._db: sqlite3.Connection | None = None
         if self.path is not None:
             self._db = self._open(self.path)
@@ -76,7 +81,7 @@ class CachedRewriter:
         """Cache key of a request to the inner rewriter."""
         return cache_key(self.name, context, spans, getattr(self.inner, "options", None))
 
-    def _get(self, key: str) -> dict[str, str] | None:
+    def _get(self, key: str) -> dict[str, Any] | None:
         if self._db is None:
             raw = self._memory.get(key)
         else:
@@ -90,9 +95,9 @@ class CachedRewriter:
             return None
         if not isinstance(value, dict):
             return None
-        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+        return {k: v for k, v in value.items() if isinstance(k, str) and _answer_value(v)}
 
-    def _put(self, key: str, answer: dict[str, str]) -> None:
+    def _put(self, key: str, answer: dict[str, Any]) -> None:
         raw = json.dumps(answer, ensure_ascii=False, sort_keys=True)
         if self._db is None:
             self._memory[key] = raw
@@ -101,18 +106,34 @@ class CachedRewriter:
                 "INSERT OR REPLACE INTO rewrites (key, answer) VALUES (?, ?)", (key, raw)
             )
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
-        """Cached :meth:`Rewriter.rewrite`."""
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
+        """Cached :meth:`Rewriter.rewrite`.
+
+        Safe from several threads: a request whose twin is already in flight waits for
+        that call's answer instead of calling again (one call per key); if that call
+        fails, the waiting request makes its own.
+        """
         key = self.key(context, spans)
-        with self._lock:
-            cached = self._get(key)
-            if cached is not None:
-                self.hits += 1
-                return cached
-            self.misses += 1
-        answer = self.inner.rewrite(context, spans)
-        with self._lock:
-            self._put(key, answer)
+        while True:
+            with self._lock:
+                cached = self._get(key)
+                if cached is not None:
+                    self.hits += 1
+                    return cached
+                pending = self._inflight.get(key)
+                if pending is None:
+                    mine = self._inflight[key] = threading.Event()
+                    self.misses += 1
+                    break
+            pending.wait()
+        try:
+            answer = self.inner.rewrite(context, spans)
+            with self._lock:
+                self._put(key, answer)
+        finally:
+            with self._lock:
+                del self._inflight[key]
+            mine.set()
         return dict(answer)
 
     def __len__(self) -> int:

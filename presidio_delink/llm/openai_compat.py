@@ -76,6 +76,10 @@ class OpenAICompatRewriter:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
+    default_concurrency = 4
+    """Requests in flight by default (``--llm-concurrency``); the httpx client is shared
+    by the threads (it is thread-safe and pools connections)."""
+
     def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> str:
         """One chat completion (with retries); the assistant text.
 
@@ -146,7 +150,7 @@ class OpenAICompatRewriter:
             raise LLMError(f"{self.url} answered a message without text content")
         return content
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
         """Ask the server for replacements of ``spans`` (see :class:`Rewriter`)."""
         return complete_json(self.chat, context, spans)
 

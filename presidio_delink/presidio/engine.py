@@ -27,7 +27,7 @@ from presidio_analyzer import AnalyzerEngine, BatchAnalyzerEngine, RecognizerRes
 from presidio_anonymizer import AnonymizerEngine
 from presidio_anonymizer.entities import EngineResult, OperatorConfig, OperatorResult
 
-from presidio_delink.edits import apply, runs, stabbing_tokens, whole_words
+from presidio_delink.edits import apply, choose_tokens, runs, whole_words
 from presidio_delink.errors import ConfigError, DelinkError
 from presidio_delink.index import NgramIndex
 from presidio_delink.llm.base import CircuitBreaker, Rewriter, find_breaker
@@ -168,7 +168,7 @@ class DelinkEngine:
             pass_no += 1
             segs = self.tokenizer.segments(current)
             tokens = [t for s in segs for t in s]
-            chosen = stabbing_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
+            chosen = choose_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
             chosen = whole_words(chosen, tokens, self._words.tokens(current))
             why = rep.spans()
             results: list[RecognizerResult] = []

@@ -7,7 +7,7 @@ span at a time.  Context and batching come in through params:
 * ``rewriter`` (a :class:`~presidio_delink.llm.Rewriter`) with ``document`` (the full
   text) and ``results`` (the analyzer results passed to ``anonymize``): the first call
   for a document *plans* the rewrites of all its ``LINKABLE_NGRAM`` spans, one LLM
-  request per sentence (all the sentence's spans at once, validated as the pipeline
+  request per passage (all its spans at once, marked, validated as the pipeline
   validates them); later calls are served from that plan.  Without ``results`` the
   operator cannot see the other spans and asks for each span alone;
 * neither, or an answer that fails validation: the span becomes ``[REDACTED]``.
@@ -35,8 +35,19 @@ from typing import Any
 
 from presidio_anonymizer.operators import Operator, OperatorType
 
-from presidio_delink.edits import REDACTED, fit, rejection, sentence_bounds, sentence_groups
+from presidio_delink.edits import (
+    REDACTED,
+    fit,
+    lower_words,
+    neighbours,
+    passage_groups,
+    pick,
+    rejection,
+    sentence_bounds,
+    trigrams,
+)
 from presidio_delink.errors import LLMError, LLMUnavailable
+from presidio_delink.llm.prompt import example_texts, mark
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -101,14 +112,18 @@ class DelinkOperator(Operator):
 
     # -- internals ----------------------------------------------------------------------
     def _ask_one(self, rewriter: Any, doc: str, span: str) -> str | None:
+        context = _sentence_of(doc, span)
         try:
-            answer = rewriter.rewrite(_sentence_of(doc, span), [span])
+            answer = rewriter.rewrite(context, [span])
         except LLMUnavailable:
             return None  # the circuit breaker has already said so, once
         except LLMError as exc:
             log.warning("LLM failed (%s); span redacted", type(exc).__name__)
             return None
-        return answer.get(span) if isinstance(answer, dict) else None
+        if not isinstance(answer, dict):
+            return None
+        new, _why = pick(span, answer.get(span), self._tokenizer, context=context)
+        return new
 
     def _plan(
         self,
@@ -117,7 +132,7 @@ class DelinkOperator(Operator):
         spans: list[tuple[int, int]],
         forbidden: Iterable[str],
     ) -> dict[str, str | None]:
-        """Validated replacements of every span of ``doc``: one request per sentence."""
+        """Validated replacements of every span of ``doc``: one request per passage."""
         digest = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
         key = (rewriter, digest, tuple(spans), tuple(forbidden))
         plan = self._plans.get(key)
@@ -126,13 +141,17 @@ class DelinkOperator(Operator):
             return plan
         plan = {}
         failed = False
-        for (a, b), group in sentence_groups(doc, spans).items():
+        copy_grams = trigrams([doc, *example_texts()], self._tokenizer)
+        known_lower = lower_words(doc)
+        for (a, b), group in passage_groups(doc, spans):
             context = doc[a:b]
             texts = list(dict.fromkeys(doc[s:e] for s, e in group))
             answer: Any = {}
             if not failed:
                 try:
-                    answer = rewriter.rewrite(context, texts)
+                    answer = rewriter.rewrite(
+                        mark(context, [(s - a, e - a) for s, e in group]), texts
+                    )
                 except LLMUnavailable:
                     failed = True  # the circuit breaker has already said so, once
                 except LLMError as exc:
@@ -145,15 +164,19 @@ class DelinkOperator(Operator):
                 span = doc[s:e]
                 if span in plan:
                     continue
-                new = answer.get(span)
-                others = [x for x in texts if x != span]
-                why = (
-                    "no answer"
-                    if new is None
-                    else rejection(span, new, self._tokenizer, forbidden, others, context)
+                new, why = pick(
+                    span,
+                    answer.get(span),
+                    self._tokenizer,
+                    forbidden,
+                    [x for x in texts if x != span],
+                    context,
+                    copy_grams=copy_grams,
+                    around=neighbours(doc, s, e),
+                    known_lower=known_lower,
                 )
-                if why is None and isinstance(new, str):
-                    plan[span] = fit(new.strip(), doc, s, e)
+                if new is not None:
+                    plan[span] = fit(new, doc, s, e)
                 else:
                     log.debug("replacement rejected: %s", why)
                     plan[span] = None

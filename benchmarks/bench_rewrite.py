@@ -1,0 +1,324 @@
+"""Benchmark of the rewriter's quality and speed (issue 11: "Rewriting that rewrites").
+
+The first ``--docs`` (default 20) TAB test documents with Presidio's masks and ``<ENTITY_TYPE>``
+placeholders (as ``bench_pipeline.py``), delinked against the TAB collection index (built once
+into ``--work-dir``/tab_index) with ``k=2``, ``arity=1``, twice per document in the same run,
+interleaved: with ``--llm`` (default: the ``embedded`` default model) and with ``--llm none``.
+
+Figures (targets of issue 11 in brackets):
+
+* share of the changed words that are rewritten rather than redacted [>= 50 %];
+* accepted rewrites that copy 3 or more words found elsewhere in the input document, and
+  doubled words created by a rewrite [0 each], counted by this script with its own
+  tokenisation (``\\w+`` words, lower case), not the package's checks;
+* mean embedding cosine (all-MiniLM-L6-v2, whole documents) of output to input, LLM run
+  against ``--llm none`` [LLM >= none];
+* seconds per document [<= 30 s];
+* residual linkages: ``analyze`` at k=2, arity 1, and the independent adversary of
+  ``bench_pipeline.py`` [0];
+* a before/after sample of 10 rewritten sentences.
+
+``--concurrency`` runs the concurrency check instead: an OpenAI-compatible test server
+(``tests/ollama_compat_server.py``) whose fake engine answers after 0.3 s, 3 documents,
+``--llm-concurrency`` 1 against 8 [8 at least 4x faster].
+
+Usage::
+
+    python benchmarks/bench_rewrite.py --json benchmarks/_work/bench_rewrite.json
+    python benchmarks/bench_rewrite.py --docs 3                      # quick
+    python benchmarks/bench_rewrite.py --concurrency
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_pipeline import _cpu, _git, _uptime, _versions, adversary, load_index  # noqa: E402
+
+from presidio_delink.datasets import tab_test  # noqa: E402
+from presidio_delink.linkage import analyze  # noqa: E402
+from presidio_delink.llm import make_rewriter  # noqa: E402
+from presidio_delink.pipeline import Delinker, DelinkResult  # noqa: E402
+
+_WORD = re.compile(r"\w+")
+_SENT = re.compile(r"(?<=[.!?;:])\s+")
+TARGET_SHARE = 0.5
+TARGET_SECONDS = 30.0
+TARGET_SPEEDUP = 4.0
+
+
+def _words(s: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(s)]
+
+
+def copies_and_doubles(res: DelinkResult) -> tuple[list[Any], list[Any]]:
+    """Accepted rewrites copying a 3-word run of the input document, and doubled words
+    in the output that touch a rewrite and were not in the input."""
+    copies = []
+    grams = set()
+    w = _words(res.input_text)
+    grams = {tuple(w[i : i + 3]) for i in range(len(w) - 2)}
+    for a in res.audit:
+        if a.method != "llm":
+            continue
+        rw = _words(a.replacement)
+        if any(tuple(rw[i : i + 3]) in grams for i in range(len(rw) - 2)):
+            copies.append((res.id, a.original, a.replacement))
+    doubles = []
+    if res.text is not None:
+        text = res.text
+        before = {m.group(0).lower() for m in re.finditer(r"\b(\w+)\s+\1\b", res.input_text, re.I)}
+        for m in re.finditer(r"\b(\w+)\s+\1\b", text, re.I):
+            touches = any(
+                lab == "llm" and a < m.end() and m.start() < b for a, b, lab in res.marks
+            )
+            if touches and m.group(0).lower() not in before:
+                doubles.append((res.id, m.group(0)))
+    return copies, doubles
+
+
+def sentence_pairs(res: DelinkResult) -> list[tuple[str, str]]:
+    """(input sentence, output sentence) pairs where the output sentence holds a rewrite.
+
+    Edits never add or remove a line break, so paragraphs correspond one to one; within a
+    paragraph, sentences are paired when both split into the same number."""
+    if res.text is None:
+        return []
+    out = []
+    llm_marks = [(a, b) for a, b, lab in res.marks if lab == "llm"]
+    pos = 0
+    for p_in, p_out in zip(res.input_text.split("\n"), res.text.split("\n"), strict=False):
+        s_in, s_out = _SENT.split(p_in), _SENT.split(p_out)
+        base = pos
+        pos += len(p_out) + 1
+        if len(s_in) != len(s_out):
+            continue
+        for x, y in zip(s_in, s_out, strict=True):
+            start = res.text.find(y, base)
+            if x != y and any(start <= a < start + len(y) for a, _b in llm_marks):
+                out.append((x, y))
+    return out
+
+
+def _embed_cosines(pairs: list[tuple[str, str]]) -> list[float]:
+    from presidio_delink.eval.embeddings import Embedder
+
+    emb = Embedder(max_chunks=10)
+    a = emb.encode([p for p, _ in pairs])
+    b = emb.encode([q for _, q in pairs])
+    return [float((a[i] * b[i]).sum()) for i in range(len(pairs))]
+
+
+def run_quality(args: argparse.Namespace) -> dict[str, Any]:
+    idx, how, idx_s = load_index(args.work_dir)
+    docs = list(tab_test(masks="presidio", placeholder=None))[args.start : args.start + args.docs]
+    rewriter = make_rewriter(args.llm)
+    assert rewriter is not None, "--llm none is the baseline, which always runs"
+    inner: Any = rewriter
+    while getattr(inner, "inner", None) is not None:
+        inner = inner.inner
+    t0 = time.perf_counter()
+    if hasattr(inner, "load"):
+        inner.load()
+    load_s = time.perf_counter() - t0
+    print(f"model {rewriter.name} loaded in {load_s:.1f} s", file=sys.stderr)
+    runs = {
+        "llm": Delinker(idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes),
+        "none": Delinker(idx, k=args.k, arity=1, rewriter=None),
+    }
+    results: dict[str, list[DelinkResult]] = {"llm": [], "none": []}
+    loads = []
+    for i, (doc_id, _orig, text) in enumerate(docs, 1):
+        for name in ("none", "llm"):
+            res = runs[name].delink(text, doc_id)
+            results[name].append(res)
+        r = results["llm"][-1]
+        loads.append(os.getloadavg()[0])
+        print(
+            f"[{i}/{len(docs)}] {doc_id}: {r.seconds:.1f} s, {r.llm_calls} calls, "
+            f"{r.words_rewritten} rewritten + {r.words_redacted} redacted "
+            f"(optimum {r.optimum_words}) | load {loads[-1]:.2f}",
+            file=sys.stderr,
+            flush=True,
+        )
+    summary: dict[str, Any] = {}
+    for name, rs in results.items():
+        rewritten = sum(r.words_rewritten for r in rs)
+        redacted = sum(r.words_redacted for r in rs)
+        residual = sum(
+            1 if r.text is None else int(analyze(idx, r.text, k=args.k, arity=1).linkable)
+            for r in rs
+        )
+        summary[name] = {
+            "documents": len(rs),
+            "seconds_mean": statistics.fmean(r.seconds for r in rs),
+            "seconds_max": max(r.seconds for r in rs),
+            "llm_calls_mean": statistics.fmean(r.llm_calls for r in rs),
+            "words_rewritten": rewritten,
+            "words_redacted": redacted,
+            "share_rewritten": rewritten / max(1, rewritten + redacted),
+            "residual_docs": residual,
+            "failed": sum(r.failed for r in rs),
+            "reasons": dict(
+                sorted(
+                    _count(a.reason or "LLM answered [REDACTED] / after the passes"
+                           for r in rs for a in r.audit if a.method == "redacted").items(),
+                    key=lambda kv: -kv[1],
+                )
+            ),
+        }
+    copies, doubles = [], []
+    for r in results["llm"]:
+        c, d = copies_and_doubles(r)
+        copies += c
+        doubles += d
+    summary["llm"]["accepted_rewrites"] = sum(
+        a.method == "llm" for r in results["llm"] for a in r.audit
+    )
+    summary["llm"]["copies_3_words"] = len(copies)
+    summary["llm"]["doubled_words"] = len(doubles)
+    summary["llm"]["copy_examples"] = copies[:10]
+    summary["llm"]["double_examples"] = doubles[:10]
+    for name, rs in results.items():
+        ok = [r for r in rs if r.text is not None]
+        cos = _embed_cosines([(r.input_text, str(r.text)) for r in ok]) if ok else []
+        summary[name]["cosine_mean"] = statistics.fmean(cos) if cos else None
+    texts: dict[str, dict[str, str]] = {
+        f"{n}_output": {r.id: r.text for r in rs if r.text is not None}
+        for n, rs in results.items()
+    }
+    adv = adversary(idx, texts, args.k)
+    for name in results:
+        a = adv.get(f"{name}_output") or {}
+        summary[name]["adversary_minimal_hits"] = a.get("minimal_hits")
+    pairs = [p for r in results["llm"] for p in sentence_pairs(r)]
+    step = max(1, len(pairs) // 10)
+    sample = pairs[::step][:10]
+    return {
+        "settings": {
+            "docs": len(docs),
+            "start": args.start,
+            "llm": args.llm,
+            "k": args.k,
+            "arity": 1,
+            "passes": args.passes,
+        },
+        "index": {"how": how, "seconds": round(idx_s, 1)},
+        "model_load_seconds": round(load_s, 1),
+        "load_during": [min(loads), max(loads)] if loads else None,
+        "runs": summary,
+        "samples": sample,
+    }
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+class _LatencyEngine:
+    """Fake OpenAI-style engine: answers every span with a generic candidate list after
+    ``delay`` seconds (many requests may wait at once, as on a server with parallel slots)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.requests = 0
+
+    def chat_completion(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.requests += 1
+        time.sleep(self.delay)
+        schema = ((request.get("response_format") or {}).get("json_schema") or {}).get(
+            "schema"
+        ) or request.get("json_schema") or {}
+        content = json.dumps({k: ["some matter", "a thing"] for k in schema.get("properties", {})})
+        return {"choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content}}]}
+
+    def completion(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "text": ""}]}
+
+
+def run_concurrency(args: argparse.Namespace) -> dict[str, Any]:
+    from ollama_compat_server import OllamaCompatServer
+
+    idx, _how, _s = load_index(args.work_dir)
+    docs = list(tab_test(masks="presidio", placeholder=None))[:3]
+    out: dict[str, Any] = {"latency_s": 0.3, "documents": len(docs)}
+    texts: dict[int, list[str | None]] = {}
+    for n in (1, 8):
+        engine = _LatencyEngine(0.3)
+        with OllamaCompatServer(engine, model="m") as srv:
+            rw = make_rewriter(f"openai:{srv.url}#m")
+            d = Delinker(idx, k=2, arity=1, rewriter=rw, passes=2, llm_concurrency=n)
+            t0 = time.perf_counter()
+            rs = [d.delink(t, i) for i, _o, t in docs]
+            wall = time.perf_counter() - t0
+        texts[n] = [r.text for r in rs]
+        out[f"concurrency_{n}"] = {"seconds": round(wall, 2), "requests": engine.requests,
+                                   "residual": sum(r.linkable_after for r in rs)}
+        print(f"--llm-concurrency {n}: {wall:.1f} s, {engine.requests} requests", file=sys.stderr)
+    out["speedup"] = out["concurrency_1"]["seconds"] / out["concurrency_8"]["seconds"]
+    out["same_output"] = texts[1] == texts[8]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=20)
+    ap.add_argument("--start", type=int, default=0, help="skip the first N documents")
+    ap.add_argument("--llm", default="embedded")
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--k", type=int, default=2)
+    ap.add_argument("--concurrency", action="store_true", help="the concurrency check only")
+    ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "_work")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    up0 = _uptime()
+    print(f"start {started}; {up0}", file=sys.stderr)
+    body = run_concurrency(args) if args.concurrency else run_quality(args)
+    report = {
+        "benchmark": "bench_rewrite",
+        "started": started,
+        "command": " ".join(["benchmarks/bench_rewrite.py", *(argv or sys.argv[1:])]),
+        "uptime_start": up0,
+        "uptime_end": _uptime(),
+        "cpu": _cpu(),
+        "cpus": os.cpu_count(),
+        "versions": _versions(),
+        "git": _git(),
+        **body,
+    }
+    print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1,
+                     ensure_ascii=False, default=str))
+    if not args.concurrency:
+        print("\nbefore/after sample:")
+        for x, y in report["samples"]:
+            print(f"- before: {x}\n  after:  {y}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
