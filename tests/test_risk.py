@@ -514,3 +514,26 @@ def test_embedded_forced_decoding_reports_the_models_own_logprobs() -> None:
     assert "".join(rare.tokens) == " Xq7zzv" and all(v < 0 for v in rare.logprobs)
     assert sum(rare.logprobs) < sc.logprobs[0]
     eng.close()
+
+
+def test_plain_embedded_scores_with_the_model_the_classifiers_were_trained_on(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The rewriting default (Qwen) is not the scoring model: the shipped classifiers read
+    SmolLM2's log-probabilities, so a plain ``embedded`` must score with SmolLM2."""
+    import presidio_delink.llm.embedded as emb
+    from presidio_delink.risk.lm import SCORING_MODEL, make_scorer
+
+    seen: list[object] = []
+
+    class Fake:
+        def __init__(self, path, **kw):  # type: ignore[no-untyped-def]
+            seen.append(path)
+
+        def completion(self, *a, **kw):  # type: ignore[no-untyped-def]
+            raise AssertionError("not called")
+
+    monkeypatch.setattr(emb, "EmbeddedRewriter", Fake)
+    monkeypatch.setattr(emb, "packaged_gguf_path", lambda name=None: f"packaged:{name}")
+    monkeypatch.delenv(emb.MODEL_ENV, raising=False)
+    make_scorer("embedded")
+    make_scorer("embedded:qwen")
+    assert seen == [f"packaged:{SCORING_MODEL}", "packaged:qwen"]

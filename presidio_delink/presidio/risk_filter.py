@@ -89,7 +89,7 @@ def make_risk_filter(
     threshold: float | None = None,
     indicator: str = "combined",
     allow_remote: bool = False,
-    timeout: float = 60.0,
+    timeout: float | None = None,
 ) -> RiskFilter | None:
     """The filter of ``--mask-policy``: ``None`` for ``all`` (mask every span).
 

@@ -24,6 +24,9 @@ from presidio_delink.errors import ConfigError, LLMError
 
 logger = logging.getLogger(__name__)
 
+SCORING_MODEL = "smollm2"
+"""The packaged model whose log-probabilities the shipped classifiers were trained on."""
+
 Completion = Callable[[dict[str, Any]], dict[str, Any]]
 """An OpenAI-style ``/v1/completions`` call: request body in, response body out."""
 
@@ -215,21 +218,36 @@ class HTTPCompletion:
         return body
 
 
-def make_scorer(spec: str, allow_remote: bool = False, timeout: float = 60.0) -> LogprobScorer:
+def make_scorer(
+    spec: str, allow_remote: bool = False, timeout: float | None = None
+) -> LogprobScorer:
     """A scorer for ``embedded[:PATH.gguf]`` or ``openai:URL[#MODEL]`` (llama.cpp server).
 
     Raises:
         ConfigError: ``ollama:`` or ``none`` (they cannot score given text), or a bad spec.
     """
+    from presidio_delink.llm import DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S
+
     kind, _, rest = spec.partition(":")
     if kind == "embedded":
-        from presidio_delink.llm.embedded import EmbeddedRewriter
+        from presidio_delink.llm.embedded import MODELS, EmbeddedRewriter, packaged_gguf_path
 
-        rewriter = EmbeddedRewriter(rest or None, n_ctx=4096, timeout=timeout)
+        # The shipped classifiers read SmolLM2's log-probabilities: a plain `embedded`
+        # scores with it, whatever model rewrites.
+        name = rest or SCORING_MODEL
+        if name.lower() != SCORING_MODEL:
+            logger.warning(
+                "risk scores from %s: the shipped classifiers were trained on %s "
+                "log-probabilities, so their decisions may be off", name, SCORING_MODEL,
+            )
+        path = packaged_gguf_path(name) if name.lower() in MODELS else name
+        rewriter = EmbeddedRewriter(path, n_ctx=4096, timeout=timeout or EMBEDDED_TIMEOUT_S)
         return LogprobScorer(rewriter.completion)
     if kind == "openai" and rest:
         url, _, model = rest.partition("#")
-        return LogprobScorer(HTTPCompletion(url, model or "default", allow_remote, timeout))
+        return LogprobScorer(
+            HTTPCompletion(url, model or "default", allow_remote, timeout or DEFAULT_TIMEOUT_S)
+        )
     raise ConfigError(
         f"cannot score text log-probabilities with {spec!r}: use 'embedded[:PATH.gguf]' or "
         "'openai:URL#MODEL' (a llama.cpp server: it takes a grammar and n_probs; Ollama "
