@@ -19,16 +19,19 @@ from presidio_delink.text import Token, Tokenizer
 
 REDACTED = "[REDACTED]"
 
-_COMMON = """
+_FUNCTION = """
     a an the this that these those some any each every no not and or but nor of in on at to
     for from by with without within into onto upon over under about after before between
     through during against among as than then so if is are was were be been being am has
     have had do does did will would shall should may might can could must it its he him his
     she her hers they them their theirs we us our ours you your yours i me my mine who whom
     whose which what where when why how there here all both either neither other another
-    such same own only also very more most less least one two three first second new old
-    mr mrs ms miss dr prof sir madam st jr sr de del della der den di du da das dos la le les
-    el al van von ten ter y e et und
+    such same own only also very more most less least one two three s mr mrs ms dr no nos
+"""
+# Generic words: the function words, and words of names and places that identify nobody.
+_COMMON = _FUNCTION + """
+    first second new old miss prof sir madam st jr sr de del della der den di du da das dos
+    la le les el al van von ten ter y e et und
     street road avenue lane square city town village county district region province state
     country republic kingdom university college school hospital clinic court tribunal police
     station prison company ltd inc plc corporation group bank church house hotel centre center
@@ -81,15 +84,6 @@ def stabbing_tokens(intervals: Iterable[tuple[int, int]], tokens: Sequence[Token
     return sorted(set(chosen))
 
 
-_FUNCTION = """
-    a an the this that these those some any each every no not and or but nor of in on at to
-    for from by with without within into onto upon over under about after before between
-    through during against among as than then so if is are was were be been being am has
-    have had do does did will would shall should may might can could must it its he him his
-    she her hers they them their theirs we us our ours you your yours i me my mine who whom
-    whose which what where when why how there here all both either neither other another
-    such same own only also very more most less least one two three s mr mrs ms dr no nos
-"""
 FUNCTION_WORDS = frozenset(_FUNCTION.split())
 """Words a rewriter cannot generalise (``the`` -> ?): avoided when another choice of words
 breaks the same N-grams with as few words."""
