@@ -230,10 +230,6 @@ class Layered:
     def dfs(self, handles: list[int]) -> list[int]:
         """Document frequencies of many handles, read in one vectorised step per layer."""
         h = np.asarray(handles, dtype=np.int64)
-        if len(self.layers) == 1:
-            offs = self.own.offsets
-            out: list[int] = (offs[h + 1] - offs[h]).astype(np.int64).tolist()
-            return out
         res = np.empty(len(h), dtype=np.int64)
         layer = h >> LAYER_SHIFT
         for i, part in enumerate(self.layers):
@@ -241,7 +237,7 @@ class Layered:
             if len(sel):
                 kid = h[sel] & KID_MASK
                 res[sel] = part.offsets[kid + 1].astype(np.int64) - part.offsets[kid]
-        out = res.tolist()
+        out: list[int] = res.tolist()
         return out
 
     def postings_of(self, handle: int) -> np.ndarray:

@@ -80,12 +80,11 @@ def _build(spec: str, allow_remote: bool, timeout: float | None) -> Rewriter | N
     if kind == "none" and not sep:
         return None
     if kind == "embedded":
-        from presidio_delink.llm.embedded import MODELS, EmbeddedRewriter, packaged_gguf_path
+        from presidio_delink.llm.embedded import EmbeddedRewriter, gguf_for
 
         if sep and not arg:
             raise _bad_spec(spec, "missing model name or GGUF path after 'embedded:'")
-        path = packaged_gguf_path(arg or None) if not arg or arg.lower() in MODELS else arg
-        return EmbeddedRewriter(path, timeout=timeout or EMBEDDED_TIMEOUT_S)
+        return EmbeddedRewriter(gguf_for(arg or None), timeout=timeout or EMBEDDED_TIMEOUT_S)
     if kind == "ollama":
         if not arg:
             raise _bad_spec(spec, "missing model name after 'ollama:'")

@@ -190,6 +190,12 @@ def packaged_gguf_path(name: str | None = None) -> Path:
     raise ConfigError(f"unknown packaged model {name!r}; known: {', '.join(MODELS)}")
 
 
+def gguf_for(name: str | None) -> Path | str:
+    """The GGUF behind ``embedded[:NAME]``: a packaged model's name (``None``: the default
+    one) gives its assembled file; anything else is a path, returned as it is."""
+    return packaged_gguf_path(name) if not name or name.lower() in MODELS else name
+
+
 def default_gguf_path() -> Path:
     """The default embedded model's GGUF (:func:`packaged_gguf_path` of ``None``)."""
     return packaged_gguf_path(None)

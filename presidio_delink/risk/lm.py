@@ -230,7 +230,7 @@ def make_scorer(
 
     kind, _, rest = spec.partition(":")
     if kind == "embedded":
-        from presidio_delink.llm.embedded import MODELS, EmbeddedRewriter, packaged_gguf_path
+        from presidio_delink.llm.embedded import EmbeddedRewriter, gguf_for
 
         # The shipped classifiers read SmolLM2's log-probabilities: a plain `embedded`
         # scores with it, whatever model rewrites.
@@ -240,8 +240,9 @@ def make_scorer(
                 "risk scores from %s: the shipped classifiers were trained on %s "
                 "log-probabilities, so their decisions may be off", name, SCORING_MODEL,
             )
-        path = packaged_gguf_path(name) if name.lower() in MODELS else name
-        rewriter = EmbeddedRewriter(path, n_ctx=4096, timeout=timeout or EMBEDDED_TIMEOUT_S)
+        rewriter = EmbeddedRewriter(
+            gguf_for(name), n_ctx=4096, timeout=timeout or EMBEDDED_TIMEOUT_S
+        )
         return LogprobScorer(rewriter.completion)
     if kind == "openai" and rest:
         url, _, model = rest.partition("#")
