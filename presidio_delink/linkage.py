@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import numpy as np
 
@@ -215,6 +216,7 @@ def analyze(
     for name in names:
         if name not in index.views:
             raise ConfigError(f"the index has no view {name!r} (it has {', '.join(index.views)})")
+    walks = _walk_views(index, [index.views[name] for name in names], text, k, mx)
     out: list[Flagged] = []
     combos = _Combos()
     for name in names:
@@ -222,7 +224,7 @@ def analyze(
             _analyze_view(
                 index,
                 index.views[name],
-                text,
+                walks[name],
                 k,
                 arity,
                 mx,
@@ -246,10 +248,76 @@ def analyze(
     )
 
 
-def _analyze_view(
+@dataclass
+class _Walk:
+    """One view's tokens of the text and its prefix walks (see ``ViewIndex.prefix_walk``)."""
+
+    segs: list[list[Token]]
+    words: list[list[str]]
+    keys: list[str]
+    rows: list[list[int]]
+    entries: list[tuple[int, int] | None]
+
+
+def _walk_views(
+    index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
+) -> dict[str, _Walk]:
+    """The prefix walks of every view.  A view that crosses punctuation is walked first:
+    at each text position, its query extends the query of the view of its word model
+    that does not cross (same tokens, a segment cut at punctuation), and when it is stored
+    over that view, the walk it leaves in that view's memo answers that view's walk."""
+    walks: dict[str, _Walk] = {}
+    for view in sorted(views, key=lambda v: v.tokenizer.break_on_punctuation):
+        extends = None
+        if view.tokenizer.break_on_punctuation:
+            for other in views:
+                if other.name in walks and _stored_over(other, view) and (
+                    other.tokenizer.fold == view.tokenizer.fold
+                ):
+                    extends = walks[other.name].keys
+                    break
+        walks[view.name] = _walk(index, view, text, k, mx, extends)
+    return walks
+
+
+def _stored_over(child: ViewIndex, parent: ViewIndex) -> bool:
+    layer = child.parts[0].parent if child.parts else None
+    while layer is not None:
+        if layer is parent.parts[0]:
+            return True
+        layer = layer.parent
+    return False
+
+
+def _walk(
     index: NgramIndex,
     view: ViewIndex,
     text: str,
+    k: int,
+    mx: int,
+    extends: list[str] | None,
+) -> _Walk:
+    segs = view.tokenizer.segments(text)
+    words = [[t.word for t in s] for s in segs]
+    queries = [ws[i : i + mx] for ws in words for i in range(len(ws))]
+    keys: list[str] = []  # the queries joined, as slices of each segment joined once
+    for ws in words:
+        joined = " ".join(ws)
+        ends = list(accumulate(len(w) + 1 for w in ws))  # end of word j + 1
+        keys.extend(
+            joined[ends[i] - len(ws[i]) - 1 : ends[min(i + mx, len(ws)) - 1] - 1]
+            for i in range(len(ws))
+        )
+    if extends is not None and len(extends) != len(keys):
+        extends = None
+    rows, entries = index.link_dfs(view, queries, k, keys, extends)
+    return _Walk(segs, words, keys, rows, entries)
+
+
+def _analyze_view(
+    index: NgramIndex,
+    view: ViewIndex,
+    walk: _Walk,
     k: int,
     arity: int,
     mx: int,
@@ -258,44 +326,51 @@ def _analyze_view(
     max_partners: int,
     exhaustive: bool,
 ) -> list[Flagged]:
-    segs = view.tokenizer.segments(text)
-    words = [[t.word for t in s] for s in segs]
-    # m[s][i]: length of the longest N-gram at (s, i) with df >= k; df_at[(s, i, n)] for n<=m.
+    segs, words, rows, entries = walk.segs, walk.words, walk.rows, walk.entries
+    # m[s][i]: length of the longest N-gram at (s, i) with df >= k; df_at[(s, i, n)] for n<=m
+    # (combinations only).
     m: list[list[int]] = []
     df_at: dict[tuple[int, int, int], int] = {}
-    cands: list[list[tuple[int, int, int]]] = []  # per segment: (i, n, df) flagged at i
-    queries = [ws[i : i + mx] for ws in words for i in range(len(ws))]
-    all_dfs = iter(index.link_dfs(view, queries, k))
+    pairs = arity >= 2
+    # per segment: (i, n, df, stored entry or None) flagged at i
+    cands: list[list[tuple[int, int, int, tuple[int, int] | None]]] = []
+    q = 0
     for s, ws in enumerate(words):
         ms: list[int] = []
-        cs: list[tuple[int, int, int]] = []
+        cs: list[tuple[int, int, int, tuple[int, int] | None]] = []
         for i in range(len(ws)):
-            dfs = next(all_dfs)
-            good = 0
-            for n, d in enumerate(dfs, 1):
-                if d >= k:
-                    good = n
-                    df_at[(s, i, n)] = d
-                else:
-                    if d >= 1:
-                        cs.append((i, n, d))
-                    break
+            dfs = rows[q]
+            good = len(dfs)
+            d = dfs[-1] if dfs else k
+            if d < k:
+                good -= 1
+                if d >= 1:
+                    cs.append((i, good + 1, d, entries[q]))
+            if pairs:
+                for n in range(1, good + 1):
+                    df_at[(s, i, n)] = dfs[n - 1]
             ms.append(good)
+            q += 1
         m.append(ms)
         cands.append(cs)
 
     flagged: dict[str, _Acc] = {}
+    where: dict[str, tuple[int, int] | None] = {}
     for s, cs in enumerate(cands):
         min_end = 1 << 30
-        for i, n, d in sorted(cs, reverse=True):
+        for i, n, d, entry in sorted(cs, reverse=True, key=lambda c: (c[0], c[1])):
             if min_end > i + n:  # contains no other candidate: minimal
-                _add(flagged, segs[s], words[s], i, n, d, 1)
+                key = _add(flagged, segs[s], words[s], i, n, d, 1)
+                if where.get(key) is None:
+                    where[key] = entry
             min_end = min(min_end, i + n)
+    grouped = index.group_of is not None
     for key, acc in flagged.items():
-        docs = view.lookup(key.split(" "))
+        entry = where.get(key)
+        docs = view.postings_at(entry) if entry is not None else view.lookup(key.split(" "))
         acc.docs = tuple(docs.tolist())
         acc.df = len(docs)
-        acc.groups = len(index.groups_of(docs))
+        acc.groups = len(index.groups_of(docs)) if grouped else acc.df
 
     if arity >= 2 and df_at:
         _combinations(

@@ -341,6 +341,19 @@ class Tokenizer:
             pos = b
         return out
 
+    def _scan(self, text: str) -> tuple[str, list[int] | None, list[tuple[int, str | None]]]:
+        """``strip_invisible(text)`` and its chunks, shared by the word models that cut
+        chunks alike (cached: the views of one text read it several times)."""
+        key = (self.fold in ("fine", "case"), self.placeholders, text)
+        got = _SCANS.get(key)
+        if got is None:
+            stripped, omap = strip_invisible(text)
+            got = (stripped, omap, self._chunks(stripped))
+            if len(_SCANS) >= 8:
+                _SCANS.pop(next(iter(_SCANS)))
+            _SCANS[key] = got
+        return got
+
     def pieces(self, text: str) -> list[tuple[list[Token], bool]]:
         """Segments at every break, each with whether a placeholder or the end of the text
         (a *hard* break) closes it; a punctuation break is *soft*.
@@ -353,7 +366,7 @@ class Tokenizer:
         got = _PIECES.get(key)
         if got is not None:
             return got
-        stripped, omap = strip_invisible(text)
+        stripped, omap, chunks = self._scan(text)
         fine = self.fold != "folded"
         casefold = self.fold != "case"
         nfc = self.fold != "accent"
@@ -361,7 +374,7 @@ class Tokenizer:
         out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
         cache: dict[str, list[tuple[str, int, int]]] = {}
-        for start, chunk in self._chunks(stripped):
+        for start, chunk in chunks:
             if not chunk:
                 if cur:
                     out.append((cur, chunk is None))
@@ -369,7 +382,7 @@ class Tokenizer:
                 elif chunk is None and out and not out[-1][1]:
                     out[-1] = (out[-1][0], True)
                 continue
-            if fine:
+            if fine and omap is not None:  # the words as written, marks included
                 for w in word_re.finditer(chunk):
                     a, b = start + w.start(), start + w.end()
                     if omap is not None:
@@ -380,11 +393,19 @@ class Tokenizer:
                 continue
             parts = cache.get(chunk)
             if parts is None:
-                parts = cache[chunk] = [
-                    (n, w.start(), w.end())
-                    for w in _WORD_RE.finditer(chunk)
-                    for n in fold_word(w.group())
-                ]
+                if fine:  # nothing was stripped: the chunk is the text as written
+                    parts = [
+                        (n, w.start(), w.end())
+                        for w in word_re.finditer(chunk)
+                        if (n := fine_word(w.group(), casefold, nfc))
+                    ]
+                else:
+                    parts = [
+                        (n, w.start(), w.end())
+                        for w in _WORD_RE.finditer(chunk)
+                        for n in fold_word(w.group())
+                    ]
+                cache[chunk] = parts
             if omap is None:
                 cur.extend([Token(n, start + a, start + b) for n, a, b in parts])
             else:
@@ -515,6 +536,9 @@ class Tokenizer:
 TOKENIZER_VERSION = "delink-text-4"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
+_SCANS: dict[
+    tuple[bool, tuple[str, ...], str], tuple[str, list[int] | None, list[tuple[int, str | None]]]
+] = {}
 
 
 def apply_breaks(marked: list[int], break_on_punctuation: bool) -> list[int]:

@@ -386,24 +386,30 @@ class NgramIndex:
         return np.flatnonzero(np.isin(self.group_of, want)).tolist()
 
     def link_dfs(
-        self, view: ViewIndex, queries: Sequence[Sequence[str]], below: int
-    ) -> list[list[int]]:
-        """:meth:`ViewIndex.prefix_dfs_many` in *group* frequencies where it matters:
+        self,
+        view: ViewIndex,
+        queries: Sequence[Sequence[str]],
+        below: int,
+        keys: Sequence[str] | None = None,
+        extends: Sequence[str] | None = None,
+    ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+        """:meth:`ViewIndex.prefix_walk` in *group* frequencies where it matters:
         every value below ``below`` is below it in groups, every value at or above it is
         (the row stops at the first value below ``below``)."""
-        rows = view.prefix_dfs_many(queries, below)
+        rows, last = view.prefix_walk(queries, below, keys, extends)
         if self.group_of is None:
-            return rows
+            return rows, last
         settled = (below - 1) * self.max_group_size + 1
-        for words, row in zip(queries, rows, strict=True):
+        for q, (words, row) in enumerate(zip(queries, rows, strict=True)):
             for n, d in enumerate(row):
                 if below <= d < settled:
                     g = len(self.groups_of(view.lookup(words[: n + 1])))
                     if g < below:
                         row[n] = g
                         del row[n + 1 :]
+                        last[q] = None  # the caller looks the entry up again
                         break
-        return rows
+        return rows, last
 
     # -- primary-view queries (one N-gram, raw text or normalised words) --------------
     def words_of(self, phrase: str, view: str | None = None) -> list[str]:

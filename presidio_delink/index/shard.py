@@ -224,6 +224,28 @@ class Layered:
             memo[key] = got
         return got
 
+    def prefix_handles(self, key: str, extends: str | None = None) -> list[int]:
+        """The handles of :meth:`prefix_hits`, shortest first (the detector's hot path).
+
+        ``extends``: a key of which ``key`` is a word-prefix, walked just before (the same
+        text position in a view that crosses punctuation): its memoised hits, cut at
+        ``len(key)``, are the answer, without a walk.
+        """
+        memo = self._memo
+        if extends is not None and memo is not None:
+            got = memo.get(extends)
+            if got is not None:
+                n = len(key)
+                return [h for lp, h in got if lp <= n]
+        if self.parent is None and memo is None:
+            n = len(key)
+            return [
+                kid
+                for p, kid in self.own.trie.iter_prefixes_with_ids(key)
+                if len(p) == n or key[len(p)] == " "
+            ]
+        return [h for _, h in self.prefix_hits(key)]
+
     def df_of(self, handle: int) -> int:
         return self.layers[handle >> LAYER_SHIFT].df_of(handle & KID_MASK)
 

@@ -129,8 +129,24 @@ class ViewIndex:
         return self.prefix_dfs_many([words], below)[0]
 
     def prefix_dfs_many(self, queries: Sequence[Sequence[str]], below: int) -> list[list[int]]:
-        """:meth:`prefix_dfs` for many word lists (the whole text at once): the trie walks
-        first, then the document frequencies read in one vectorised step per partition."""
+        """:meth:`prefix_dfs` for many word lists (the whole text at once)."""
+        return self.prefix_walk(queries, below)[0]
+
+    def prefix_walk(
+        self,
+        queries: Sequence[Sequence[str]],
+        below: int,
+        keys: Sequence[str] | None = None,
+        extends: Sequence[str] | None = None,
+    ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+        """:meth:`prefix_dfs` for many word lists, and for each row the stored entry
+        ``(partition, handle)`` of its last value when that value is below ``below`` (the
+        detector reads a flagged N-gram's postings through it, without a second look-up);
+        None otherwise.  The trie walks come first, then the document frequencies, read
+        in one vectorised step per partition.  ``keys``: the queries' words joined by one
+        space, when the caller has them; ``extends``: for each query, a key it is a
+        word-prefix of, just walked in a view stored over this one (see
+        :meth:`~presidio_delink.index.shard.Layered.prefix_handles`)."""
         if below < 2:
             out_exact: list[list[int]] = []
             for words in queries:
@@ -141,31 +157,55 @@ class ViewIndex:
                     if df < below:
                         break
                 out_exact.append(row)
-            return out_exact
+            return out_exact, [None] * len(out_exact)
         by_part: list[list[int]] = [[] for _ in self.parts]
         where: list[tuple[int, int, int]] = []  # (partition, first kid slot, count)
-        for words in queries:
+        part_no, parts = self.part_no, self.parts
+        for q, words in enumerate(queries):
             if not words:
                 where.append((0, 0, 0))
                 continue
-            p = self.part_no(words[0])
+            p = part_no(words[0])
             kids = by_part[p]
             start = len(kids)
-            kids.extend([h for _, h in self.parts[p].prefix_hits(" ".join(words))])
+            key = keys[q] if keys is not None else " ".join(words)
+            kids.extend(parts[p].prefix_handles(key, extends[q] if extends else None))
             where.append((p, start, len(kids) - start))
-        dfs = [self.parts[p].dfs(kids) if kids else [] for p, kids in enumerate(by_part)]
+        dfs = [parts[p].dfs(kids) if kids else [] for p, kids in enumerate(by_part)]
+        # Where each row stops: just after its first value below `below` (vectorised).
+        wh = np.asarray(where, dtype=np.int64).reshape(-1, 3)
+        stop = wh[:, 1] + wh[:, 2]
+        low_at = np.zeros(len(wh), dtype=bool)
+        for p, d in enumerate(dfs):
+            sel = np.flatnonzero(wh[:, 0] == p)
+            if not len(d) or not len(sel):
+                continue
+            low = np.flatnonzero(np.asarray(d) < below)
+            if not len(low):
+                continue
+            i = np.searchsorted(low, wh[sel, 1])
+            first = low[np.minimum(i, len(low) - 1)]
+            hit = (i < len(low)) & (first < stop[sel])
+            stop[sel[hit]] = first[hit] + 1
+            low_at[sel[hit]] = True
         out: list[list[int]] = []
-        for words, (p, start, c) in zip(queries, where, strict=True):
-            row = []
-            for df in dfs[p][start : start + c]:
-                row.append(df)
-                if df < below:
-                    break
+        last: list[tuple[int, int] | None] = []
+        for words, (p, start, c), end, is_low in zip(
+            queries, where, stop.tolist(), low_at.tolist(), strict=True
+        ):
+            row = dfs[p][start:end]
+            if is_low:
+                last.append((p, by_part[p][end - 1]))
             else:
-                if len(row) < len(words):
+                last.append(None)
+                if c < len(words):
                     row.append(0)  # not stored: see prefix_dfs
             out.append(row)
-        return out
+        return out, last
+
+    def postings_at(self, entry: tuple[int, int]) -> np.ndarray:
+        """Document ordinals of a stored entry ``(partition, handle)``."""
+        return self.parts[entry[0]].postings_of(entry[1]).astype(np.int64)
 
     def iter_keys(self) -> Iterator[tuple[str, int]]:
         """Stored keys with their document frequency (for tests and tools)."""
