@@ -817,3 +817,6 @@ def _register_eval() -> None:
 
 
 _register_eval()
+
+if __name__ == "__main__":  # python -m presidio_delink.cli
+    main()

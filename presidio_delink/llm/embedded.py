@@ -43,6 +43,8 @@ against this digest before it is ever loaded (upstream model: Apache-2.0)."""
 MODELS = ("qwen", "smollm2")
 """Names of the packaged models ``embedded:NAME`` accepts; the first is the default."""
 MODEL_ENV = "PRESIDIO_DELINK_EMBEDDED_MODEL"
+THREADS_ENV = "PRESIDIO_DELINK_LLM_THREADS"
+"""CPU threads of the embedded engine when not given (default: half the CPUs)."""
 """Environment variable naming the packaged model plain ``embedded`` means (default
 ``qwen``); the test suite sets ``smollm2`` to stay fast."""
 
@@ -211,6 +213,20 @@ def _import_xllamacpp() -> Any:
         ) from exc
 
 
+def default_threads() -> int:
+    """``$PRESIDIO_DELINK_LLM_THREADS``, else half the CPUs available (at least one).
+
+    Raises:
+        ConfigError: the variable is set but is not a positive integer.
+    """
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ConfigError(f"${THREADS_ENV} must be a positive integer (got {raw!r})")
+        return int(raw)
+    return max(1, _cpu_count() // 2)
+
+
 def _cpu_count() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -228,9 +244,10 @@ class EmbeddedRewriter:
     Args:
         gguf_path: Model file; ``None`` means :func:`default_gguf_path`.
         n_ctx: Context size in tokens.
-        n_threads: CPU threads; ``None`` means half the CPUs available to this process
-            (at least one): llama.cpp's threads spin at barriers, so on a busy machine
-            all cores run 2-5x slower than half of them (measured on 2 cores).
+        n_threads: CPU threads; ``None`` means ``$PRESIDIO_DELINK_LLM_THREADS``, else half
+            the CPUs available to this process (at least one): llama.cpp's threads spin at
+            barriers, so on a busy machine all cores run 2-5x slower than half of them
+            (measured on 2 cores); on an idle machine all of them are about twice as fast.
         seed: Sampling seed.
         max_tokens: Upper bound of generated tokens per call.
         timeout: Seconds one call may take (loading the model excluded). The engine cannot
@@ -260,7 +277,7 @@ class EmbeddedRewriter:
         self.model_path = path
         self.name = f"embedded:{path.name}"
         self.n_ctx = n_ctx
-        self.n_threads = n_threads if n_threads and n_threads > 0 else max(1, _cpu_count() // 2)
+        self.n_threads = n_threads if n_threads and n_threads > 0 else default_threads()
         self.seed = seed
         self.max_tokens = max_tokens
         self.timeout = timeout
