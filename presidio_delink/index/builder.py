@@ -42,11 +42,9 @@ from presidio_delink.errors import BuildError, DelinkError, InputError
 from presidio_delink.index.format import file_record
 from presidio_delink.index.shard import (
     DOC_FILES,
-    KID_MASK,
-    LAYER_SHIFT,
     PART_FILES,
-    Layered,
-    Partition,
+    id_words,
+    load_trie,
     partition_of,
     save_trie,
     smallest_uint,
@@ -384,63 +382,134 @@ STORED_OVER: dict[str, tuple[str, ...]] = {
     "case-cross": ("case", "accent-cross", "folded-cross"),
 }
 
-# A partition of a view already written: its directory and its dtypes.
-PartSpec = tuple[str, dict[str, str]]
+
+@dataclass(frozen=True)
+class ParentLevels:
+    """A view that others are stored over, as they read it while they are written: its
+    phase-2 level arrays and, per partition, the posting lists of its whole key space
+    (``full{p}.*.npy``), all in its levels folder, and its word model's vocabulary."""
+
+    work: str
+    vocab_path: str
+    levels: int
 
 
-def open_layers(chain: Sequence[PartSpec], n_docs: int) -> Layered | None:
-    """The resolved partition of a view written earlier (``chain``: from the view stored
-    in full to that view), or None for an empty chain."""
-    layered: Layered | None = None
-    for d, dtypes in chain:
-        layered = Layered(Partition(Path(d), dtypes, n_docs, verify=False), layered)
-    return layered
+def _local_ids(work: Path, levels: int, p: int) -> list[np.ndarray]:
+    """Per level, the global key ids of partition ``p`` (its keys in level-major order)."""
+    out = []
+    for n in range(1, levels + 1):
+        part = np.load(work / f"level{n}.part.npy", mmap_mode="r")
+        out.append(np.flatnonzero(np.asarray(part) == p))
+    return out
 
 
-class _Missing(dict[str, int]):
-    """A dict answering -1 for a missing key (so a C-level ``map`` can read it)."""
+def _key_strings(
+    work: Path, words: list[str], ids: list[np.ndarray], want: np.ndarray
+) -> list[str]:
+    """The keys (words joined by one space) at local indices ``want`` of a partition whose
+    level-``n`` global ids are ``ids[n - 1]``, built from the level arrays in ``work`` for
+    the keys wanted and their prefixes only."""
+    bounds = np.cumsum([0] + [len(x) for x in ids]).tolist()
+    if len(want) == bounds[-1]:  # every key: level by level, no dictionaries
+        keys: list[str] = []
+        prev_ids: np.ndarray = np.empty(0, dtype=np.int64)
+        prev: list[str] = []
+        for n in range(1, len(ids) + 1):
+            tail = np.load(work / f"level{n}.last.npy", mmap_mode="r")[ids[n - 1]].tolist()
+            if n == 1:
+                level = [words[x] for x in tail]
+            else:
+                pre = np.load(work / f"level{n}.prefix.npy", mmap_mode="r")[ids[n - 1]]
+                pos = np.searchsorted(prev_ids, pre).tolist()
+                level = [f"{prev[i]} {words[x]}" for i, x in zip(pos, tail, strict=True)]
+            keys.extend(level)
+            prev_ids, prev = ids[n - 1], level
+        return keys
+    need: list[np.ndarray] = [np.empty(0, np.int64) for _ in ids]
+    carry = np.empty(0, dtype=np.int64)  # ids needed as prefixes by the level above
+    for n in range(len(ids), 0, -1):
+        mine = want[(want >= bounds[n - 1]) & (want < bounds[n])] - bounds[n - 1]
+        need[n - 1] = np.union1d(ids[n - 1][mine], carry)
+        carry = (
+            np.load(work / f"level{n}.prefix.npy", mmap_mode="r")[need[n - 1]]
+            if n > 1 and len(need[n - 1])
+            else np.empty(0, dtype=np.int64)
+        )
+    out: dict[int, str] = {}  # local index -> key
+    strs: dict[int, str] = {}  # global id -> key, current level
+    for n in range(1, len(ids) + 1):
+        g = need[n - 1]
+        last = np.load(work / f"level{n}.last.npy", mmap_mode="r")[g].tolist()
+        if n == 1:
+            strs = {x: words[w] for x, w in zip(g.tolist(), last, strict=True)}
+        else:
+            pre = np.load(work / f"level{n}.prefix.npy", mmap_mode="r")[g].tolist()
+            strs = {
+                x: f"{strs[q]} {words[w]}" for x, q, w in zip(g.tolist(), pre, last, strict=True)
+            }
+        loc = want[(want >= bounds[n - 1]) & (want < bounds[n])]
+        for i, x in zip(loc.tolist(), ids[n - 1][loc - bounds[n - 1]].tolist(), strict=True):
+            out[i] = strs[x]
+    return [out[i] for i in want.tolist()]
 
-    def __missing__(self, key: str) -> int:
-        return -1
+
+def level_maps(
+    work: Path, words: list[str], vocab_path: Path, levels: int, parent: ParentLevels
+) -> None:
+    """``map{n}.npy`` in ``work``: each level-``n`` key of this view -> the global id of
+    the same key (the same string) in the view it is stored over, or -1.  A key is the
+    same string exactly when its words are, one by one (words hold no space)."""
+    pw = Path(parent.work)
+    if Path(parent.vocab_path) == vocab_path:  # the same word model
+        wmap = np.arange(len(words), dtype=np.int64)
+        vp = len(words)
+    else:
+        pvocab = load_trie(Path(parent.vocab_path))
+        vp = len(pvocab)
+        wmap = np.fromiter((pvocab.get(w, -1) for w in words), np.int64, count=len(words))
+    prev = np.empty(0, dtype=np.int64)
+    for n in range(1, levels + 1):
+        last = wmap[np.load(work / f"level{n}.last.npy")]
+        if n > parent.levels:
+            m = np.full(len(last), -1, dtype=np.int64)
+        else:
+            pkeys = np.load(pw / f"level{n}.keys.npy")
+            if n == 1:
+                code, ok = last, last >= 0
+            else:
+                pre = prev[np.load(work / f"level{n}.prefix.npy")]
+                ok = (pre >= 0) & (last >= 0)
+                code = np.where(ok, pre * vp + last, 0)
+            at = np.searchsorted(pkeys, code)
+            ok &= at < len(pkeys)
+            ok[ok] = pkeys[at[ok]] == code[ok]
+            m = np.where(ok, at, -1)
+        np.save(work / f"map{n}.npy", m)
+        prev = m
 
 
-def _delta(
-    keys: list[str], off: np.ndarray, post: np.ndarray, parent: Layered
-) -> tuple[np.ndarray, list[str]]:
-    """Which keys a view stored over ``parent`` keeps (posting list absent from or
-    different in the parent), and the tombstones (keys the parent stores, this view not).
-
-    ``off``/``post``: the view's posting lists in the order of ``keys``.
-    """
-    n = len(keys)
-    theirs_keys = _Missing(parent.resolved())
-    ph = np.fromiter(map(theirs_keys.__getitem__, keys), np.int64, count=n)
+def _differs(
+    off: np.ndarray, post: np.ndarray, match: np.ndarray, poff: np.ndarray, ppost: np.ndarray
+) -> np.ndarray:
+    """Per key, whether its posting list (``off``/``post``) differs from the one of the
+    matching key of the other view (``match``: its index there, -1 for none)."""
+    n = len(off) - 1
     cnt = np.diff(off)
-    present = np.flatnonzero(ph >= 0)
-    pdf = np.zeros(n, dtype=np.int64)
-    if len(present):
-        pdf[present] = parent.dfs(ph[present].tolist())
-    cand = np.flatnonzero((ph >= 0) & (pdf == cnt))
+    out = np.ones(n, dtype=bool)
+    has = np.flatnonzero(match >= 0)
+    pm = match[has]
+    same_len = cnt[has] == (poff[pm + 1] - poff[pm])
+    cand, pm = has[same_len], pm[same_len]
     lens = cnt[cand]
     total = int(lens.sum())
-    owner = np.repeat(np.arange(len(cand)), lens)  # candidate of each compared posting
+    owner = np.repeat(np.arange(len(cand)), lens)
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
     mine = post[np.repeat(off[cand], lens) + within]
-    theirs = np.empty(total, dtype=np.int64)
-    hs: np.ndarray = ph[cand]
-    layer = hs >> LAYER_SHIFT
-    for i, part in enumerate(parent.layers):
-        sel: np.ndarray = layer == i
-        if sel.any():
-            at = sel[owner]
-            starts = part.offsets[hs[sel] & KID_MASK].astype(np.int64)
-            theirs[at] = part.postings[np.repeat(starts, lens[sel]) + within[at]]
-    differs = np.zeros(len(cand), dtype=bool)
-    differs[owner[mine != theirs]] = True
-    keep = np.ones(n, dtype=bool)
-    keep[cand[~differs]] = False
-    tombs = sorted(theirs_keys.keys() - set(keys))
-    return keep, tombs
+    theirs = ppost[np.repeat(poff[pm], lens) + within]
+    bad = np.zeros(len(cand), dtype=bool)
+    bad[owner[mine != theirs]] = True
+    out[cand[~bad]] = False
+    return out
 
 
 def write_partition(
@@ -450,76 +519,95 @@ def write_partition(
     vocab_path: str,
     refs: list[ShardRef],
     out: str,
-    over: Sequence[PartSpec] = (),
-    n_docs: int = 0,
+    parent: ParentLevels | None = None,
+    keep_full: bool = False,
 ) -> dict[str, Any]:
-    """Task: partition ``p`` of a view (keys, offsets, postings), from phase 2's files;
-    stored as differences from ``over`` (the same partition of the views it is stored
-    over, from the one stored in full) when given."""
-    from presidio_delink.index.shard import id_words, load_trie
+    """Task: partition ``p`` of a view (keys, offsets, postings), from phase 2's files.
 
+    ``parent``: the view this one is stored over; only the keys whose posting list differs
+    from (or is absent in) the same partition of that view are stored, and a tombstone
+    for each key of that view this one does not have.  Keys are matched by the level maps
+    (:func:`level_maps`), so the strings of the keys left out are never built.
+    ``keep_full``: save this partition's whole posting lists for the views stored over it.
+    """
     w = Path(work)
     vocab = id_words(load_trie(Path(vocab_path)))
-    keys: list[str] = []
+    ids = _local_ids(w, levels, p)
+    per_level = {f"n_keys_{n}": len(x) for n, x in enumerate(ids, 1)}
+    n_keys = sum(len(x) for x in ids)
+    bounds = np.cumsum([0] + [len(x) for x in ids]).tolist()
     kid_parts: list[np.ndarray] = []
     doc_parts: list[np.ndarray] = []
-    per_level: dict[str, int] = {}
-    prev_ids = np.empty(0, dtype=np.int64)
-    prev_strs: list[str] = []
     for n in range(1, levels + 1):
-        part = np.load(w / f"level{n}.part.npy", mmap_mode="r")
-        ids = np.flatnonzero(np.asarray(part) == p)
-        last = np.load(w / f"level{n}.last.npy", mmap_mode="r")[ids]
-        if n == 1:
-            strs = [vocab[x] for x in last.tolist()]
-        else:
-            prefix = np.load(w / f"level{n}.prefix.npy", mmap_mode="r")[ids]
-            pos = np.searchsorted(prev_ids, prefix).tolist()
-            strs = [
-                f"{prev_strs[i]} {vocab[x]}" for i, x in zip(pos, last.tolist(), strict=True)
-            ]
-        base = len(keys)
-        keys.extend(strs)
-        per_level[f"n_keys_{n}"] = len(strs)
         for r in refs:
             got = np.load(_level_path(r, n, f"post{p}"))
-            kid_parts.append(base + np.searchsorted(ids, got[0]))
+            kid_parts.append(bounds[n - 1] + np.searchsorted(ids[n - 1], got[0]))
             doc_parts.append(got[1])
-        prev_ids, prev_strs = ids, strs
     d = Path(out)
     d.mkdir(parents=True, mode=0o700)
     kidx = np.concatenate(kid_parts) if kid_parts else np.empty(0, np.int64)
     docs = np.concatenate(doc_parts) if doc_parts else np.empty(0, np.int64)
     del kid_parts, doc_parts  # peak memory: one copy of the postings at a time
     n_postings = len(docs)
-    parent = open_layers(over, n_docs)
-    own = keys
-    if parent is not None:
-        # The view's posting lists in key order, compared with the parent's.
-        order = np.lexsort((docs, kidx))
-        kidx, docs = kidx[order], docs[order]
-        off = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(kidx, minlength=len(keys)), out=off[1:])
-        keep, tombs = _delta(keys, off, docs, parent)
-        sel = np.flatnonzero(keep)
-        own = [keys[i] for i in sel.tolist()] + tombs
-        at = keep[kidx]
-        kidx, docs = np.searchsorted(sel, kidx[at]), docs[at]
-    trie = save_trie(own, d / "ngrams.marisa")
-    kid = trie_ids(trie, own)[kidx]
+    # Postings grouped by key (local index).  Each shard wrote a level's pairs sorted by
+    # key then document, shards hold ascending document ranges, so a stable sort by key
+    # (a merge of those sorted runs) leaves each key's documents ascending.
+    order = np.argsort(kidx, kind="stable")
+    docs = docs[order]
+    del order
+    off = np.zeros(n_keys + 1, dtype=np.int64)
+    np.cumsum(np.bincount(kidx, minlength=n_keys), out=off[1:])
     del kidx
-    order = np.lexsort((docs, kid))
-    postings = docs[order]
-    del docs, order
+    if keep_full:
+        np.save(w / f"full{p}.off.npy", off)
+        np.save(w / f"full{p}.docs.npy", docs)
+    if parent is None:
+        sel = np.arange(n_keys, dtype=np.int64)
+        own = _key_strings(w, vocab, ids, sel)
+    else:
+        pw = Path(parent.work)
+        pids = _local_ids(pw, parent.levels, p)
+        pbounds = np.cumsum([0] + [len(x) for x in pids]).tolist()
+        match = np.full(n_keys, -1, dtype=np.int64)  # local index in the parent
+        for n in range(1, min(levels, parent.levels) + 1):
+            g = np.load(w / f"map{n}.npy", mmap_mode="r")[ids[n - 1]]
+            found = np.flatnonzero(g >= 0)
+            match[bounds[n - 1] + found] = pbounds[n - 1] + np.searchsorted(
+                pids[n - 1], g[found]
+            )
+        poff = np.load(pw / f"full{p}.off.npy")
+        ppost = np.load(pw / f"full{p}.docs.npy")
+        keep = _differs(off, docs, match, poff, ppost)
+        del poff, ppost
+        theirs = np.ones(pbounds[-1], dtype=bool)
+        theirs[match[match >= 0]] = False  # keys of the parent this view has
+        sel = np.flatnonzero(keep)
+        vocab_p = id_words(load_trie(Path(parent.vocab_path)))
+        own = _key_strings(w, vocab, ids, sel) + _key_strings(
+            pw, vocab_p, pids, np.flatnonzero(theirs)
+        )
+    trie = save_trie(own, d / "ngrams.marisa")
+    # Own key j (j < len(sel): local key sel[j]; after them, tombstones without postings)
+    # goes to its trie id; its postings move as one block.
+    cnt = np.zeros(len(own), dtype=np.int64)
+    cnt[: len(sel)] = off[sel + 1] - off[sel]
+    start = np.zeros(len(own), dtype=np.int64)
+    start[: len(sel)] = off[sel]
+    by_id = np.empty(len(own), dtype=np.int64)
+    by_id[trie_ids(trie, own)] = np.arange(len(own), dtype=np.int64)
+    lens = cnt[by_id]
     offsets = np.zeros(len(own) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(kid, minlength=len(own)), out=offsets[1:])
+    np.cumsum(lens, out=offsets[1:])
+    within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens)
+    postings = docs[np.repeat(start[by_id], lens) + within]
+    del docs, within
     n_docs_max = int(postings.max()) if len(postings) else 0
     dtypes = {"offsets": smallest_uint(int(offsets[-1])), "postings": smallest_uint(n_docs_max)}
     write_array(d / "offsets.bin", offsets, dtypes["offsets"])
     write_array(d / "postings.bin", postings, dtypes["postings"])
     return {
         "dtypes": dtypes,
-        "n_keys": len(keys),
+        "n_keys": n_keys,
         "n_postings": n_postings,
         **per_level,
         "files": {f: file_record(d / f) for f in PART_FILES},
@@ -536,29 +624,36 @@ def build_view(
     out: Path,
     work: Path,
     runner: Runner,
-    over: Sequence[Sequence[PartSpec]] = (),
-) -> list[dict[str, Any]]:
-    """Phases 2 and 3 of one view; returns its partitions' metadata.  ``over``: per
-    partition, the chain of partitions the view is stored over (see `write_partition`)."""
+    parent: ParentLevels | None = None,
+    keep_levels: bool = False,
+) -> tuple[list[dict[str, Any]], ParentLevels | None]:
+    """Phases 2 and 3 of one view; returns its partitions' metadata and, when
+    ``keep_levels`` (other views are stored over it), what they need of it (its levels
+    folder is then left for the caller to remove).  ``parent``: the view it is stored
+    over (see `write_partition`)."""
     work.mkdir(parents=True, mode=0o700, exist_ok=True)
     for r in refs:
         Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
     levels = count_view(refs, words, max_n, n_docs, n_parts, work, runner)
+    if parent is not None:
+        level_maps(work, words, vocab_path, levels, parent)
     out.mkdir(mode=0o700)
     metas = runner.map(
         write_partition,
         [
-            (
-                p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"),
-                over[p] if over else (), n_docs,
-            )
+            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"), parent,
+             keep_levels)
             for p in range(n_parts)
         ],
     )
-    shutil.rmtree(work, ignore_errors=True)
     for r in refs:
         shutil.rmtree(r.work, ignore_errors=True)
-    return [{"dir": f"part-{p:05d}", **m} for p, m in enumerate(metas)]
+    kept = None
+    if keep_levels:
+        kept = ParentLevels(str(work), str(vocab_path), levels)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return [{"dir": f"part-{p:05d}", **m} for p, m in enumerate(metas)], kept
 
 
 def merge_vocab(raw_words: Iterable[list[str]]) -> list[str]:

@@ -34,7 +34,7 @@ from presidio_delink.errors import BuildError, ConfigError, IndexFormatError, In
 from presidio_delink.index.builder import (
     STORED_OVER,
     DaskRunner,
-    PartSpec,
+    ParentLevels,
     PoolRunner,
     RawShard,
     Runner,
@@ -836,10 +836,14 @@ def _finish(
         fold_refs[f] = (shards, final_words, fd)
     views_meta = []
     (out / _VIEWS).mkdir(mode=0o700)
-    # Each view's partitions, from the view stored in full to it (see `shard.Layered`).
-    chains: dict[str, list[list[PartSpec]]] = {}
-    for v in sorted(specs, key=lambda v: list(VIEWS).index(v.name)):
-        parent = next((o for o in STORED_OVER.get(v.name, ()) if o in chains), None)
+    # What each view stored over another needs of it (see `shard.Layered`).
+    ordered = sorted(specs, key=lambda v: list(VIEWS).index(v.name))
+    built: dict[str, ParentLevels | None] = {}
+    parents: dict[str, str | None] = {}
+    for v in ordered:
+        parents[v.name] = next((o for o in STORED_OVER.get(v.name, ()) if o in parents), None)
+    for v in ordered:
+        parent = parents[v.name]
         shards, words, fd = fold_refs[v.fold]
         refs = [
             ShardRef(
@@ -854,7 +858,7 @@ def _finish(
         ]
         if progress:
             log.info("counting view %s", v.name)
-        parts_meta = build_view(
+        parts_meta, built[v.name] = build_view(
             refs,
             words,
             fd / "vocab.marisa",
@@ -864,13 +868,9 @@ def _finish(
             out / _VIEWS / v.name,
             out / _BUILD / "work" / v.name / "levels",
             runner,
-            chains[parent] if parent is not None else (),
+            built[parent] if parent is not None else None,
+            keep_levels=v.name in parents.values(),
         )
-        chains[v.name] = [
-            [*(chains[parent][p] if parent is not None else ()),
-             (str(out / _VIEWS / v.name / pm["dir"]), pm["dtypes"])]
-            for p, pm in enumerate(parts_meta)
-        ]
         views_meta.append(
             {
                 "name": v.name,

@@ -265,21 +265,6 @@ class Layered:
     def postings_of(self, handle: int) -> np.ndarray:
         return self.layers[handle >> LAYER_SHIFT].postings_of(handle & KID_MASK)
 
-    def resolved(self) -> dict[str, int]:
-        """Every key this view stores, with its handle (the builder's bulk form of
-        :meth:`iteritems`)."""
-        if self.parent is None:
-            return dict(self.own.trie.items())
-        out = self.parent.resolved()
-        tag = self.tag
-        empty = np.diff(self.own.offsets) == 0
-        for k, kid in self.own.trie.items():
-            if empty[kid]:
-                out.pop(k, None)
-            else:
-                out[k] = tag | kid
-        return out
-
     def iteritems(self) -> Iterator[tuple[str, int]]:
         """Every key this view stores, with its handle (no order promised)."""
         if self.parent is None:
