@@ -26,7 +26,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -448,18 +448,17 @@ class Tokenizer:
                 cur.append(words[i])
         return segs
 
-    def encode(
-        self, text: str, vocab: dict[str, int], cache: dict[str, tuple[int, ...]]
-    ) -> list[int]:
+    def encode(self, text: str, vocab: dict[str, int], cache: dict[str, Any]) -> list[int]:
         """Word ids of ``text``, with ``-1`` closing every segment (index builder's path).
 
-        New words are added to ``vocab`` (word -> id).  ``cache`` (chunk -> ids) speeds
-        up repeated chunks; share it across calls only together with the same ``vocab``.
+        New words are added to ``vocab`` (word -> id).  ``cache`` (chunk of words joined
+        by in-word marks -> the ids of its pieces) speeds up repeated chunks; share it
+        across calls only together with the same ``vocab`` and word model.
         """
         return apply_breaks(self.encode_marked(text, vocab, cache), self.break_on_punctuation)
 
     def encode_marked(
-        self, text: str, vocab: dict[str, int], cache: dict[str, tuple[int, ...]]
+        self, text: str, vocab: dict[str, int], cache: dict[str, Any]
     ) -> list[int]:
         """:meth:`encode` for both break modes at once: ``-2`` closes a segment at
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
@@ -488,28 +487,34 @@ class Tokenizer:
         add, extend = out.append, out.extend
         open_seg = False  # words since the last break of either kind
         open_hard = False  # words since the last hard break
-        pos = 0
-        for a, b in [*self.placeholder_spans(stripped), (len(stripped), len(stripped))]:
+        for regions in _regions(self, stripped):
             # findall gives (chunk, "") or ("", mark).
-            for whole, mark in _SCANNER.findall(stripped, pos, a) if a > pos else ():
+            for whole, mark in regions:
                 if not whole:
                     if open_seg and breaks(mark):
                         add(-2)
                         open_seg = False
                     continue
-                for off, chunk in split_chunk(whole, keep):
-                    if off and open_seg:
+                subs = cache.get(whole)
+                if subs is None:
+                    # (starts after a breaking mark inside the chunk, ids) per piece
+                    subs = tuple(
+                        (
+                            off > 0,
+                            tuple(
+                                vocab.setdefault(n, len(vocab))
+                                for w in word_re.findall(chunk)
+                                for n in norm(w)
+                            ),
+                        )
+                        for off, chunk in split_chunk(whole, keep)
+                    )
+                    if len(cache) < 4_000_000:
+                        cache[whole] = subs
+                for inner, got in subs:
+                    if inner and open_seg:
                         add(-2)
                         open_seg = False
-                    got = cache.get(chunk)
-                    if got is None:
-                        got = tuple(
-                            vocab.setdefault(n, len(vocab))
-                            for w in word_re.findall(chunk)
-                            for n in norm(w)
-                        )
-                        if len(cache) < 4_000_000:
-                            cache[chunk] = got
                     if got:
                         extend(got)
                         open_seg = open_hard = True
@@ -519,7 +524,6 @@ class Tokenizer:
                 else:
                     out[-1] = -1  # the soft break just before is hard
                 open_seg = open_hard = False
-            pos = b
         return out
 
     def tokens(self, text: str) -> list[Token]:
@@ -536,6 +540,23 @@ class Tokenizer:
 TOKENIZER_VERSION = "delink-text-4"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
+_REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
+
+
+def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
+    """The text between placeholders (and after the last), each as ``_SCANNER.findall``
+    pairs; the word models of one text share it (the builder encodes each in turn)."""
+    key = (tok.placeholders, stripped)
+    got = _REGIONS.get(key)
+    if got is None:
+        got = []
+        pos = 0
+        for a, b in [*tok.placeholder_spans(stripped), (len(stripped), len(stripped))]:
+            got.append(_SCANNER.findall(stripped, pos, a) if a > pos else [])
+            pos = b
+        _REGIONS.clear()
+        _REGIONS[key] = got
+    return got
 _SCANS: dict[
     tuple[bool, tuple[str, ...], str], tuple[str, list[int] | None, list[tuple[int, str | None]]]
 ] = {}

@@ -129,7 +129,7 @@ class RawShard:
         self.tokens = {f: array("i") for f in folds}
         self.doc_starts = {f: array("q", [0]) for f in folds}
         self.vocab: dict[str, dict[str, int]] = {f: {} for f in folds}
-        self.cache: dict[str, dict[str, tuple[int, ...]]] = {f: {} for f in folds}
+        self.cache: dict[str, dict[str, Any]] = {f: {} for f in folds}
         self.n_docs = 0
         self.n_words = 0  # in the first word model
 
@@ -259,10 +259,25 @@ def count_shard(ref: ShardRef, n: int, df_path: str | None, n_docs: int) -> str:
         good[ok] = np.asarray(df_prev[rank[ok]]) >= 2
         cand = np.flatnonzero(good[:-1] & good[1:] & (rem >= n)) if len(toks) else ok[:0]
         codes = rank[cand] * v + toks[cand + n - 1]
-    pairs = _unique(codes * n_docs + doc_of[cand])
+    # One sort of the (code, document) pairs gives the distinct pairs, the distinct codes
+    # and, through its permutation, each candidate position's distinct code ("inv").
+    keyed = codes * n_docs + doc_of[cand]
+    del codes
+    order = np.argsort(keyed)
+    keyed = keyed[order]
+    fresh_pair = np.ones(len(keyed), dtype=bool)
+    np.not_equal(keyed[1:], keyed[:-1], out=fresh_pair[1:])
+    pairs = keyed[fresh_pair]
+    sorted_code = keyed // n_docs
+    del keyed
+    fresh_code = np.ones(len(sorted_code), dtype=bool)
+    np.not_equal(sorted_code[1:], sorted_code[:-1], out=fresh_code[1:])
+    inv = np.empty(len(order), dtype=np.int64)
+    inv[order] = np.cumsum(fresh_code) - 1
+    del order, sorted_code, fresh_code, fresh_pair
     np.save(_level_path(ref, n, "len"), np.array([len(toks)]))
     np.save(_level_path(ref, n, "cand"), cand)
-    np.save(_level_path(ref, n, "codes"), codes)
+    np.save(_level_path(ref, n, "inv"), inv)
     np.save(_level_path(ref, n, "pairs"), pairs)
     # pairs are sorted and distinct: a code's run length is its document count here.
     code = pairs // n_docs
@@ -282,13 +297,12 @@ def rank_shard(
     part = np.load(part_path, mmap_mode="r")
     toks_len = int(np.load(_level_path(ref, n, "len"))[0])
     cand = np.load(_level_path(ref, n, "cand"))
-    codes = np.load(_level_path(ref, n, "codes"))
     # The shard's distinct codes (sorted) are searched in the level's keys once; positions
-    # and pairs then map through them (pairs are sorted by code: a repeat, no search).
+    # (through `inv`) and pairs (sorted by code: a repeat) then map through them.
     uniq = np.load(_level_path(ref, n, "uniq"))
     at = np.searchsorted(keys, uniq)
     rank = np.full(toks_len, -1, dtype=np.int64)
-    rank[cand] = at[np.searchsorted(uniq, codes)]
+    rank[cand] = at[np.load(_level_path(ref, n, "inv"))]
     np.save(_level_path(ref, n, "rank"), rank)
     if n > 1:
         _level_path(ref, n - 1, "rank").unlink(missing_ok=True)
@@ -299,7 +313,7 @@ def rank_shard(
     for p in range(n_parts):
         sel = where == p
         np.save(_level_path(ref, n, f"post{p}"), np.stack([kid[sel], docs[sel]]))
-    for what in ("cand", "codes", "pairs", "uniq", "cnt", "len"):
+    for what in ("cand", "inv", "pairs", "uniq", "cnt", "len"):
         _level_path(ref, n, what).unlink(missing_ok=True)
 
 
@@ -337,7 +351,7 @@ def count_view(
         del parts
         if len(keys) == 0:
             for r in refs:
-                for what in ("cand", "codes", "pairs", "uniq", "cnt"):
+                for what in ("cand", "inv", "pairs", "uniq", "cnt"):
                     _level_path(r, n, what).unlink(missing_ok=True)
             break
         if n == 1:

@@ -568,12 +568,15 @@ def _tokenize_batch(
 ) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
     """Task (``workers``): tokenise a batch of texts; per word model, the batch vocabulary,
     the texts' marked ids in it (concatenated) and the offset of each text."""
+    toks = [Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds]
+    vocabs: list[dict[str, int]] = [{} for _ in folds]
+    caches: list[dict[str, Any]] = [{} for _ in folds]
+    per_fold: list[list[list[int]]] = [[] for _ in folds]
+    for t in texts:  # text by text: the word models share its scan
+        for j, tok in enumerate(toks):
+            per_fold[j].append(tok.encode_marked(t, vocabs[j], caches[j]))
     out = []
-    for f in folds:
-        tok = Tokenizer(max_n=max_n, placeholders=placeholders, fold=f)
-        vocab: dict[str, int] = {}
-        cache: dict[str, tuple[int, ...]] = {}
-        ids = [tok.encode_marked(t, vocab, cache) for t in texts]
+    for vocab, ids in zip(vocabs, per_fold, strict=True):
         offs = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum([len(x) for x in ids], out=offs[1:])
         flat = np.fromiter((i for x in ids for i in x), dtype=np.int32, count=int(offs[-1]))
