@@ -463,7 +463,7 @@ class Tokenizer:
         """:meth:`encode` for both break modes at once: ``-2`` closes a segment at
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
         fold = self.fold
-        stripped, omap = strip_invisible(text, offsets=fold != "folded")
+        stripped, omap = _stripped(text, fold != "folded")
         if omap is not None and _has_marks(text):
             # Combining marks were removed: the fine word models read the words as written
             # (with their marks), through the offsets of `pieces`.  When only format
@@ -495,10 +495,11 @@ class Tokenizer:
                         add(-2)
                         open_seg = False
                     continue
-                subs = cache.get(whole)
+                subs: Any = cache.get(whole)
                 if subs is None:
-                    # (starts after a breaking mark inside the chunk, ids) per piece
-                    subs = tuple(
+                    # The ids of a chunk that no breaking mark cuts (most chunks); else
+                    # a list of (starts after a breaking mark, ids) per piece.
+                    pieces = [
                         (
                             off > 0,
                             tuple(
@@ -508,10 +509,17 @@ class Tokenizer:
                             ),
                         )
                         for off, chunk in split_chunk(whole, keep)
-                    )
+                    ]
+                    subs = pieces[0][1] if len(pieces) == 1 else pieces
                     if len(cache) < 4_000_000:
                         cache[whole] = subs
-                for inner, got in subs:
+                if type(subs) is tuple:
+                    if subs:
+                        extend(subs)
+                        open_seg = open_hard = True
+                    continue
+                pairs: list[tuple[bool, tuple[int, ...]]] = subs
+                for inner, got in pairs:
                     if inner and open_seg:
                         add(-2)
                         open_seg = False
@@ -541,6 +549,21 @@ TOKENIZER_VERSION = "delink-text-4"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
+
+
+_STRIPPED: dict[tuple[str, bool], tuple[str, list[int] | None]] = {}
+
+
+def _stripped(text: str, offsets: bool) -> tuple[str, list[int] | None]:
+    """:func:`strip_invisible`, remembered for the last text (the word models of one text
+    are encoded in turn)."""
+    key = (text, offsets)
+    got = _STRIPPED.get(key)
+    if got is None:
+        if _STRIPPED and next(iter(_STRIPPED))[0] != text:
+            _STRIPPED.clear()
+        got = _STRIPPED[key] = strip_invisible(text, offsets=offsets)
+    return got
 
 
 def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
