@@ -21,6 +21,10 @@ same code runs in this process, on a process pool (``workers``) or on a Dask clu
    (global document ordinals) and offsets, ordered by trie id.  A view stored over
    another (:data:`STORED_OVER`) keeps only its differences from that view's same
    partition, written before it (see :class:`~presidio_delink.index.shard.Layered`).
+   The two are compared as integers: a key's id in the other view follows level by
+   level from its words' ids there (:func:`level_maps`; a key is the same string exactly
+   when its words are), and the other view leaves its whole posting lists in its levels
+   folder; only the keys kept and the tombstones are ever spelled out as strings.
 
 Stored keys and document frequencies do not depend on the shard size, the number of
 partitions or of workers: the index answers identically however it was built.
@@ -574,7 +578,8 @@ def write_partition(
     del kidx
     if keep_full:
         np.save(w / f"full{p}.off.npy", off)
-        np.save(w / f"full{p}.docs.npy", docs)
+        top = int(docs.max()) if len(docs) else 0
+        np.save(w / f"full{p}.docs.npy", docs.astype(smallest_uint(top)))
     if parent is None:
         sel = np.arange(n_keys, dtype=np.int64)
         own = _key_strings(w, vocab, ids, sel)
@@ -601,19 +606,17 @@ def write_partition(
             pw, vocab_p, pids, np.flatnonzero(theirs)
         )
     trie = save_trie(own, d / "ngrams.marisa")
-    # Own key j (j < len(sel): local key sel[j]; after them, tombstones without postings)
-    # goes to its trie id; its postings move as one block.
-    cnt = np.zeros(len(own), dtype=np.int64)
-    cnt[: len(sel)] = off[sel + 1] - off[sel]
+    # Own key j < len(sel) (local key sel[j]) goes to its trie id with its postings as one
+    # block; the tombstones after them have none (no look-up needed).
+    tid = trie_ids(trie, own[: len(sel)])
+    lens = np.zeros(len(own), dtype=np.int64)
+    lens[tid] = off[sel + 1] - off[sel]
     start = np.zeros(len(own), dtype=np.int64)
-    start[: len(sel)] = off[sel]
-    by_id = np.empty(len(own), dtype=np.int64)
-    by_id[trie_ids(trie, own)] = np.arange(len(own), dtype=np.int64)
-    lens = cnt[by_id]
+    start[tid] = off[sel]
     offsets = np.zeros(len(own) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens)
-    postings = docs[np.repeat(start[by_id], lens) + within]
+    postings = docs[np.repeat(start, lens) + within]
     del docs, within
     n_docs_max = int(postings.max()) if len(postings) else 0
     dtypes = {"offsets": smallest_uint(int(offsets[-1])), "postings": smallest_uint(n_docs_max)}
