@@ -182,8 +182,16 @@ class Layered:
         self.tag = self.depth << LAYER_SHIFT
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
         self._memo: dict[str, list[tuple[int, int]]] | None = None  # set when a child comes
+        self._tomb: bytes | None = None
         if parent is not None and parent._memo is None:
             parent._memo = {}
+
+    def _tombstones(self) -> bytes:
+        """One byte per own entry, 1 for a tombstone (built on first use)."""
+        got = self._tomb
+        if got is None:
+            got = self._tomb = (np.diff(self.own.offsets) == 0).tobytes()
+        return got
 
     def get(self, key: str) -> int | None:
         """The handle of a stored key, or None when this view does not store it."""
@@ -202,22 +210,31 @@ class Layered:
                 return got
         n = len(key)
         own = [
-            (len(p), kid)
+            (lp, kid)
             for p, kid in self.own.trie.iter_prefixes_with_ids(key)
-            if len(p) == n or key[len(p)] == " "
+            if (lp := len(p)) == n or key[lp] == " "
         ]
         if self.parent is None:
             got = own
         else:
             got = self.parent.prefix_hits(key)
             if own:
-                merged = dict(got)
+                # Both are sorted by length: the own entry of a length replaces the
+                # parent's, a tombstone removes it.
+                tomb = self._tombstones()
+                tag = self.tag
+                merged: list[tuple[int, int]] = []
+                i, m = 0, len(got)
                 for lp, kid in own:
-                    if self.own.df_of(kid) == 0:  # a tombstone
-                        merged.pop(lp, None)
-                    else:
-                        merged[lp] = self.tag | kid
-                got = sorted(merged.items())
+                    while i < m and got[i][0] < lp:
+                        merged.append(got[i])
+                        i += 1
+                    if i < m and got[i][0] == lp:
+                        i += 1
+                    if not tomb[kid]:
+                        merged.append((lp, tag | kid))
+                merged.extend(got[i:])
+                got = merged
         if memo is not None:
             if len(memo) >= self.MEMO_KEYS:
                 memo.clear()
@@ -251,7 +268,7 @@ class Layered:
 
     def dfs(self, handles: list[int]) -> list[int]:
         """Document frequencies of many handles, read in one vectorised step per layer."""
-        h = np.asarray(handles, dtype=np.int64)
+        h = np.fromiter(handles, dtype=np.int64, count=len(handles))
         res = np.empty(len(h), dtype=np.int64)
         layer = h >> LAYER_SHIFT
         for i, part in enumerate(self.layers):

@@ -11,6 +11,7 @@ which holds one per view.  A view may be stored as differences from another view
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 
 import numpy as np
 
@@ -161,7 +162,17 @@ class ViewIndex:
         by_part: list[list[int]] = [[] for _ in self.parts]
         where: list[tuple[int, int, int]] = []  # (partition, first kid slot, count)
         part_no, parts = self.part_no, self.parts
-        for q, words in enumerate(queries):
+        if len(parts) == 1 and keys is not None and all(queries):  # one partition: map
+            walk = parts[0].prefix_handles
+            hits = list(map(walk, keys, extends)) if extends else list(map(walk, keys))
+            counts = [len(h) for h in hits]
+            starts = accumulate(counts, initial=0)
+            where = [(0, a, c) for a, c in zip(starts, counts, strict=False)]
+            by_part[0] = [h for hs in hits for h in hs]
+            queries_left: Sequence[Sequence[str]] = ()
+        else:
+            queries_left = queries
+        for q, words in enumerate(queries_left):
             if not words:
                 where.append((0, 0, 0))
                 continue
@@ -173,14 +184,16 @@ class ViewIndex:
             where.append((p, start, len(kids) - start))
         dfs = [parts[p].dfs(kids) if kids else [] for p, kids in enumerate(by_part)]
         # Where each row stops: just after its first value below `below` (vectorised).
-        wh = np.asarray(where, dtype=np.int64).reshape(-1, 3)
+        wh = np.fromiter(
+            (x for row in where for x in row), dtype=np.int64, count=3 * len(where)
+        ).reshape(-1, 3)
         stop = wh[:, 1] + wh[:, 2]
         low_at = np.zeros(len(wh), dtype=bool)
         for p, d in enumerate(dfs):
             sel = np.flatnonzero(wh[:, 0] == p)
             if not len(d) or not len(sel):
                 continue
-            low = np.flatnonzero(np.asarray(d) < below)
+            low = np.flatnonzero(np.fromiter(d, dtype=np.int64, count=len(d)) < below)
             if not len(low):
                 continue
             i = np.searchsorted(low, wh[sel, 1])
