@@ -250,7 +250,7 @@ def analyze(
 
 @dataclass
 class _Walk:
-    """One view's tokens of the text and its prefix walks (see ``ViewIndex.prefix_walk``)."""
+    """One view's tokens of the text and its prefix walks (see ``ViewIndex.walk_keys``)."""
 
     segs: list[list[Token]]
     words: list[list[str]]
@@ -299,18 +299,22 @@ def _walk(
 ) -> _Walk:
     segs = view.tokenizer.segments(text)
     words = [[t.word for t in s] for s in segs]
-    queries = [ws[i : i + mx] for ws in words for i in range(len(ws))]
-    keys: list[str] = []  # the queries joined, as slices of each segment joined once
+    # The query at each position: its next (up to) mx words, as a slice of its segment
+    # joined once.
+    keys: list[str] = []
+    lengths: list[int] = []
     for ws in words:
         joined = " ".join(ws)
         ends = list(accumulate(len(w) + 1 for w in ws))  # end of word j + 1
+        size = len(ws)
         keys.extend(
-            joined[ends[i] - len(ws[i]) - 1 : ends[min(i + mx, len(ws)) - 1] - 1]
-            for i in range(len(ws))
+            joined[ends[i] - len(ws[i]) - 1 : ends[min(i + mx, size) - 1] - 1]
+            for i in range(size)
         )
+        lengths.extend(min(mx, size - i) for i in range(size))
     if extends is not None and len(extends) != len(keys):
         extends = None
-    rows, entries = index.link_dfs(view, queries, k, keys, extends)
+    rows, entries = index.link_dfs(view, keys, lengths, k, extends)
     return _Walk(segs, words, keys, rows, entries)
 
 

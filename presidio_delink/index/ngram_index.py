@@ -388,26 +388,29 @@ class NgramIndex:
     def link_dfs(
         self,
         view: ViewIndex,
-        queries: Sequence[Sequence[str]],
+        keys: Sequence[str],
+        lengths: Sequence[int],
         below: int,
-        keys: Sequence[str] | None = None,
         extends: Sequence[str] | None = None,
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
-        """:meth:`ViewIndex.prefix_walk` in *group* frequencies where it matters:
-        every value below ``below`` is below it in groups, every value at or above it is
-        (the row stops at the first value below ``below``)."""
-        rows, last = view.prefix_walk(queries, below, keys, extends)
+        """:meth:`ViewIndex.walk_keys` in *group* frequencies where it matters: every
+        value below ``below`` is below it in groups, every value at or above it is (the row
+        stops at the first value below ``below``).  A row cut short by groups has no entry
+        (the caller looks it up again)."""
+        if below < 2:
+            return view.prefix_walk([k.split(" ") for k in keys], below)
+        rows, last = view.walk_keys(keys, lengths, below, extends)
         if self.group_of is None:
             return rows, last
         settled = (below - 1) * self.max_group_size + 1
-        for q, (words, row) in enumerate(zip(queries, rows, strict=True)):
+        for q, row in enumerate(rows):
             for n, d in enumerate(row):
                 if below <= d < settled:
-                    g = len(self.groups_of(view.lookup(words[: n + 1])))
+                    g = len(self.groups_of(view.lookup(keys[q].split(" ")[: n + 1])))
                     if g < below:
                         row[n] = g
                         del row[n + 1 :]
-                        last[q] = None  # the caller looks the entry up again
+                        last[q] = None
                         break
         return rows, last
 

@@ -134,20 +134,12 @@ class ViewIndex:
         return self.prefix_walk(queries, below)[0]
 
     def prefix_walk(
-        self,
-        queries: Sequence[Sequence[str]],
-        below: int,
-        keys: Sequence[str] | None = None,
-        extends: Sequence[str] | None = None,
+        self, queries: Sequence[Sequence[str]], below: int
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`prefix_dfs` for many word lists, and for each row the stored entry
         ``(partition, handle)`` of its last value when that value is below ``below`` (the
         detector reads a flagged N-gram's postings through it, without a second look-up);
-        None otherwise.  The trie walks come first, then the document frequencies, read
-        in one vectorised step per partition.  ``keys``: the queries' words joined by one
-        space, when the caller has them; ``extends``: for each query, a key it is a
-        word-prefix of, just walked in a view stored over this one (see
-        :meth:`~presidio_delink.index.shard.Layered.prefix_handles`)."""
+        None otherwise."""
         if below < 2:
             out_exact: list[list[int]] = []
             for words in queries:
@@ -159,29 +151,48 @@ class ViewIndex:
                         break
                 out_exact.append(row)
             return out_exact, [None] * len(out_exact)
-        by_part: list[list[int]] = [[] for _ in self.parts]
+        full = [q for q, words in enumerate(queries) if words]
+        rows, last = self.walk_keys(
+            [" ".join(queries[q]) for q in full], [len(queries[q]) for q in full], below
+        )
+        out: list[list[int]] = [[] for _ in queries]
+        ends: list[tuple[int, int] | None] = [None] * len(queries)
+        for q, row, entry in zip(full, rows, last, strict=True):
+            out[q], ends[q] = row, entry
+        return out, ends
+
+    def walk_keys(
+        self,
+        keys: Sequence[str],
+        lengths: Sequence[int],
+        below: int,
+        extends: Sequence[str] | None = None,
+    ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+        """:meth:`prefix_walk` (``below >= 2``) of queries given as keys (words joined by one
+        space, none empty) and their word counts: the detector's hot path.  The trie walks
+        come first, then the document frequencies, read in one vectorised step per
+        partition.  ``extends``: for each query, a key it is a word-prefix of, just walked
+        in a view stored over this one (see
+        :meth:`~presidio_delink.index.shard.Layered.prefix_handles`)."""
+        parts = self.parts
+        by_part: list[list[int]] = [[] for _ in parts]
         where: list[tuple[int, int, int]] = []  # (partition, first kid slot, count)
-        part_no, parts = self.part_no, self.parts
-        if len(parts) == 1 and keys is not None and all(queries):  # one partition: map
+        if len(parts) == 1:  # one partition: map
             walk = parts[0].prefix_handles
             hits = list(map(walk, keys, extends)) if extends else list(map(walk, keys))
             counts = [len(h) for h in hits]
             starts = accumulate(counts, initial=0)
             where = [(0, a, c) for a, c in zip(starts, counts, strict=False)]
             by_part[0] = [h for hs in hits for h in hs]
-            queries_left: Sequence[Sequence[str]] = ()
         else:
-            queries_left = queries
-        for q, words in enumerate(queries_left):
-            if not words:
-                where.append((0, 0, 0))
-                continue
-            p = part_no(words[0])
-            kids = by_part[p]
-            start = len(kids)
-            key = keys[q] if keys is not None else " ".join(words)
-            kids.extend(parts[p].prefix_handles(key, extends[q] if extends else None))
-            where.append((p, start, len(kids) - start))
+            part_no = self.part_no
+            for q, key in enumerate(keys):
+                cut = key.find(" ")
+                p = part_no(key if cut < 0 else key[:cut])
+                kids = by_part[p]
+                start = len(kids)
+                kids.extend(parts[p].prefix_handles(key, extends[q] if extends else None))
+                where.append((p, start, len(kids) - start))
         dfs = [parts[p].dfs(kids) if kids else [] for p, kids in enumerate(by_part)]
         # Where each row stops: just after its first value below `below` (vectorised).
         wh = np.fromiter(
@@ -203,15 +214,15 @@ class ViewIndex:
             low_at[sel[hit]] = True
         out: list[list[int]] = []
         last: list[tuple[int, int] | None] = []
-        for words, (p, start, c), end, is_low in zip(
-            queries, where, stop.tolist(), low_at.tolist(), strict=True
+        for n_words, (p, start, c), end, is_low in zip(
+            lengths, where, stop.tolist(), low_at.tolist(), strict=True
         ):
             row = dfs[p][start:end]
             if is_low:
                 last.append((p, by_part[p][end - 1]))
             else:
                 last.append(None)
-                if c < len(words):
+                if c < n_words:
                     row.append(0)  # not stored: see prefix_dfs
             out.append(row)
         return out, last
