@@ -615,9 +615,10 @@ def write_partition(
     start[tid] = off[sel]
     offsets = np.zeros(len(own) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
-    within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lens)
-    postings = docs[np.repeat(start, lens) + within]
-    del docs, within
+    at = np.repeat(start - offsets[:-1], lens)  # peak memory: two index arrays at most
+    at += np.arange(len(at), dtype=np.int64)
+    postings = docs[at]
+    del docs, at
     n_docs_max = int(postings.max()) if len(postings) else 0
     dtypes = {"offsets": smallest_uint(int(offsets[-1])), "postings": smallest_uint(n_docs_max)}
     write_array(d / "offsets.bin", offsets, dtypes["offsets"])
