@@ -30,7 +30,7 @@ def timing(data_root: Path, n_docs: int) -> None:
     table = load_span_table(data_root, "tab", "test")
     index = reference_index(data_root, "tab", Path("benchmarks/risk/index/tab"))
     scorer = make_scorer("embedded")
-    scorer.score("Text", " warm-up")  # loads the model
+    scorer.score("Text", " warm-up")  # loads the model (not timed)
 
     class Res:
         def __init__(self, r) -> None:  # type: ignore[no-untyped-def]

@@ -294,6 +294,32 @@ def _check(reader: Any) -> str | None:
     return None
 
 
+def _tokenizer(reader: Any) -> BPETokenizer:
+    tokens = [str(t) for t in _field(reader, "tokenizer.ggml.tokens") or ()]
+    merges = [str(m) for m in _field(reader, "tokenizer.ggml.merges") or ()]
+    if not tokens:
+        raise ConfigError("the GGUF has no tokenizer.ggml.tokens")
+    return BPETokenizer(tokens, merges, digit_split=True)
+
+
+def tokenizer_from_gguf(path: str | Path) -> BPETokenizer:
+    """The tokeniser of a GGUF the numpy engine supports, without loading the weights.
+
+    Raises:
+        ConfigError: the file is unreadable or its tokenizer is not supported.
+    """
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(str(path), "r")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path} as GGUF: {exc}") from exc
+    reason = _check(reader)
+    if reason is not None:
+        raise ConfigError(f"{Path(path).name}: the numpy engine does not run {reason}")
+    return _tokenizer(reader)
+
+
 def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     scale = 1.0 / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + eps)
     return (x * scale) * w
@@ -388,9 +414,7 @@ class NumpyLM:
         self.inv_freq = self.rope_base ** (
             -np.arange(0, self.head_dim, 2, dtype=np.float64) / self.head_dim
         )
-        tokens = [str(t) for t in _field(reader, "tokenizer.ggml.tokens")]
-        merges = [str(m) for m in _field(reader, "tokenizer.ggml.merges")]
-        self.tokenizer = BPETokenizer(tokens, merges, digit_split=True)
+        self.tokenizer = _tokenizer(reader)
         bos = _field(reader, "tokenizer.ggml.bos_token_id")
         add_bos = _field(reader, "tokenizer.ggml.add_bos_token")
         self.bos: int | None = int(bos) if add_bos and bos is not None else None

@@ -18,10 +18,15 @@ grammar and returns no prompt log-probabilities, so it cannot score given text.
 
 **numpy, one pass.** :class:`NumpyScorer` runs the text once and reads
 ``log p(token | left context)`` of every token it needs. A span's tokens are the text's own
-tokens that share at least one character with it: the space before a word belongs to the
-word's token (``" Istanbul"``), as in the forced literal ``text[ws:end]`` of the llama.cpp
-scorer; a token that straddles a span boundary (a span starting or ending inside a word)
-counts whole, for each span it touches. With ``masked``, each span's tokens follow *its own*
+tokens that share at least one character with ``text[ws:end]``, where ``ws`` is the span's
+start moved back over spaces and tabs: the literal the llama.cpp scorer forces. So the
+space before a word counts with it (inside the word's token, ``" Istanbul"``, or as a token
+of its own, before digits, which the tokenizer splits off one by one); a token that
+straddles a span boundary (a span starting or ending inside a word) counts whole, for each
+span it touches. Unlike forced decoding, the tokens are the text's canonical ones: llama.cpp
+under a literal grammar decodes greedily and often spells a rare word in odd pieces
+(``" G", "ali", "p"`` for "Galip"), whose log-probabilities say more about the spelling than
+about the word. With ``masked``, each span's tokens follow *its own*
 masked left context: the masked text is run once, and all spans' tokens are appended as
 branches of it in the same pass (each sees the masked text before its span, and its own
 earlier tokens; :meth:`~presidio_delink.llm.numpy_lm.NumpyLM.forward`); a span whose masked
@@ -354,8 +359,9 @@ class NumpyScorer:
         starts = [t.start for t in toks]
         ends = [t.end for t in toks]
         own: dict[int, tuple[int, int]] = {}  # span -> its token range in `toks`
-        for i in members:
-            a = bisect.bisect_right(ends, spans[i][0] + shift)
+        for i in members:  # the tokens sharing a character with text[ws:end]
+            ws = _leading_space_start(text, spans[i][0])
+            a = bisect.bisect_right(ends, ws + shift)
             b = bisect.bisect_left(starts, spans[i][1] + shift)
             if a >= b:  # only bytes the vocabulary lacks (llama.cpp drops them too)
                 raise InputError(f"span {spans[i]} has no token to score")
