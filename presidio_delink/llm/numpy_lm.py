@@ -321,8 +321,9 @@ def tokenizer_from_gguf(path: str | Path) -> BPETokenizer:
 
 
 def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
-    scale = 1.0 / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + eps)
-    return (x * scale) * w
+    mean_sq = np.einsum("ij,ij->i", x, x) / np.float32(x.shape[-1])
+    scale = (1.0 / np.sqrt(mean_sq + np.float32(eps))).astype(np.float32)
+    return (x * scale[:, None]) * w
 
 
 @dataclass
@@ -467,7 +468,7 @@ class NumpyLM:
         if tok.min() < 0 or tok.max() >= self.n_vocab:
             raise ValueError("token id outside the vocabulary")
         rows = np.arange(n_rows)
-        x = self.embed[tok]
+        x = self.embed[tok]  # a copy: updated in place below
         # per block of query rows: the key columns any of them sees, and an additive mask
         # over those (0 visible, -inf not); a causal block skips the keys after it
         blocks: list[tuple[int, int, slice | np.ndarray, np.ndarray]] = []
@@ -508,11 +509,16 @@ class NumpyLM:
                 o = np.matmul(sc, vg[:, keys]) / sc.sum(axis=-1, keepdims=True)
                 att[:, :, lo:hi] = o.reshape(nkv, rep, n_q, hd)
             a = att.transpose(2, 0, 1, 3).reshape(n_rows, nq * hd)
-            x = x + a @ blk.out
+            x += a @ blk.out
             h = _rms_norm(x, blk.ffn_norm, self.eps)
             gu = h @ blk.gate_up
             g, u = gu[:, :self.n_ff], gu[:, self.n_ff:]
-            x = x + ((g / (1.0 + np.exp(-g))) * u) @ blk.down
+            act = np.negative(g)  # silu(g) * u = g * u / (1 + exp(-g)), in place
+            np.exp(act, out=act)
+            act += 1.0
+            np.divide(g, act, out=act)
+            act *= u
+            x += act @ blk.down
         t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
         t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
         out = np.empty(len(targets), dtype=np.float32)
