@@ -1,6 +1,7 @@
 """A Llama-architecture GGUF model run in numpy: prompt log-probabilities in one pass.
 
-The only module that imports ``gguf`` for inference (ggml-org's reader). llama.cpp's server
+The only module that runs a model with ``gguf`` (ggml-org's reader;
+:mod:`presidio_delink.eval.fluency` only reads a vocabulary with it). llama.cpp's server
 reports log-probabilities of *generated* tokens only, so scoring given text there costs one
 forced-decoding step per token. Here the causal transformer runs in numpy instead, and one
 forward pass over a text gives ``log p(token | all tokens before it)`` for every token.
@@ -34,10 +35,12 @@ of :class:`~presidio_delink.risk.lm.NumpyScorer`).
 **Cost.** About ``2 * n_params`` FLOP per token (0.21 GFLOP for SmolLM2-135M without the
 embedding), attention ``4 * n_layer * n_head * head_dim * L^2`` for ``L`` rows, and the
 output matrix (``2 * n_vocab * n_embd``: 57 MFLOP) only at the rows whose log-probability is
-asked. All in float32 BLAS (``numpy.matmul``): a 900-token text is about 1 s on two cores.
-Memory: the weights, plus per layer ``n_head * L^2`` float32 attention scores, computed in
-blocks of :data:`QUERY_BLOCK` query rows so that it stays bounded for long inputs (and a
-block of the causal sequence reads only the keys before it).
+asked. The products are float32 BLAS (``numpy.matmul``): about 1 s for a 900-token text on
+two cores; the elementwise work (norms, RoPE, softmax, SiLU; one core) about as much again,
+so a pass over a median TAB document takes 2-3 s (benchmarks/README.md, "Risk indicators").
+Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
+keys they see at a time (``n_head * 256 * L``), so it stays bounded for long inputs; a block
+of the causal sequence reads only the keys before it.
 """
 
 from __future__ import annotations
