@@ -7,7 +7,7 @@
 Needs our model's log-probabilities of the span tables (benchmarks/risk/extract_logprobs.py;
 slow: it runs the LLM) and scikit-learn (eval extra): classifiers are trained here per fold.
 The shipped models are trained by ``python -m presidio_delink.risk.train``. ``--timing``
-also times scoring TAB documents with the embedded model.
+also times scoring TAB documents with the embedded model (``--timing-only``: only that).
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ def timing(data_root: Path, n_docs: int) -> None:
     table = load_span_table(data_root, "tab", "test")
     index = reference_index(data_root, "tab", Path("benchmarks/risk/index/tab"))
     scorer = make_scorer("embedded")
-    scorer.score("Text", " warm-up")  # loads the model
+    t0 = time.perf_counter()
+    scorer.score("Text", " warm-up")  # loads the model (not in the per-document times)
+    print(f"  {type(scorer).__name__}: model loaded in {time.perf_counter() - t0:.1f} s; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}",
+          flush=True)
 
     class Res:
         def __init__(self, r) -> None:  # type: ignore[no-untyped-def]
@@ -44,19 +48,26 @@ def timing(data_root: Path, n_docs: int) -> None:
             t0 = time.perf_counter()
             ind.assess(texts[d], [Res(r) for r in table[d]])
             print(f"  {name}: TAB {d}, {len(texts[d])} chars, {len(table[d])} spans: "
-                  f"{time.perf_counter() - t0:.1f} s (load average {os.getloadavg()[0]:.2f})",
+                  f"{time.perf_counter() - t0:.1f} s (load averages "
+                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})",
                   flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
-    ap.add_argument("--logprobs", type=Path, nargs="+", required=True)
+    ap.add_argument("--logprobs", type=Path, nargs="+", default=[])
     ap.add_argument("--index-dir", type=Path, default=Path("benchmarks/risk/index"))
     ap.add_argument("--rules", nargs="+", default=list(RULES), choices=list(RULES))
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--timing", type=int, default=0, help="time N TAB documents")
+    ap.add_argument("--timing-only", action="store_true", help="skip the evaluation")
     args = ap.parse_args()
+    if not args.logprobs and not args.timing_only:
+        ap.error("--logprobs is required unless --timing-only")
+    if args.timing_only:
+        timing(args.data, args.timing or 1)
+        return
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
     t0 = time.perf_counter()
     figures = evaluate(args.data, args.logprobs, args.index_dir, args.rules,

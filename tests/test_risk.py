@@ -518,9 +518,11 @@ def test_embedded_forced_decoding_reports_the_models_own_logprobs() -> None:
 
 def test_plain_embedded_scores_with_the_model_the_classifiers_were_trained_on(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The rewriting default (Qwen) is not the scoring model: the shipped classifiers read
-    SmolLM2's log-probabilities, so a plain ``embedded`` must score with SmolLM2."""
+    SmolLM2's log-probabilities, so a plain ``embedded`` must score with SmolLM2 (with the
+    numpy engine when it runs the model, else llama.cpp)."""
     import presidio_delink.llm.embedded as emb
-    from presidio_delink.risk.lm import SCORING_MODEL, make_scorer
+    import presidio_delink.llm.numpy_lm as nlm
+    from presidio_delink.risk.lm import SCORING_MODEL, NumpyScorer, make_scorer
 
     seen: list[object] = []
 
@@ -534,6 +536,11 @@ def test_plain_embedded_scores_with_the_model_the_classifiers_were_trained_on(mo
     monkeypatch.setattr(emb, "EmbeddedRewriter", Fake)
     monkeypatch.setattr(emb, "packaged_gguf_path", lambda name=None: f"packaged:{name}")
     monkeypatch.delenv(emb.MODEL_ENV, raising=False)
+    monkeypatch.setattr(nlm, "unsupported_reason", lambda path: None)
+    scorers = [make_scorer("embedded"), make_scorer("embedded:qwen")]
+    assert all(isinstance(s, NumpyScorer) for s in scorers)
+    assert [s.gguf_path for s in scorers] == [f"packaged:{SCORING_MODEL}", "packaged:qwen"]
+    monkeypatch.setattr(nlm, "unsupported_reason", lambda path: "architecture 'qwen2'")
     make_scorer("embedded")
     make_scorer("embedded:qwen")
     assert seen == [f"packaged:{SCORING_MODEL}", "packaged:qwen"]

@@ -3,7 +3,9 @@
 Writes one JSON line per document to OUT: {"dataset", "doc_id", "spans": [{"start", "end",
 "tokens", "logprobs", "masked_logprobs"}]}: ``logprobs`` with the text as it is,
 ``masked_logprobs`` with every other span of the table before it replaced by ``<TYPE>``
-(the perturbation indicator). Documents already in OUT are skipped.
+(the perturbation indicator). Documents already in OUT are skipped. With the default
+``--llm embedded`` the numpy engine scores (NumpyScorer: one pass per document and pass);
+``openai:URL`` or a GGUF it does not run use llama.cpp forced decoding (much slower).
 
     python benchmarks/risk/extract_logprobs.py --dataset wiki \
         --out benchmarks/risk/logprobs_wiki.jsonl

@@ -16,7 +16,13 @@ from presidio_delink.risk.indicators import (
     SpanRisk,
     feature_row,
 )
-from presidio_delink.risk.lm import LogprobScorer, TokenScores, make_scorer
+from presidio_delink.risk.lm import (
+    LogprobScorer,
+    NumpyScorer,
+    SpanScorer,
+    TokenScores,
+    make_scorer,
+)
 from presidio_delink.risk.model import FORMAT_VERSION, RiskModel, load_model
 
 __all__ = [
@@ -27,10 +33,12 @@ __all__ = [
     "TYPES",
     "LogprobScorer",
     "Measurer",
+    "NumpyScorer",
     "RiskIndicator",
     "RiskModel",
     "Span",
     "SpanRisk",
+    "SpanScorer",
     "TokenScores",
     "feature_row",
     "load_model",

@@ -101,7 +101,8 @@ class SpanRisk:
 
 class Measurer:
     """Takes the measurements the indicators read: log-probabilities from a
-    :class:`~presidio_delink.risk.lm.LogprobScorer`, frequencies from an
+    :class:`~presidio_delink.risk.lm.SpanScorer` (``make_scorer``: the numpy engine, or
+    llama.cpp forced decoding), frequencies from an
     :class:`~presidio_delink.index.NgramIndex`."""
 
     def __init__(self, scorer: Any = None, index: Any = None) -> None:

@@ -273,7 +273,7 @@ def train_all(
             "n_spans": len(ex.rows),
             "n_docs": len(set(ex.groups)),
             "threshold_rule": f"MASK recall >= {min_recall}" if min_recall else "best F1",
-            "lm": "SmolLM2-135M-Instruct Q4_1 (embedded llama.cpp), left context",
+            "lm": "SmolLM2-135M-Instruct Q4_1 (numpy engine, float32), left context",
         }
         model = export(name, clf, thr, meta)
         model.save(out_dir / f"{name}.json")

@@ -1,0 +1,549 @@
+"""A Llama-architecture GGUF model run in numpy: prompt log-probabilities in one pass.
+
+The only module that runs a model with ``gguf`` (ggml-org's reader;
+:mod:`presidio_delink.eval.fluency` only reads a vocabulary with it). llama.cpp's server
+reports log-probabilities of *generated* tokens only, so scoring given text there costs one
+forced-decoding step per token. Here the causal transformer runs in numpy instead, and one
+forward pass over a text gives ``log p(token | all tokens before it)`` for every token.
+
+**Model.** The GGUF's weights (any type ``gguf.quants.dequantize`` reads: here Q4_1, Q8_0,
+F32) are dequantised once to float32 (about 4 bytes per parameter: 0.54 GB for
+SmolLM2-135M). The forward pass is llama.cpp's ``llama`` graph, every size read from the
+metadata: token embedding; per block RMSNorm, Q/K/V projections, RoPE (llama.cpp's "normal"
+mode: adjacent pairs, as the GGUF converter permutes Q and K for it; base
+``rope.freq_base``), grouped-query attention (query head ``h`` reads key/value head
+``h // (n_head / n_head_kv)``), output projection, RMSNorm, SwiGLU MLP; final RMSNorm; output
+matrix (``output.weight``, else the tied token embedding). Anything else (another
+architecture, RoPE scaling, biases, experts, a tokenizer other than the byte-level BPE below)
+is refused with :class:`~presidio_delink.errors.ConfigError` rather than computed wrongly:
+use llama.cpp (:class:`presidio_delink.risk.lm.LogprobScorer`) for those.
+
+**Tokeniser.** llama.cpp's for ``tokenizer.ggml.model = gpt2`` with the pre-tokenizers
+``smollm`` / ``starcoder`` / ``refact``: every ``\\p{N}`` character is its own piece, then
+llama.cpp's hand-written GPT-2 split (``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+|
+?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``, categories from :mod:`unicodedata`), then byte-level
+BPE with the GGUF's merges by rank. Text is plain text: control tokens such as
+``<|im_start|>`` written in it are spelt, not parsed. Tokens keep character offsets.
+
+**Batched prefixes.** :meth:`NumpyLM.forward` takes one *shared* sequence (causal) and any
+number of *branches*: a branch continues the shared sequence after its first ``base``
+tokens (positions ``base, base + 1, ...``), sees those and its own earlier tokens, and
+nothing of other branches. So spans that each need a different left context, when those
+contexts are prefixes of one text, are all scored in one pass (the perturbation measure
+of :class:`~presidio_delink.risk.lm.NumpyScorer`).
+
+**Cost.** About ``2 * n_params`` FLOP per token (0.21 GFLOP for SmolLM2-135M without the
+embedding), attention ``4 * n_layer * n_head * head_dim * L^2`` for ``L`` rows, and the
+output matrix (``2 * n_vocab * n_embd``: 57 MFLOP) only at the rows whose log-probability is
+asked. The products are float32 BLAS (``numpy.matmul``): about 1 s for a 900-token text on
+two cores; the elementwise work (norms, RoPE, softmax, SiLU; one core) about as much again,
+so a pass over a median TAB document takes 2-3 s (benchmarks/README.md, "Risk indicators").
+Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
+keys they see at a time (``n_head * 256 * L``), so it stays bounded for long inputs; a block
+of the causal sequence reads only the keys before it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from presidio_delink.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+ARCHITECTURES = ("llama",)
+DIGIT_SPLIT_PRE = ("smollm", "starcoder", "refact")
+"""``tokenizer.ggml.pre`` values whose llama.cpp pre-tokenizer is: single ``\\p{N}``
+characters, then the GPT-2 split (llama.cpp's ``LLAMA_VOCAB_PRE_TYPE_STARCODER`` group)."""
+QUERY_BLOCK = 256
+"""Query rows per attention block: bounds the score matrix at ``n_head * 256 * L``, and a
+causal block skips the keys after it."""
+LOGIT_BLOCK = 256
+"""Rows per block of output logits (``256 * n_vocab`` float32: 50 MB for 49,152)."""
+BLOCK_TENSORS = frozenset({
+    "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
+    "ffn_up", "ffn_down",
+})
+
+
+# -- tokeniser -----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_chars() -> tuple[str, ...]:
+    """GPT-2's printable stand-in character of each byte value."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    out: dict[int, str] = {b: chr(b) for b in keep}
+    extra = 0
+    for b in range(256):
+        if b not in out:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return tuple(out[b] for b in range(256))
+
+
+def _kind(ch: str) -> str:
+    """``L`` letter, ``N`` number, ``S`` whitespace, ``O`` other (llama.cpp's flags)."""
+    if ch.isspace():
+        return "S"
+    cat = unicodedata.category(ch)[0]
+    return cat if cat in "LN" else "O"
+
+
+def _gpt2_split(text: str, lo: int, hi: int, out: list[int]) -> None:
+    """Append the end offsets of llama.cpp's GPT-2 pieces of ``text[lo:hi]``."""
+    kinds = [_kind(c) for c in text[lo:hi]]
+
+    def kind(p: int) -> str:  # "" outside the segment
+        return kinds[p - lo] if lo <= p < hi else ""
+
+    pos = lo
+    while pos < hi:
+        ch = text[pos]
+        if ch == "'" and pos + 1 < hi:
+            nxt = text[pos + 1]
+            if nxt in "stmd":
+                pos += 2
+                out.append(pos)
+                continue
+            if pos + 2 < hi and text[pos + 1:pos + 3] in ("re", "ve", "ll"):
+                pos += 3
+                out.append(pos)
+                continue
+        k2 = kind(pos + 1) if ch == " " else kind(pos)
+        if k2 in ("L", "N"):
+            pos += ch == " "
+            while kind(pos) == k2:
+                pos += 1
+            out.append(pos)
+            continue
+        if k2 == "O":
+            pos += ch == " "
+            while kind(pos) == "O":
+                pos += 1
+            out.append(pos)
+            continue
+        n_ws = 0
+        while kind(pos + n_ws) == "S":
+            n_ws += 1
+        if n_ws > 1 and pos + n_ws < hi:  # \s+(?!\S): leave the last space to the next piece
+            pos += n_ws - 1
+        elif n_ws > 0:
+            pos += n_ws
+        else:
+            pos += 1
+        out.append(pos)
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token of a text: id, piece (decoded), character offsets ``[start, end)``."""
+
+    id: int
+    piece: str
+    start: int
+    end: int
+
+
+class BPETokenizer:
+    """llama.cpp's byte-level BPE tokeniser for a GGUF vocabulary (see the module docstring).
+
+    Args:
+        tokens: the vocabulary (``tokenizer.ggml.tokens``), GPT-2 byte characters.
+        merges: ``"a b"`` merge rules, highest priority first.
+        digit_split: split every ``\\p{N}`` character off first (``smollm`` pre-tokenizer).
+    """
+
+    def __init__(self, tokens: Sequence[str], merges: Sequence[str], digit_split: bool) -> None:
+        self.vocab = {t: i for i, t in enumerate(tokens)}
+        self.pieces = tuple(tokens)
+        self.ranks: dict[tuple[str, str], int] = {}
+        for rank, m in enumerate(merges):
+            a, sep, b = m.partition(" ")
+            if not sep:
+                raise ConfigError(f"malformed BPE merge rule {m!r} in the GGUF")
+            self.ranks.setdefault((a, b), rank)
+        self.digit_split = digit_split
+        chars = _byte_chars()
+        self._unbyte = {c: b for b, c in enumerate(chars)}
+        self._bpe = functools.lru_cache(maxsize=65536)(self._bpe_word)
+
+    def _bpe_word(self, word: str) -> tuple[str, ...]:
+        parts = list(word)
+        ranks = self.ranks
+        while len(parts) > 1:
+            best = None
+            best_rank = len(ranks) + 1
+            for i in range(len(parts) - 1):
+                r = ranks.get((parts[i], parts[i + 1]))
+                if r is not None and r < best_rank:
+                    best, best_rank = i, r
+            if best is None:
+                break
+            parts[best:best + 2] = [parts[best] + parts[best + 1]]
+        out: list[str] = []
+        for p in parts:  # llama.cpp: a symbol missing from the vocab is spelt by its bytes,
+            # and a byte missing too is dropped (SmolLM2 lacks a few control bytes)
+            out.extend([p] if p in self.vocab else [c for c in p if c in self.vocab])
+        return tuple(out)
+
+    def pre_split(self, text: str) -> list[int]:
+        """End offsets of the pre-tokenizer's pieces of ``text``."""
+        ends: list[int] = []
+        lo = 0
+        if self.digit_split:
+            for i, ch in enumerate(text):
+                if unicodedata.category(ch)[0] == "N":
+                    if lo < i:
+                        _gpt2_split(text, lo, i, ends)
+                    ends.append(i + 1)
+                    lo = i + 1
+        if lo < len(text):
+            _gpt2_split(text, lo, len(text), ends)
+        return ends
+
+    def encode(self, text: str) -> list[Token]:
+        """Tokens of ``text`` with character offsets (a token ending inside a multi-byte
+        character ends after it; the next one starts at it)."""
+        chars = _byte_chars()
+        out: list[Token] = []
+        start = 0
+        for end in self.pre_split(text):
+            word = text[start:end]
+            data = word.encode("utf-8")
+            owner: list[int] = []  # character offset of each byte
+            for j, ch in enumerate(word):
+                owner.extend([start + j] * len(ch.encode("utf-8")))
+            encoded = "".join(chars[x] for x in data)
+            b = 0
+            for piece in self._bpe(encoded):
+                b = encoded.index(piece, b)  # skips dropped bytes
+                n = len(piece)
+                out.append(Token(self.vocab[piece], self.decode_piece(piece),
+                                 owner[b], owner[b + n - 1] + 1))
+                b += n
+            start = end
+        return out
+
+    def decode_piece(self, piece: str) -> str:
+        return bytes(self._unbyte[c] for c in piece).decode("utf-8", errors="replace")
+
+
+# -- the model -----------------------------------------------------------------------------
+
+
+def _field(reader: Any, name: str) -> Any:
+    f = reader.fields.get(name)
+    return None if f is None else f.contents()
+
+
+def unsupported_reason(path: str | Path) -> str | None:
+    """Why :class:`NumpyLM` cannot run the GGUF at ``path``, or None when it can (reads the
+    metadata only)."""
+    try:
+        import gguf
+    except ImportError:
+        return "the numpy engine needs the gguf package (`pip install gguf`)"
+    try:
+        reader = gguf.GGUFReader(str(path), "r")
+    except (OSError, ValueError) as exc:
+        return f"cannot read {path} as GGUF: {exc}"
+    return _check(reader)
+
+
+def _check(reader: Any) -> str | None:
+    arch = _field(reader, "general.architecture")
+    if arch not in ARCHITECTURES:
+        return f"architecture {arch!r} (the numpy engine runs {', '.join(ARCHITECTURES)})"
+    if _field(reader, "tokenizer.ggml.model") != "gpt2":
+        return f"tokenizer {_field(reader, 'tokenizer.ggml.model')!r} (only byte-level BPE)"
+    pre = _field(reader, "tokenizer.ggml.pre")
+    if pre not in DIGIT_SPLIT_PRE:
+        return f"pre-tokenizer {pre!r} (supported: {', '.join(DIGIT_SPLIT_PRE)})"
+    for key in ("block_count", "embedding_length", "feed_forward_length",
+                "attention.head_count", "attention.layer_norm_rms_epsilon"):
+        if _field(reader, f"{arch}.{key}") is None:
+            return f"no {arch}.{key} in the metadata"
+    scaling = _field(reader, f"{arch}.rope.scaling.type")
+    if scaling not in (None, "none"):
+        return f"RoPE scaling {scaling!r}"
+    if _field(reader, f"{arch}.expert_count"):
+        return "a mixture of experts"
+    n_embd = int(_field(reader, f"{arch}.embedding_length"))
+    n_head = int(_field(reader, f"{arch}.attention.head_count"))
+    head_dim = n_embd // n_head
+    for key in ("rope.dimension_count", "attention.key_length", "attention.value_length"):
+        value = _field(reader, f"{arch}.{key}")
+        if value is not None and int(value) != head_dim:
+            return f"{arch}.{key} = {value} differs from embedding_length / head_count"
+    names = {t.name for t in reader.tensors}
+    for name in names:
+        parts = name.split(".")
+        if parts[0] == "blk" and (len(parts) != 4 or parts[2] not in BLOCK_TENSORS
+                                  or parts[3] != "weight"):
+            return f"tensor {name} (the numpy engine knows no such tensor)"
+        if parts[0] != "blk" and name not in ("token_embd.weight", "output_norm.weight",
+                                               "output.weight"):
+            return f"tensor {name} (the numpy engine knows no such tensor)"
+    return None
+
+
+def _tokenizer(reader: Any) -> BPETokenizer:
+    tokens = [str(t) for t in _field(reader, "tokenizer.ggml.tokens") or ()]
+    merges = [str(m) for m in _field(reader, "tokenizer.ggml.merges") or ()]
+    if not tokens:
+        raise ConfigError("the GGUF has no tokenizer.ggml.tokens")
+    return BPETokenizer(tokens, merges, digit_split=True)
+
+
+def tokenizer_from_gguf(path: str | Path) -> BPETokenizer:
+    """The tokeniser of a GGUF the numpy engine supports, without loading the weights.
+
+    Raises:
+        ConfigError: the file is unreadable or its tokenizer is not supported.
+    """
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(str(path), "r")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path} as GGUF: {exc}") from exc
+    reason = _check(reader)
+    if reason is not None:
+        raise ConfigError(f"{Path(path).name}: the numpy engine does not run {reason}")
+    return _tokenizer(reader)
+
+
+def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    mean_sq = np.einsum("ij,ij->i", x, x) / np.float32(x.shape[-1])
+    scale = (1.0 / np.sqrt(mean_sq + np.float32(eps))).astype(np.float32)
+    return (x * scale[:, None]) * w
+
+
+@dataclass
+class _Block:
+    attn_norm: np.ndarray
+    qkv: np.ndarray  # (n_embd, n_q + 2 n_kv), transposed for x @ W
+    out: np.ndarray
+    ffn_norm: np.ndarray
+    gate_up: np.ndarray  # (n_embd, 2 n_ff)
+    down: np.ndarray
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Tokens that continue the shared sequence after its first ``base`` tokens."""
+
+    base: int
+    ids: Sequence[int]
+
+
+class NumpyLM:
+    """A Llama-architecture GGUF in float32 numpy (see the module docstring).
+
+    Raises:
+        ConfigError: the gguf package is missing, the file unreadable, or the model not
+            one this engine runs exactly.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            import gguf
+        except ImportError as exc:
+            raise ConfigError(
+                "the numpy engine needs the gguf package: `pip install gguf` "
+                "(or `pip install presidio-delink[embedded]`)"
+            ) from exc
+        self.path = Path(path)
+        try:
+            reader = gguf.GGUFReader(str(path), "r")
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read {path} as GGUF: {exc}") from exc
+        reason = _check(reader)
+        if reason is not None:
+            raise ConfigError(
+                f"{self.path.name}: the numpy engine does not run {reason}; score with a "
+                "llama.cpp server instead ('openai:URL')"
+            )
+        arch = _field(reader, "general.architecture")
+
+        def meta(key: str) -> Any:
+            return _field(reader, f"{arch}.{key}")
+
+        self.n_layer = int(meta("block_count"))
+        self.n_embd = int(meta("embedding_length"))
+        self.n_head = int(meta("attention.head_count"))
+        self.n_head_kv = int(meta("attention.head_count_kv") or self.n_head)
+        self.head_dim = self.n_embd // self.n_head
+        self.eps = float(meta("attention.layer_norm_rms_epsilon"))
+        self.rope_base = float(meta("rope.freq_base") or 10000.0)
+        if self.n_head % self.n_head_kv or self.head_dim % 2:
+            raise ConfigError(f"{self.path.name}: head counts {self.n_head}/{self.n_head_kv} "
+                              "or head size not supported by the numpy engine")
+        tensors = {t.name: t for t in reader.tensors}
+
+        def weight(name: str) -> np.ndarray:
+            t = tensors[name]
+            arr = gguf.quants.dequantize(t.data, t.tensor_type)
+            return np.ascontiguousarray(arr, dtype=np.float32)
+
+        self.embed = weight("token_embd.weight")  # (n_vocab, n_embd)
+        self.output = weight("output.weight") if "output.weight" in tensors else self.embed
+        self.output_norm = weight("output_norm.weight")
+        self.blocks: list[_Block] = []
+        for i in range(self.n_layer):
+            def w(name: str, i: int = i) -> np.ndarray:
+                return weight(f"blk.{i}.{name}.weight")
+
+            self.blocks.append(_Block(
+                attn_norm=w("attn_norm"),
+                qkv=np.ascontiguousarray(np.concatenate([w("attn_q"), w("attn_k"),
+                                                         w("attn_v")]).T),
+                out=np.ascontiguousarray(w("attn_output").T),
+                ffn_norm=w("ffn_norm"),
+                gate_up=np.ascontiguousarray(np.concatenate([w("ffn_gate"), w("ffn_up")]).T),
+                down=np.ascontiguousarray(w("ffn_down").T),
+            ))
+        self.n_vocab = self.embed.shape[0]
+        self.n_ff = self.blocks[0].down.shape[0]
+        self.inv_freq = self.rope_base ** (
+            -np.arange(0, self.head_dim, 2, dtype=np.float64) / self.head_dim
+        )
+        self.tokenizer = _tokenizer(reader)
+        bos = _field(reader, "tokenizer.ggml.bos_token_id")
+        add_bos = _field(reader, "tokenizer.ggml.add_bos_token")
+        self.bos: int | None = int(bos) if add_bos and bos is not None else None
+        logger.info("numpy engine: %s, %d layers, %d x %d heads, vocabulary %d",
+                    self.path.name, self.n_layer, self.n_head, self.n_head_kv, self.n_vocab)
+
+    def _rotation(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """cos and sin of RoPE's angles at ``pos``: (rows, 1, head_dim / 2)."""
+        ang = pos[:, None].astype(np.float64) * self.inv_freq[None, :]
+        return (np.cos(ang).astype(np.float32)[:, None, :],
+                np.sin(ang).astype(np.float32)[:, None, :])
+
+    @staticmethod
+    def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+        """Rotate adjacent pairs of each head (x: rows, heads, head_dim)."""
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = x0 * cos - x1 * sin
+        out[..., 1::2] = x0 * sin + x1 * cos
+        return out
+
+    def forward(
+        self,
+        shared: Sequence[int],
+        branches: Sequence[Branch] = (),
+        targets: Sequence[tuple[int, int]] = (),
+    ) -> np.ndarray:
+        """Log-probabilities of ``targets``: ``(row, token id)`` pairs, the id predicted after
+        ``row`` (rows: the shared tokens, then each branch's tokens in order).
+
+        The shared sequence is causal; a branch sees the first ``base`` shared tokens and its
+        own earlier tokens, at positions ``base, base + 1, ...``.
+        """
+        seg = [np.zeros(len(shared), dtype=np.int64)]
+        pos = [np.arange(len(shared), dtype=np.int64)]
+        bases = [np.zeros(len(shared), dtype=np.int64)]
+        ids = [np.asarray(shared, dtype=np.int64)]
+        for j, br in enumerate(branches, start=1):
+            if not 0 <= br.base <= len(shared):
+                raise ValueError(f"branch base {br.base} outside the shared sequence")
+            n = len(br.ids)
+            seg.append(np.full(n, j, dtype=np.int64))
+            pos.append(br.base + np.arange(n, dtype=np.int64))
+            bases.append(np.full(n, br.base, dtype=np.int64))
+            ids.append(np.asarray(br.ids, dtype=np.int64))
+        s, p, b, tok = (np.concatenate(a) for a in (seg, pos, bases, ids))
+        n_rows = len(tok)
+        if not n_rows or not targets:
+            return np.zeros(0, dtype=np.float32)
+        if tok.min() < 0 or tok.max() >= self.n_vocab:
+            raise ValueError("token id outside the vocabulary")
+        rows = np.arange(n_rows)
+        x = self.embed[tok]  # a copy: updated in place below
+        # per block of query rows: the key columns any of them sees, and an additive mask
+        # over those (0 visible, -inf not); a causal block skips the keys after it
+        blocks: list[tuple[int, int, slice | np.ndarray, np.ndarray]] = []
+        for lo in range(0, n_rows, QUERY_BLOCK):
+            hi = min(n_rows, lo + QUERY_BLOCK)
+            rs, rb, rr = s[lo:hi, None], b[lo:hi, None], rows[lo:hi, None]
+            vis = ((rs == s[None, :]) & (rows[None, :] <= rr)) | (
+                (s[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
+            cols = np.flatnonzero(vis.any(axis=0))
+            keys: slice | np.ndarray = (
+                slice(0, len(cols)) if cols[-1] == len(cols) - 1 else cols)
+            bias = np.where(vis[:, cols], np.float32(0.0), np.float32(-np.inf))
+            blocks.append((lo, hi, keys, bias.astype(np.float32)))
+        nq, nkv, hd = self.n_head, self.n_head_kv, self.head_dim
+        rep = nq // nkv
+        scale = np.float32(1.0 / np.sqrt(hd))
+        cos, sin = self._rotation(p)
+        for blk in self.blocks:
+            h = _rms_norm(x, blk.attn_norm, self.eps)
+            qkv = h @ blk.qkv
+            q = self._rope(qkv[:, :nq * hd].reshape(n_rows, nq, hd), cos, sin)
+            k = self._rope(qkv[:, nq * hd:(nq + nkv) * hd].reshape(n_rows, nkv, hd), cos, sin)
+            v = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd)
+            # heads grouped by their key/value head: (nkv, rep, rows, hd)
+            qg = (q * scale).reshape(n_rows, nkv, rep, hd).transpose(1, 2, 0, 3)
+            kt = k.transpose(1, 2, 0)  # (nkv, hd, rows)
+            vg = v.transpose(1, 0, 2)  # (nkv, rows, hd)
+            att = np.empty((nkv, rep, n_rows, hd), dtype=np.float32)
+            for lo, hi, keys, bias in blocks:
+                n_q = hi - lo
+                qb = qg[:, :, lo:hi].reshape(nkv, rep * n_q, hd)
+                sc = np.matmul(qb, kt[:, :, keys])  # (nkv, rep * n_q, n_keys)
+                sc4 = sc.reshape(nkv, rep, n_q, -1)
+                sc4 += bias
+                sc -= sc.max(axis=-1, keepdims=True)
+                np.exp(sc, out=sc)
+                # normalise after the product with V: rows x head_dim, not rows x keys
+                o = np.matmul(sc, vg[:, keys]) / sc.sum(axis=-1, keepdims=True)
+                att[:, :, lo:hi] = o.reshape(nkv, rep, n_q, hd)
+            a = att.transpose(2, 0, 1, 3).reshape(n_rows, nq * hd)
+            x += a @ blk.out
+            h = _rms_norm(x, blk.ffn_norm, self.eps)
+            gu = h @ blk.gate_up
+            g, u = gu[:, :self.n_ff], gu[:, self.n_ff:]
+            act = np.negative(g)  # silu(g) * u = g * u / (1 + exp(-g)), in place
+            np.exp(act, out=act)
+            act += 1.0
+            np.divide(g, act, out=act)
+            act *= u
+            x += act @ blk.down
+        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
+        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
+        out = np.empty(len(targets), dtype=np.float32)
+        for lo in range(0, len(targets), LOGIT_BLOCK):
+            sl = slice(lo, lo + LOGIT_BLOCK)
+            hrow = _rms_norm(x[t_rows[sl]], self.output_norm, self.eps)
+            logits = hrow @ self.output.T  # (blk, n_vocab)
+            m = logits.max(axis=-1)
+            lse = m + np.log(np.exp(logits - m[:, None]).sum(axis=-1))
+            out[sl] = logits[np.arange(len(logits)), t_ids[sl]] - lse
+        return out
+
+
+_ENGINES: dict[Path, NumpyLM] = {}
+_LOCK = threading.Lock()
+
+
+def load(path: str | Path) -> NumpyLM:
+    """The engine of ``path``, loaded once per process (weights dequantised on first use)."""
+    key = Path(path).resolve()
+    with _LOCK:
+        eng = _ENGINES.get(key)
+        if eng is None:
+            eng = _ENGINES[key] = NumpyLM(key)
+        return eng
