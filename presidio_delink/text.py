@@ -463,8 +463,8 @@ class Tokenizer:
         """:meth:`encode` for both break modes at once: ``-2`` closes a segment at
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
         fold = self.fold
-        stripped, omap = _stripped(text, fold != "folded")
-        if omap is not None and _has_marks(text):
+        stripped = _stripped(text)
+        if fold != "folded" and _marked(text):
             # Combining marks were removed: the fine word models read the words as written
             # (with their marks), through the offsets of `pieces`.  When only format
             # characters were removed, the stripped words are the words `fine_word` makes.
@@ -551,19 +551,28 @@ _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] 
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
 
 
-_STRIPPED: dict[tuple[str, bool], tuple[str, list[int] | None]] = {}
+_STRIPPED: dict[str, tuple[str, bool | None]] = {}
 
 
-def _stripped(text: str, offsets: bool) -> tuple[str, list[int] | None]:
-    """:func:`strip_invisible`, remembered for the last text (the word models of one text
-    are encoded in turn)."""
-    key = (text, offsets)
-    got = _STRIPPED.get(key)
+def _stripped(text: str) -> str:
+    """``strip_invisible(text)[0]``, remembered for the last text (the word models of one
+    text are encoded in turn)."""
+    got = _STRIPPED.get(text)
     if got is None:
-        if _STRIPPED and next(iter(_STRIPPED))[0] != text:
-            _STRIPPED.clear()
-        got = _STRIPPED[key] = strip_invisible(text, offsets=offsets)
-    return got
+        _STRIPPED.clear()
+        got = _STRIPPED[text] = (strip_invisible(text, offsets=False)[0], None)
+    return got[0]
+
+
+def _marked(text: str) -> bool:
+    """:func:`_has_marks`, remembered with :func:`_stripped`."""
+    got = _STRIPPED.get(text)
+    if got is None:
+        _stripped(text)
+        got = _STRIPPED[text]
+    if got[1] is None:
+        got = _STRIPPED[text] = (got[0], _has_marks(text))
+    return bool(got[1])
 
 
 def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
