@@ -222,12 +222,7 @@ def main() -> None:
     }
     print("check", report["check_ms"], flush=True)
     if args.cost_only:
-        report["load_after"] = os.getloadavg()
-        for idx in (base, full, grp):
-            shutil.rmtree(idx.directory.parent, ignore_errors=True)
-        print(json.dumps(report, indent=1))
-        if args.json:
-            args.json.write_text(json.dumps(report, indent=1))
+        finish(report, (base, full, grp), args.json)
         return
 
     for name, idx, grp_list in (
@@ -244,12 +239,17 @@ def main() -> None:
         if name == "default views":  # the same outputs, counted in groups
             print("  same outputs, adversaries counting groups:", flush=True)
             report[name + ", counted in groups"] = run_panel(outs, collection, groups)
+    finish(report, (base, full, grp), args.json)
+
+
+def finish(report: dict[str, object], indexes: tuple[NgramIndex, ...], out: Path | None) -> None:
+    """Remove the indexes; print the report (and write it to ``out``)."""
     report["load_after"] = os.getloadavg()
-    for idx in (base, full, grp):
+    for idx in indexes:
         shutil.rmtree(idx.directory.parent, ignore_errors=True)
     print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
+    if out:
+        out.write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -311,6 +311,15 @@ def tokenizer_from_gguf(path: str | Path) -> BPETokenizer:
     Raises:
         ConfigError: the file is unreadable or its tokenizer is not supported.
     """
+    return _tokenizer(_open(path, ""))
+
+
+def _open(path: str | Path, advice: str) -> Any:
+    """A GGUF reader of a model this engine runs exactly; ``advice`` ends the refusal.
+
+    Raises:
+        ConfigError: the file is unreadable or the model not one this engine runs.
+    """
     import gguf
 
     try:
@@ -319,8 +328,8 @@ def tokenizer_from_gguf(path: str | Path) -> BPETokenizer:
         raise ConfigError(f"cannot read {path} as GGUF: {exc}") from exc
     reason = _check(reader)
     if reason is not None:
-        raise ConfigError(f"{Path(path).name}: the numpy engine does not run {reason}")
-    return _tokenizer(reader)
+        raise ConfigError(f"{Path(path).name}: the numpy engine does not run {reason}{advice}")
+    return reader
 
 
 def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
@@ -364,16 +373,7 @@ class NumpyLM:
                 "(or `pip install presidio-delink[embedded]`)"
             ) from exc
         self.path = Path(path)
-        try:
-            reader = gguf.GGUFReader(str(path), "r")
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read {path} as GGUF: {exc}") from exc
-        reason = _check(reader)
-        if reason is not None:
-            raise ConfigError(
-                f"{self.path.name}: the numpy engine does not run {reason}; score with a "
-                "llama.cpp server instead ('openai:URL')"
-            )
+        reader = _open(path, "; score with a llama.cpp server instead ('openai:URL')")
         arch = _field(reader, "general.architecture")
 
         def meta(key: str) -> Any:
