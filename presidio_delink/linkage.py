@@ -271,22 +271,13 @@ def _walk_views(
         extends = None
         if view.tokenizer.break_on_punctuation:
             for other in views:
-                if other.name in walks and _stored_over(other, view) and (
+                if other.name in walks and other.stored_over(view) and (
                     other.tokenizer.fold == view.tokenizer.fold
                 ):
                     extends = walks[other.name].keys
                     break
         walks[view.name] = _walk(index, view, text, k, mx, extends)
     return walks
-
-
-def _stored_over(child: ViewIndex, parent: ViewIndex) -> bool:
-    layer = child.parts[0].parent if child.parts else None
-    while layer is not None:
-        if layer is parent.parts[0]:
-            return True
-        layer = layer.parent
-    return False
 
 
 def _walk(

@@ -549,30 +549,22 @@ TOKENIZER_VERSION = "delink-text-4"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
+_SCANS: dict[
+    tuple[bool, tuple[str, ...], str], tuple[str, list[int] | None, list[tuple[int, str | None]]]
+] = {}
 
 
-_STRIPPED: dict[str, tuple[str, bool | None]] = {}
-
-
+@lru_cache(maxsize=4)
 def _stripped(text: str) -> str:
-    """``strip_invisible(text)[0]``, remembered for the last text (the word models of one
-    text are encoded in turn)."""
-    got = _STRIPPED.get(text)
-    if got is None:
-        _STRIPPED.clear()
-        got = _STRIPPED[text] = (strip_invisible(text, offsets=False)[0], None)
-    return got[0]
+    """``strip_invisible(text)[0]``, remembered (the word models of one text are encoded
+    in turn)."""
+    return strip_invisible(text, offsets=False)[0]
 
 
+@lru_cache(maxsize=4)
 def _marked(text: str) -> bool:
-    """:func:`_has_marks`, remembered with :func:`_stripped`."""
-    got = _STRIPPED.get(text)
-    if got is None:
-        _stripped(text)
-        got = _STRIPPED[text]
-    if got[1] is None:
-        got = _STRIPPED[text] = (got[0], _has_marks(text))
-    return bool(got[1])
+    """:func:`_has_marks`, remembered like :func:`_stripped`."""
+    return _has_marks(text)
 
 
 def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
@@ -589,9 +581,6 @@ def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
         _REGIONS.clear()
         _REGIONS[key] = got
     return got
-_SCANS: dict[
-    tuple[bool, tuple[str, ...], str], tuple[str, list[int] | None, list[tuple[int, str | None]]]
-] = {}
 
 
 def apply_breaks(marked: list[int], break_on_punctuation: bool) -> list[int]:

@@ -183,16 +183,21 @@ def finish_shard(
 
 
 # -- phase 2: global level-wise counting ------------------------------------------------------
+def _fresh(v: np.ndarray) -> np.ndarray:
+    """For a sorted array: True where a value differs from the one before (the first of
+    each run)."""
+    keep = np.ones(len(v), dtype=bool)
+    np.not_equal(v[1:], v[:-1], out=keep[1:])
+    return keep
+
+
 def _unique(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values of an int64 array (a sort and a diff: numpy's hash-based
     ``unique`` is several times slower on these arrays)."""
     if len(values) == 0:
         return values.astype(np.int64)
     v = np.sort(values)
-    keep = np.empty(len(v), dtype=bool)
-    keep[0] = True
-    np.not_equal(v[1:], v[:-1], out=keep[1:])
-    return v[keep]
+    return v[_fresh(v)]
 
 
 @dataclass(frozen=True)
@@ -269,16 +274,12 @@ def count_shard(ref: ShardRef, n: int, df_path: str | None, n_docs: int) -> str:
     del codes
     order = np.argsort(keyed)
     keyed = keyed[order]
-    fresh_pair = np.ones(len(keyed), dtype=bool)
-    np.not_equal(keyed[1:], keyed[:-1], out=fresh_pair[1:])
-    pairs = keyed[fresh_pair]
+    pairs = keyed[_fresh(keyed)]
     sorted_code = keyed // n_docs
     del keyed
-    fresh_code = np.ones(len(sorted_code), dtype=bool)
-    np.not_equal(sorted_code[1:], sorted_code[:-1], out=fresh_code[1:])
     inv = np.empty(len(order), dtype=np.int64)
-    inv[order] = np.cumsum(fresh_code) - 1
-    del order, sorted_code, fresh_code, fresh_pair
+    inv[order] = np.cumsum(_fresh(sorted_code)) - 1
+    del order, sorted_code
     np.save(_level_path(ref, n, "len"), np.array([len(toks)]))
     np.save(_level_path(ref, n, "cand"), cand)
     np.save(_level_path(ref, n, "inv"), inv)

@@ -51,6 +51,16 @@ class ViewIndex:
         """Keys this view stores (over all partitions)."""
         return self._n_keys
 
+    def stored_over(self, other: ViewIndex) -> bool:
+        """Whether this view is stored as differences over ``other`` (directly or through
+        views between them): then ``other``'s layers memoise the walks this view makes."""
+        layer = self.parts[0].parent if self.parts else None
+        while layer is not None:
+            if layer is other.parts[0]:
+                return True
+            layer = layer.parent
+        return False
+
     def part_no(self, first_word: str) -> int:
         if self._n_parts == 1:
             return 0
