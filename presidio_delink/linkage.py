@@ -56,11 +56,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 import numpy as np
 
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
+from presidio_delink.index.view_index import Lows
 from presidio_delink.text import Token
 
 __all__ = ["Combination", "Flagged", "LinkageReport", "analyze"]
@@ -95,6 +97,15 @@ class Flagged:
     docs: tuple[int, ...] = ()
     view: str = "folded"
     groups: int = 0
+
+
+def _flagged(**fields: Any) -> Flagged:
+    """A :class:`Flagged` with every field given, made without the frozen dataclass's
+    ``__init__`` (one ``object.__setattr__`` per field, several microseconds; a check
+    makes hundreds per text)."""
+    f: Flagged = object.__new__(Flagged)
+    f.__dict__.update(fields)
+    return f
 
 
 @dataclass(frozen=True)
@@ -216,7 +227,7 @@ def analyze(
     for name in names:
         if name not in index.views:
             raise ConfigError(f"the index has no view {name!r} (it has {', '.join(index.views)})")
-    walks = _walk_views(index, [index.views[name] for name in names], text, k, mx)
+    walks = _walk_views(index, [index.views[name] for name in names], text, k, mx, arity >= 2)
     out: list[Flagged] = []
     combos = _Combos()
     for name in names:
@@ -255,17 +266,21 @@ class _Walk:
     segs: list[list[Token]]
     words: list[list[str]]
     keys: list[str]
-    rows: list[list[int]]
+    starts: list[int]  # the query of each segment's first word
+    rows: list[list[int]]  # combinations only (arity >= 2)
     entries: list[tuple[int, int] | None]
+    lows: Lows | None  # arity 1
 
 
 def _walk_views(
-    index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
+    index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int, rows: bool
 ) -> dict[str, _Walk]:
     """The prefix walks of every view.  A view that crosses punctuation is walked first:
     at each text position, its query extends the query of the view of its word model
     that does not cross (same tokens, a segment cut at punctuation), and when it is stored
-    over that view, the walk it leaves in that view's memo answers that view's walk."""
+    over that view, the walk it leaves in that view's memo answers that view's walk.
+    ``rows``: every prefix's document frequency, for combinations (arity 2, 3); without,
+    only what an arity-1 check reads (:meth:`ViewIndex.walk_lows`)."""
     walks: dict[str, _Walk] = {}
     for view in sorted(views, key=lambda v: v.tokenizer.break_on_punctuation):
         extends = None
@@ -276,7 +291,7 @@ def _walk_views(
                 ):
                     extends = walks[other.name].keys
                     break
-        walks[view.name] = _walk(index, view, text, k, mx, extends)
+        walks[view.name] = _walk(index, view, text, k, mx, extends, rows)
     return walks
 
 
@@ -287,6 +302,7 @@ def _walk(
     k: int,
     mx: int,
     extends: list[str] | None,
+    rows: bool,
 ) -> _Walk:
     segs = view.tokenizer.segments(text)
     words = [[t.word for t in s] for s in segs]
@@ -294,19 +310,25 @@ def _walk(
     # joined once.
     keys: list[str] = []
     lengths: list[int] = []
+    starts: list[int] = []
     for ws in words:
-        joined = " ".join(ws)
-        ends = list(accumulate(len(w) + 1 for w in ws))  # end of word j + 1
+        starts.append(len(keys))
         size = len(ws)
-        keys.extend(
-            joined[ends[i] - len(ws[i]) - 1 : ends[min(i + mx, size) - 1] - 1]
-            for i in range(size)
-        )
-        lengths.extend(min(mx, size - i) for i in range(size))
+        joined = " ".join(ws)
+        # cut[j]: where word j ends in `joined` (cut[-1] == -1): word i begins at
+        # cut[i - 1] + 2, and the query at i ends where word min(i + mx, size) - 1 does.
+        cut = list(accumulate(map(len, ws), lambda a, b: a + b + 1, initial=-1))
+        last = cut[mx:]
+        last += [cut[size]] * (size - len(last))
+        keys += [joined[a + 1 : b] for a, b in zip(cut, last, strict=False)]
+        lengths += [mx] * max(size - mx + 1, 0) + list(range(min(mx - 1, size), 0, -1))
     if extends is not None and len(extends) != len(keys):
         extends = None
-    rows, entries = index.link_dfs(view, keys, lengths, k, extends)
-    return _Walk(segs, words, keys, rows, entries)
+    if not rows:
+        lows = index.link_lows(view, keys, lengths, k, extends)
+        return _Walk(segs, words, keys, starts, [], [], lows)
+    dfs, entries = index.link_dfs(view, keys, lengths, k, extends)
+    return _Walk(segs, words, keys, starts, dfs, entries, None)
 
 
 def _analyze_view(
@@ -326,11 +348,20 @@ def _analyze_view(
     # (combinations only).
     m: list[list[int]] = []
     df_at: dict[tuple[int, int, int], int] = {}
-    pairs = arity >= 2
     # per segment: (i, n, df, stored entry or None) flagged at i
     cands: list[list[tuple[int, int, int, tuple[int, int] | None]]] = []
+    if walk.lows is not None:  # arity 1: only the flagged positions are visited
+        lows = walk.lows
+        at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
+        seg_of = np.searchsorted(np.asarray(walk.starts, dtype=np.int64), at, side="right") - 1
+        cands = [[] for _ in words]
+        for q, s, good, d in zip(
+            at.tolist(), seg_of.tolist(), lows.good[at].tolist(), lows.df[at].tolist(),
+            strict=True,
+        ):
+            cands[s].append((q - walk.starts[s], good + 1, d, lows.entry(q)))
     q = 0
-    for s, ws in enumerate(words):
+    for s, ws in enumerate(words if walk.lows is None else ()):
         ms: list[int] = []
         cs: list[tuple[int, int, int, tuple[int, int] | None]] = []
         for i in range(len(ws)):
@@ -341,7 +372,7 @@ def _analyze_view(
                 good -= 1
                 if d >= 1:
                     cs.append((i, good + 1, d, entries[q]))
-            if pairs:
+            if arity >= 2:
                 for n in range(1, good + 1):
                     df_at[(s, i, n)] = dfs[n - 1]
             ms.append(good)
@@ -386,7 +417,7 @@ def _analyze_view(
         )
 
     return [
-        Flagged(
+        _flagged(
             key=key,
             n=acc.n,
             df=acc.df,
@@ -401,7 +432,7 @@ def _analyze_view(
     ]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Acc:
     """A flagged N-gram while it is being collected."""
 
@@ -432,8 +463,11 @@ def _add(
     arity: int,
 ) -> str:
     key = " ".join(ws[i : i + n])
-    acc = flagged.setdefault(key, _Acc(n, df, arity))
-    acc.arity = min(acc.arity, arity)
+    acc = flagged.get(key)
+    if acc is None:
+        acc = flagged[key] = _Acc(n, df, arity)
+    elif arity < acc.arity:
+        acc.arity = arity
     acc.spans.add((seg[i].start, seg[i + n - 1].end))
     return key
 

@@ -226,6 +226,9 @@ class Token(NamedTuple):
     end: int
 
 
+_new = tuple.__new__
+
+
 @dataclass(frozen=True)
 class Tokenizer:
     """Normaliser, word and segment splitter. Its settings are saved with each index.
@@ -362,15 +365,21 @@ class Tokenizer:
         view takes every piece as a segment, a crossing view joins pieces across soft
         breaks.
         """
-        key = (self.fold, self.placeholders, text)
+        fold = self.fold
+        if fold == "accent" and _reads_as_folded(text):
+            fold = "folded"  # the same tokens, read once for both word models
+        return self._pieces(text, fold)
+
+    def _pieces(self, text: str, fold: str) -> list[tuple[list[Token], bool]]:
+        key = (fold, self.placeholders, text)
         got = _PIECES.get(key)
         if got is not None:
             return got
         stripped, omap, chunks = self._scan(text)
-        fine = self.fold != "folded"
-        casefold = self.fold != "case"
-        nfc = self.fold != "accent"
-        word_re = _FINE_WORD_RE if self.fold in ("fine", "case") else _WORD_RE
+        fine = fold != "folded"
+        casefold = fold != "case"
+        nfc = fold != "accent"
+        word_re = _FINE_WORD_RE if fold in ("fine", "case") else _WORD_RE
         out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
         cache: dict[str, list[tuple[str, int, int]]] = {}
@@ -406,12 +415,14 @@ class Tokenizer:
                         for n in fold_word(w.group())
                     ]
                 cache[chunk] = parts
+            # tuple.__new__: Token's own __new__ is a Python function (one frame a word)
             if omap is None:
-                cur.extend([Token(n, start + a, start + b) for n, a, b in parts])
+                cur += [_new(Token, (n, start + a, start + b)) for n, a, b in parts]
             else:
-                cur.extend(
-                    [Token(n, omap[start + a], omap[start + b - 1] + 1) for n, a, b in parts]
-                )
+                cur += [
+                    _new(Token, (n, omap[start + a], omap[start + b - 1] + 1))
+                    for n, a, b in parts
+                ]
         if len(_PIECES) >= 8:
             _PIECES.pop(next(iter(_PIECES)))
         _PIECES[key] = out
@@ -559,6 +570,17 @@ def _stripped(text: str) -> str:
     """``strip_invisible(text)[0]``, remembered (the word models of one text are encoded
     in turn)."""
     return strip_invisible(text, offsets=False)[0]
+
+
+@lru_cache(maxsize=4)
+def _reads_as_folded(text: str) -> bool:
+    """Whether the ``accent`` word model reads ``text`` as ``folded`` does: every character
+    outside ASCII is punctuation, a symbol or a space (no letter, mark, digit or format
+    character), so that both models cut the same chunks (see ``Tokenizer._scan``) and
+    read only ASCII words, which both merely lower-case."""
+    return all(
+        unicodedata.category(c)[0] in "PSZ" for c in set(_NON_ASCII.findall(text))
+    )
 
 
 @lru_cache(maxsize=4)

@@ -188,6 +188,29 @@ def test_build_and_query_paths_agree(text: str, fold: str, cross: bool) -> None:
     assert [s for s in segs if s] == [[t.word for t in seg] for seg in tok.segments(text)]
 
 
+ACCENT = Tokenizer(fold="accent")
+# ASCII words among punctuation, symbols and spaces from outside ASCII (where the accent
+# model reuses the folded model's tokens), and now and then a letter, mark, digit or
+# format character from outside ASCII (where it must not).
+NEAR_ASCII = st.lists(
+    st.one_of(
+        st.sampled_from(["Court", "APPLICANT", "36110", "x", "_", "a-b", "it's"]),
+        st.sampled_from(["\u2019", "\u00a7", "\u2013", "\u00a0", "\u201c", "\u20ac", "\u3000",
+                         "\u2028", "\u00b7", "\u2122", ".", ",", " ", "/"]),
+        st.sampled_from(["\u00e7", "\u0327", "\u200b", "\u0430", "\u00bd", "\u0131", "\uff34"]),
+    ),
+    max_size=25,
+).map("".join)
+
+
+@given(st.one_of(NEAR_ASCII, st.text(max_size=40)))
+def test_accent_model_reuses_folded_tokens_only_where_they_agree(text: str) -> None:
+    # `pieces` reads text whose only non-ASCII characters are punctuation, symbols or
+    # spaces once, for both the accent and the folded model: the accent model read in
+    # full must give the same tokens, on every text.
+    assert ACCENT.pieces(text) == ACCENT._pieces(text, "accent")
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=40))
 def test_normalisation_is_idempotent(text: str) -> None:

@@ -64,7 +64,7 @@ from presidio_delink.index.shard import (
     save_trie,
     smallest_uint,
 )
-from presidio_delink.index.view_index import ViewIndex
+from presidio_delink.index.view_index import Lows, ViewIndex
 from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer
 from presidio_delink.views import DEFAULT_VIEWS, VIEWS, resolve_views
 
@@ -413,6 +413,21 @@ class NgramIndex:
                         last[q] = None
                         break
         return rows, last
+
+    def link_lows(
+        self,
+        view: ViewIndex,
+        keys: Sequence[str],
+        lengths: Sequence[int],
+        below: int,
+        extends: Sequence[str] | None = None,
+    ) -> Lows:
+        """What an arity-1 check needs of :meth:`link_dfs` (see
+        :meth:`ViewIndex.walk_lows`)."""
+        if below >= 2 and self.group_of is None:
+            return view.walk_lows(keys, lengths, below, extends)
+        rows, last = self.link_dfs(view, keys, lengths, below, extends)
+        return Lows.of_rows(rows, last, below)
 
     # -- primary-view queries (one N-gram, raw text or normalised words) --------------
     def words_of(self, phrase: str, view: str | None = None) -> list[str]:

@@ -241,8 +241,8 @@ class Layered:
             memo[key] = got
         return got
 
-    def prefix_handles(self, key: str, extends: str | None = None) -> list[int]:
-        """The handles of :meth:`prefix_hits`, shortest first (the detector's hot path).
+    def walk(self, key: str, extends: str | None = None) -> list[tuple[int, int]]:
+        """:meth:`prefix_hits`, the detector's hot path.
 
         ``extends``: a key of which ``key`` is a word-prefix, walked just before (the same
         text position in a view that crosses punctuation): its memoised hits, cut at
@@ -252,16 +252,17 @@ class Layered:
         if extends is not None and memo is not None:
             got = memo.get(extends)
             if got is not None:
-                n = len(key)
-                return [h for lp, h in got if lp <= n]
-        if self.parent is None and memo is None:
-            n = len(key)
-            return [
-                kid
-                for p, kid in self.own.trie.iter_prefixes_with_ids(key)
-                if len(p) == n or key[len(p)] == " "
-            ]
-        return [h for _, h in self.prefix_hits(key)]
+                if key != extends:
+                    n = len(key)
+                    if got and got[-1][0] > n:
+                        got = [e for e in got if e[0] <= n]
+                    # Kept for a view stored over this one that walks the same key next
+                    # (``fine`` over ``folded``: mostly the same words on one text).
+                    if len(memo) >= self.MEMO_KEYS:
+                        memo.clear()
+                    memo[key] = got
+                return got
+        return self.prefix_hits(key)
 
     def df_of(self, handle: int) -> int:
         return self.layers[handle >> LAYER_SHIFT].df_of(handle & KID_MASK)

@@ -10,8 +10,8 @@ which holds one per view.  A view may be stored as differences from another view
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +19,51 @@ from presidio_delink.index.shard import FoldDocs, Layered, partition_of
 from presidio_delink.text import Tokenizer
 
 _EMPTY = np.empty(0, dtype=np.int64)
+
+
+@dataclass
+class _Hits:
+    """The prefix walks of many queries (see :meth:`ViewIndex.walk_keys`): the handles of
+    every stored prefix found, flat, query after query within each partition, their
+    document frequencies, and per query its partition, first hit, number of hits and the
+    index of its first hit below the threshold (-1: none)."""
+
+    handles: list[int]
+    dfs: np.ndarray
+    part: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    first_low: np.ndarray
+
+    def entry(self, q: int) -> tuple[int, int] | None:
+        """The stored entry ``(partition, handle)`` of query ``q``'s first value below the
+        threshold, or None."""
+        f = int(self.first_low[q])
+        return (int(self.part[q]), self.handles[f]) if f >= 0 else None
+
+
+@dataclass
+class Lows:
+    """:meth:`ViewIndex.walk_lows`: per query, ``good`` (prefixes at or above the
+    threshold before the first below it) and ``df`` (that first one's document
+    frequency); ``entry(q)``, the stored entry ``(partition, handle)`` of query ``q``'s
+    value below the threshold, or None."""
+
+    good: np.ndarray
+    df: np.ndarray
+    entry: Callable[[int], tuple[int, int] | None]
+
+    @classmethod
+    def of_rows(
+        cls, rows: Sequence[Sequence[int]], last: Sequence[tuple[int, int] | None], below: int
+    ) -> Lows:
+        """The same from :meth:`ViewIndex.walk_keys`'s rows."""
+        good = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        df = np.fromiter((r[-1] if r else below for r in rows), dtype=np.int64, count=len(rows))
+        low = df < below
+        good[low] -= 1
+        df[~low] = below
+        return cls(good, df, last.__getitem__)
 
 
 class ViewIndex:
@@ -171,6 +216,53 @@ class ViewIndex:
             out[q], ends[q] = row, entry
         return out, ends
 
+    def _walk_hits(
+        self, keys: Sequence[str], below: int, extends: Sequence[str] | None
+    ) -> _Hits:
+        """The trie walks of :meth:`walk_keys`, then the document frequencies of every hit,
+        read in one vectorised step per partition."""
+        parts = self.parts
+        n = len(keys)
+        if len(parts) == 1:  # one partition: map
+            walk = parts[0].walk
+            hits = list(map(walk, keys, extends)) if extends else list(map(walk, keys))
+            count = np.fromiter(map(len, hits), dtype=np.int64, count=n)
+            start = np.cumsum(count) - count
+            handles = [h for hs in hits for _, h in hs]
+            part = np.zeros(n, dtype=np.int64)
+            dfs = np.asarray(parts[0].dfs(handles), dtype=np.int64)
+        else:
+            part_no = self.part_no
+            by_part: list[list[int]] = [[] for _ in parts]
+            where: list[int] = []  # per query: partition, first hit there, hits
+            for q, key in enumerate(keys):
+                cut = key.find(" ")
+                p = part_no(key if cut < 0 else key[:cut])
+                kids = by_part[p]
+                at = len(kids)
+                kids.extend(h for _, h in parts[p].walk(key, extends[q] if extends else None))
+                where += (p, at, len(kids) - at)
+            wh = np.asarray(where, dtype=np.int64).reshape(n, 3)
+            part, count = wh[:, 0], wh[:, 2]
+            # The hits of all partitions in one flat list, partition after partition.
+            base = np.cumsum([0] + [len(kids) for kids in by_part])
+            start = base[part] + wh[:, 1]
+            handles = [h for kids in by_part for h in kids]
+            dfs = np.concatenate(
+                [np.asarray(parts[p].dfs(kids), np.int64) for p, kids in enumerate(by_part)]
+            )
+        # Where each row stops: at its first value below `below`, if any.
+        stop = start + count
+        low = np.flatnonzero(dfs < below)
+        if len(low):
+            i = np.searchsorted(low, start)
+            first = low[np.minimum(i, len(low) - 1)]
+            is_low = (i < len(low)) & (first < stop)
+        else:
+            first = stop
+            is_low = np.zeros(n, dtype=bool)
+        return _Hits(handles, dfs, part, start, count, np.where(is_low, first, -1))
+
     def walk_keys(
         self,
         keys: Sequence[str],
@@ -179,63 +271,46 @@ class ViewIndex:
         extends: Sequence[str] | None = None,
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`prefix_walk` (``below >= 2``) of queries given as keys (words joined by one
-        space, none empty) and their word counts: the detector's hot path.  The trie walks
-        come first, then the document frequencies, read in one vectorised step per
-        partition.  ``extends``: for each query, a key it is a word-prefix of, just walked
-        in a view stored over this one (see
-        :meth:`~presidio_delink.index.shard.Layered.prefix_handles`)."""
-        parts = self.parts
-        by_part: list[list[int]] = [[] for _ in parts]
-        where: list[tuple[int, int, int]] = []  # (partition, first kid slot, count)
-        if len(parts) == 1:  # one partition: map
-            walk = parts[0].prefix_handles
-            hits = list(map(walk, keys, extends)) if extends else list(map(walk, keys))
-            counts = [len(h) for h in hits]
-            starts = accumulate(counts, initial=0)
-            where = [(0, a, c) for a, c in zip(starts, counts, strict=False)]
-            by_part[0] = [h for hs in hits for h in hs]
-        else:
-            part_no = self.part_no
-            for q, key in enumerate(keys):
-                cut = key.find(" ")
-                p = part_no(key if cut < 0 else key[:cut])
-                kids = by_part[p]
-                start = len(kids)
-                kids.extend(parts[p].prefix_handles(key, extends[q] if extends else None))
-                where.append((p, start, len(kids) - start))
-        dfs = [parts[p].dfs(kids) if kids else [] for p, kids in enumerate(by_part)]
-        # Where each row stops: just after its first value below `below` (vectorised).
-        wh = np.fromiter(
-            (x for row in where for x in row), dtype=np.int64, count=3 * len(where)
-        ).reshape(-1, 3)
-        stop = wh[:, 1] + wh[:, 2]
-        low_at = np.zeros(len(wh), dtype=bool)
-        for p, d in enumerate(dfs):
-            sel = np.flatnonzero(wh[:, 0] == p)
-            if not len(d) or not len(sel):
-                continue
-            low = np.flatnonzero(np.fromiter(d, dtype=np.int64, count=len(d)) < below)
-            if not len(low):
-                continue
-            i = np.searchsorted(low, wh[sel, 1])
-            first = low[np.minimum(i, len(low) - 1)]
-            hit = (i < len(low)) & (first < stop[sel])
-            stop[sel[hit]] = first[hit] + 1
-            low_at[sel[hit]] = True
+        space, none empty) and their word counts: the detector's hot path.  ``extends``:
+        for each query, a key it is a word-prefix of, just walked in a view stored over this
+        one (see :meth:`~presidio_delink.index.shard.Layered.walk`)."""
+        h = self._walk_hits(keys, below, extends)
+        dfs: list[int] = h.dfs.tolist()
         out: list[list[int]] = []
         last: list[tuple[int, int] | None] = []
-        for n_words, (p, start, c), end, is_low in zip(
-            lengths, where, stop.tolist(), low_at.tolist(), strict=True
+        for n_words, p, a, c, f in zip(
+            lengths, h.part.tolist(), h.start.tolist(), h.count.tolist(), h.first_low.tolist(),
+            strict=True,
         ):
-            row = dfs[p][start:end]
-            if is_low:
-                last.append((p, by_part[p][end - 1]))
+            if f >= 0:
+                out.append(dfs[a : f + 1])
+                last.append((p, h.handles[f]))
             else:
-                last.append(None)
+                row = dfs[a : a + c]
                 if c < n_words:
                     row.append(0)  # not stored: see prefix_dfs
-            out.append(row)
+                out.append(row)
+                last.append(None)
         return out, last
+
+    def walk_lows(
+        self,
+        keys: Sequence[str],
+        lengths: Sequence[int],
+        below: int,
+        extends: Sequence[str] | None = None,
+    ) -> Lows:
+        """What an arity-1 check needs of :meth:`walk_keys`, as arrays (no rows): per
+        query, how many of its prefixes reach ``below`` before the first that does not,
+        and that one's df (0 when it is not stored; ``below`` when every prefix of the
+        query reaches it)."""
+        h = self._walk_hits(keys, below, extends)
+        is_low = h.first_low >= 0
+        good = np.where(is_low, h.first_low - h.start, h.count)
+        n_words = np.asarray(lengths, dtype=np.int64)
+        df = np.where(is_low, h.dfs[np.maximum(h.first_low, 0)] if len(h.dfs) else 0,
+                      np.where(h.count < n_words, 0, below))
+        return Lows(good, df, h.entry)
 
     def postings_at(self, entry: tuple[int, int]) -> np.ndarray:
         """Document ordinals of a stored entry ``(partition, handle)``."""
