@@ -393,10 +393,12 @@ def _analyze_view(
     grouped = index.group_of is not None
     for key, acc in flagged.items():
         entry = where.get(key)
-        docs = view.postings_at(entry) if entry is not None else view.lookup(key.split(" "))
-        acc.docs = tuple(docs.tolist())
-        acc.df = len(docs)
-        acc.groups = len(index.groups_of(docs)) if grouped else acc.df
+        if entry is not None:
+            acc.docs = view.docs_at(entry)
+        else:
+            acc.docs = tuple(view.lookup(key.split(" ")).tolist())
+        acc.df = len(acc.docs)
+        acc.groups = len(index.groups_of(np.asarray(acc.docs, np.int64))) if grouped else acc.df
 
     if arity >= 2 and df_at:
         _combinations(

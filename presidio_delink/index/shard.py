@@ -132,6 +132,7 @@ class Partition:
             raise IndexFormatError(f"{directory}: postings file is truncated or too long")
         if verify and len(self.postings) and int(self.postings.max()) >= n_docs:
             raise IndexFormatError(f"{directory}: a posting points past the document table")
+        self._docs: dict[int, tuple[int, ...]] = {}
 
     @property
     def n_keys(self) -> int:
@@ -144,6 +145,18 @@ class Partition:
     def postings_of(self, kid: int) -> np.ndarray:
         """Global document ordinals of a stored key."""
         return np.asarray(self.postings[int(self.offsets[kid]) : int(self.offsets[kid + 1])])
+
+    DOCS_MEMO = 50_000
+
+    def docs_of(self, kid: int) -> tuple[int, ...]:
+        """:meth:`postings_of` as a tuple of ints, remembered (a bounded, recent set)."""
+        memo = self._docs
+        got = memo.get(kid)
+        if got is None:
+            if len(memo) >= self.DOCS_MEMO:
+                memo.clear()
+            got = memo[kid] = tuple(self.postings_of(kid).tolist())
+        return got
 
 
 MAX_LAYERS = 4
@@ -267,9 +280,11 @@ class Layered:
     def df_of(self, handle: int) -> int:
         return self.layers[handle >> LAYER_SHIFT].df_of(handle & KID_MASK)
 
-    def dfs(self, handles: list[int]) -> list[int]:
+    def dfs(self, handles: list[int]) -> np.ndarray:
         """Document frequencies of many handles, read in one vectorised step per layer."""
         h = np.fromiter(handles, dtype=np.int64, count=len(handles))
+        if len(self.layers) == 1:
+            return self.own.offsets[h + 1].astype(np.int64) - self.own.offsets[h]
         res = np.empty(len(h), dtype=np.int64)
         layer = h >> LAYER_SHIFT
         for i, part in enumerate(self.layers):
@@ -277,8 +292,12 @@ class Layered:
             if len(sel):
                 kid = h[sel] & KID_MASK
                 res[sel] = part.offsets[kid + 1].astype(np.int64) - part.offsets[kid]
-        out: list[int] = res.tolist()
-        return out
+        return res
+
+    def docs_of(self, handle: int) -> tuple[int, ...]:
+        """:meth:`postings_of` as a tuple, remembered (views stored over one another
+        report the same entries, text after text)."""
+        return self.layers[handle >> LAYER_SHIFT].docs_of(handle & KID_MASK)
 
     def postings_of(self, handle: int) -> np.ndarray:
         return self.layers[handle >> LAYER_SHIFT].postings_of(handle & KID_MASK)

@@ -230,7 +230,7 @@ class ViewIndex:
             start = np.cumsum(count) - count
             handles = [h for hs in hits for _, h in hs]
             part = np.zeros(n, dtype=np.int64)
-            dfs = np.asarray(parts[0].dfs(handles), dtype=np.int64)
+            dfs = parts[0].dfs(handles)
         else:
             part_no = self.part_no
             by_part: list[list[int]] = [[] for _ in parts]
@@ -249,7 +249,7 @@ class ViewIndex:
             start = base[part] + wh[:, 1]
             handles = [h for kids in by_part for h in kids]
             dfs = np.concatenate(
-                [np.asarray(parts[p].dfs(kids), np.int64) for p, kids in enumerate(by_part)]
+                [parts[p].dfs(kids) for p, kids in enumerate(by_part)]
             )
         # Where each row stops: at its first value below `below`, if any.
         stop = start + count
@@ -311,6 +311,10 @@ class ViewIndex:
         df = np.where(is_low, h.dfs[np.maximum(h.first_low, 0)] if len(h.dfs) else 0,
                       np.where(h.count < n_words, 0, below))
         return Lows(good, df, h.entry)
+
+    def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
+        """:meth:`postings_at` as a tuple, remembered."""
+        return self.parts[entry[0]].docs_of(entry[1])
 
     def postings_at(self, entry: tuple[int, int]) -> np.ndarray:
         """Document ordinals of a stored entry ``(partition, handle)``."""
