@@ -87,6 +87,29 @@ def test_parallel_build_is_identical(tmp_path: Path) -> None:
     assert reports(par, _deid(), arity=1) == reports(seq, _deid(), arity=1)
 
 
+def test_views_built_side_by_side_are_identical(single, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # One shard and one partition cannot keep two workers busy within a view, so the
+    # views are built side by side, one per worker process: the same files.
+    import presidio_delink.index.ngram_index as ni
+
+    calls = []
+    real = ni.build_views_side_by_side
+    monkeypatch.setattr(
+        ni, "build_views_side_by_side", lambda *a: calls.append(a[0].keys()) or real(*a)
+    )
+    par = NgramIndex.build(_samples(), tmp_path / "par", workers=2)
+    assert len(calls) == 1 and list(calls[0]) == list(single.views)
+    assert len(par.meta["folds"][0]["doc_shards"]) == 1
+    assert all(len(v.parts) == 1 for v in par.views.values())
+    assert keys(par) == keys(single)
+    for name, view in single.views.items():
+        for f in ("ngrams.marisa", "offsets.bin", "postings.bin"):
+            assert (par.views[name].parts[0].own.directory / f).read_bytes() == (
+                view.parts[0].own.directory / f
+            ).read_bytes()
+    assert reports(par, _deid(), arity=1) == reports(single, _deid(), arity=1)
+
+
 def test_dask_build_reads_its_inputs_and_is_identical(single, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     distributed = pytest.importorskip("distributed")
     docs = _samples()

@@ -675,6 +675,47 @@ def build_view(
     return [{"dir": f"part-{p:05d}", **m} for p, m in enumerate(metas)], kept
 
 
+def _build_view_alone(
+    job: dict[str, Any], parent: ParentLevels | None
+) -> tuple[list[dict[str, Any]], ParentLevels | None]:
+    """Task: :func:`build_view`, its own tasks run here (views built side by side)."""
+    return build_view(**job, runner=Runner(), parent=parent)
+
+
+def build_views_side_by_side(
+    jobs: dict[str, dict[str, Any]], parents: dict[str, str | None], runner: PoolRunner
+) -> dict[str, tuple[list[dict[str, Any]], ParentLevels | None]]:
+    """Views built side by side, one per worker process, each as soon as the view it is
+    stored over is built (``jobs``: view -> :func:`build_view`'s arguments but the runner
+    and the parent).  For a collection too small to split one view's work among the
+    workers (fewer shards and partitions than workers); the results are those of building
+    the views in turn."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    done: dict[str, tuple[list[dict[str, Any]], ParentLevels | None]] = {}
+    waiting = list(jobs)
+    running: dict[Any, str] = {}
+    try:
+        while waiting or running:
+            for name in list(waiting):
+                if len(running) >= runner.workers:
+                    break
+                over = parents[name]
+                if over is None or over in done:
+                    parent = done[over][1] if over is not None else None
+                    running[runner.pool.submit(_build_view_alone, jobs[name], parent)] = name
+                    waiting.remove(name)
+            if not running:
+                raise BuildError(f"views {waiting} are stored over views not being built")
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                done[running.pop(fut)] = fut.result()
+    except BrokenProcessPool as exc:
+        raise BuildError("a build worker process died while building a view") from exc
+    return done
+
+
 def merge_vocab(raw_words: Iterable[list[str]]) -> list[str]:
     """The union of shard vocabularies, in first-seen order."""
     seen: dict[str, None] = {}

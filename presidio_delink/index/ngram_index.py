@@ -34,12 +34,12 @@ from presidio_delink.errors import BuildError, ConfigError, IndexFormatError, In
 from presidio_delink.index.builder import (
     STORED_OVER,
     DaskRunner,
-    ParentLevels,
     PoolRunner,
     RawShard,
     Runner,
     ShardRef,
     build_view,
+    build_views_side_by_side,
     check_doc_id,
     finish_shard,
     merge_vocab,
@@ -859,12 +859,11 @@ def _finish(
     (out / _VIEWS).mkdir(mode=0o700)
     # What each view stored over another needs of it (see `shard.Layered`).
     ordered = sorted(specs, key=lambda v: list(VIEWS).index(v.name))
-    built: dict[str, ParentLevels | None] = {}
     parents: dict[str, str | None] = {}
     for v in ordered:
         parents[v.name] = next((o for o in STORED_OVER.get(v.name, ()) if o in parents), None)
+    jobs: dict[str, dict[str, Any]] = {}
     for v in ordered:
-        parent = parents[v.name]
         shards, words, fd = fold_refs[v.fold]
         refs = [
             ShardRef(
@@ -877,27 +876,42 @@ def _finish(
             )
             for i, sm in enumerate(shards)
         ]
+        jobs[v.name] = {
+            "refs": refs,
+            "words": words,
+            "vocab_path": fd / "vocab.marisa",
+            "max_n": max_n,
+            "n_docs": n_docs,
+            "n_parts": parts,
+            "out": out / _VIEWS / v.name,
+            "work": out / _BUILD / "work" / v.name / "levels",
+            "keep_levels": v.name in parents.values(),
+        }
+    if (
+        isinstance(runner, PoolRunner)
+        and len(jobs) > 1
+        and max(len(col.raws), parts) < runner.workers
+    ):
+        # Too few shards and partitions to keep the workers busy within a view.
         if progress:
-            log.info("counting view %s", v.name)
-        parts_meta, built[v.name] = build_view(
-            refs,
-            words,
-            fd / "vocab.marisa",
-            max_n,
-            n_docs,
-            parts,
-            out / _VIEWS / v.name,
-            out / _BUILD / "work" / v.name / "levels",
-            runner,
-            built[parent] if parent is not None else None,
-            keep_levels=v.name in parents.values(),
-        )
+            log.info("building views %s side by side", ", ".join(jobs))
+        results = build_views_side_by_side(jobs, parents, runner)
+    else:
+        results = {}
+        for name, job in jobs.items():
+            if progress:
+                log.info("counting view %s", name)
+            over = parents[name]
+            results[name] = build_view(
+                **job, runner=runner, parent=results[over][1] if over is not None else None
+            )
+    for v in ordered:
         views_meta.append(
             {
                 "name": v.name,
-                "stored_over": parent,
+                "stored_over": parents[v.name],
                 "tokenizer": v.tokenizer(max_n, toks[v.fold].placeholders).settings(),
-                "partitions": parts_meta,
+                "partitions": results[v.name][0],
             }
         )
     (out / _DOCS).mkdir(mode=0o700)
