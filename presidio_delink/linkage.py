@@ -249,7 +249,7 @@ def analyze(
     return LinkageReport(
         k=k,
         arity=arity,
-        n_words=sum(len(s) for s in index.tokenizer.segments(text)),
+        n_words=_n_words(index, walks, text),
         flagged=out,
         combinations=combos.listed,
         n_combinations=combos.count,
@@ -257,6 +257,14 @@ def analyze(
         complete=combos.complete,
         doc_ids=index.doc_ids,
     )
+
+
+def _n_words(index: NgramIndex, walks: dict[str, _Walk], text: str) -> int:
+    """Words of ``text`` in the index's own text model (a walked view's, when one has it)."""
+    for name, walk in walks.items():
+        if index.views[name].tokenizer == index.tokenizer:
+            return sum(map(len, walk.words))
+    return sum(len(s) for s in index.tokenizer.segments(text))
 
 
 @dataclass
@@ -282,30 +290,65 @@ def _walk_views(
     ``rows``: every prefix's document frequency, for combinations (arity 2, 3); without,
     only what an arity-1 check reads (:meth:`ViewIndex.walk_lows`)."""
     walks: dict[str, _Walk] = {}
+    # Per word model: its pieces (segments cut at every break) and their words, which the
+    # views of that model that cross punctuation and that do not both read.
+    read: dict[str, tuple[list[tuple[list[Token], bool]], list[list[str]]]] = {}
     for view in sorted(views, key=lambda v: v.tokenizer.break_on_punctuation):
+        tok = view.tokenizer
         extends = None
-        if view.tokenizer.break_on_punctuation:
+        if tok.break_on_punctuation:
             for other in views:
                 if other.name in walks and other.stored_over(view) and (
-                    other.tokenizer.fold == view.tokenizer.fold
+                    other.tokenizer.fold == tok.fold
                 ):
                     extends = walks[other.name].keys
                     break
-        walks[view.name] = _walk(index, view, text, k, mx, extends, rows)
+        got = read.get(tok.fold)
+        if got is None:
+            pieces = tok.pieces(text)
+            got = read[tok.fold] = (pieces, [[t.word for t in seg] for seg, _ in pieces])
+        pieces, words = got
+        if tok.break_on_punctuation:
+            segs = [seg for seg, _ in pieces]
+        else:  # pieces joined across soft breaks (see Tokenizer.segments)
+            segs, words = [], _joined(words, pieces)
+            cur: list[Token] = []
+            for seg, hard in pieces:
+                cur += seg
+                if hard:
+                    segs.append(cur)
+                    cur = []
+            if cur:
+                segs.append(cur)
+        walks[view.name] = _walk(index, view, segs, words, k, mx, extends, rows)
     return walks
+
+
+def _joined(
+    words: list[list[str]], pieces: list[tuple[list[Token], bool]]
+) -> list[list[str]]:
+    out: list[list[str]] = []
+    cur: list[str] = []
+    for ws, (_, hard) in zip(words, pieces, strict=True):
+        cur += ws
+        if hard:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
 
 
 def _walk(
     index: NgramIndex,
     view: ViewIndex,
-    text: str,
+    segs: list[list[Token]],
+    words: list[list[str]],
     k: int,
     mx: int,
     extends: list[str] | None,
     rows: bool,
 ) -> _Walk:
-    segs = view.tokenizer.segments(text)
-    words = [[t.word for t in s] for s in segs]
     # The query at each position: its next (up to) mx words, as a slice of its segment
     # joined once.
     keys: list[str] = []
@@ -317,7 +360,7 @@ def _walk(
         joined = " ".join(ws)
         # cut[j]: where word j ends in `joined` (cut[-1] == -1): word i begins at
         # cut[i - 1] + 2, and the query at i ends where word min(i + mx, size) - 1 does.
-        cut = list(accumulate(map(len, ws), lambda a, b: a + b + 1, initial=-1))
+        cut = list(accumulate(map((1).__add__, map(len, ws)), initial=-1))
         last = cut[mx:]
         last += [cut[size]] * (size - len(last))
         keys += [joined[a + 1 : b] for a, b in zip(cut, last, strict=False)]
