@@ -39,8 +39,8 @@ asked. The products are float32 BLAS (``numpy.matmul``): about 1 s for a 900-tok
 two cores; the elementwise work (norms, RoPE, softmax, SiLU; one core) about as much again,
 so a pass over a median TAB document takes 2-3 s (benchmarks/README.md, "Risk indicators").
 Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
-keys they see at a time (``n_head * 256 * L``), so it stays bounded for long inputs; a block
-of the causal sequence reads only the keys before it.
+keys they see at a time (``n_head * 64 * L``), so it stays bounded for long inputs; a block
+of the causal sequence reads only the keys before it, and only its diagonal part is masked.
 """
 
 from __future__ import annotations
@@ -64,9 +64,11 @@ ARCHITECTURES = ("llama",)
 DIGIT_SPLIT_PRE = ("smollm", "starcoder", "refact")
 """``tokenizer.ggml.pre`` values whose llama.cpp pre-tokenizer is: single ``\\p{N}``
 characters, then the GPT-2 split (llama.cpp's ``LLAMA_VOCAB_PRE_TYPE_STARCODER`` group)."""
-QUERY_BLOCK = 256
-"""Query rows per attention block: bounds the score matrix at ``n_head * 256 * L``, and a
-causal block skips the keys after it."""
+QUERY_BLOCK = 64
+"""Query rows per attention block: bounds the score matrix at ``n_head * 64 * L``; a causal
+block skips the keys after it (small blocks skip more: the scores computed approach the
+causal triangle), and a block's scores stay in cache while they are masked, exponentiated
+and summed."""
 LOGIT_BLOCK = 256
 """Rows per block of output logits (``256 * n_vocab`` float32: 50 MB for 49,152)."""
 BLOCK_TENSORS = frozenset({
@@ -338,6 +340,44 @@ def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return (x * scale[:, None]) * w
 
 
+def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray,
+          tmp: np.ndarray) -> None:
+    """Rotate adjacent pairs of each head of ``x`` (rows, heads, head_dim) into ``out``:
+    ``(x0 cos - x1 sin, x1 cos + x0 sin)``, the factors from :meth:`NumpyLM._rotation`
+    (``a - b`` and ``a + (-b)`` are the same float, so is the order of a sum of two)."""
+    np.multiply(x, cos, out=out)
+    pairs = (*x.shape[:-1], -1, 2)
+    np.multiply(x.reshape(pairs)[..., ::-1], sin.reshape((*sin.shape[:-1], -1, 2)),
+                out=tmp.reshape(pairs))
+    out += tmp
+
+
+def _attention_blocks(
+    seg: np.ndarray, base: np.ndarray, rows: np.ndarray, size: int
+) -> list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]]:
+    """Per block of ``size`` query rows: the key columns any of them sees (a slice when
+    they are the first ones), the range of those columns some row of the block does not
+    see, and an additive mask over that range (0 visible, -inf not; None when every row
+    sees every column). A causal block skips the keys after it, and only its diagonal part
+    is masked."""
+    blocks: list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]] = []
+    for lo in range(0, len(rows), size):
+        hi = min(len(rows), lo + size)
+        rs, rb, rr = seg[lo:hi, None], base[lo:hi, None], rows[lo:hi, None]
+        vis = ((rs == seg[None, :]) & (rows[None, :] <= rr)) | (
+            (seg[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
+        cols = np.flatnonzero(vis.any(axis=0))
+        keys: slice | np.ndarray = slice(0, len(cols)) if cols[-1] == len(cols) - 1 else cols
+        hidden = np.flatnonzero(~vis[:, cols].all(axis=0))
+        if not len(hidden):
+            blocks.append((lo, hi, keys, slice(0, 0), None))
+            continue
+        masked = slice(int(hidden[0]), int(hidden[-1]) + 1)
+        bias = np.where(vis[:, cols[masked]], np.float32(0.0), np.float32(-np.inf))
+        blocks.append((lo, hi, keys, masked, bias.astype(np.float32)))
+    return blocks
+
+
 @dataclass
 class _Block:
     attn_norm: np.ndarray
@@ -426,19 +466,12 @@ class NumpyLM:
                     self.path.name, self.n_layer, self.n_head, self.n_head_kv, self.n_vocab)
 
     def _rotation(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """cos and sin of RoPE's angles at ``pos``: (rows, 1, head_dim / 2)."""
+        """RoPE's factors at ``pos`` for :func:`_rope`, (rows, 1, head_dim): the cosine of
+        each pair's angle twice, and its sine negated then as it is."""
         ang = pos[:, None].astype(np.float64) * self.inv_freq[None, :]
-        return (np.cos(ang).astype(np.float32)[:, None, :],
-                np.sin(ang).astype(np.float32)[:, None, :])
-
-    @staticmethod
-    def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-        """Rotate adjacent pairs of each head (x: rows, heads, head_dim)."""
-        x0, x1 = x[..., 0::2], x[..., 1::2]
-        out = np.empty_like(x)
-        out[..., 0::2] = x0 * cos - x1 * sin
-        out[..., 1::2] = x0 * sin + x1 * cos
-        return out
+        cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+        return (np.repeat(cos, 2, axis=1)[:, None, :],
+                np.stack([-sin, sin], axis=-1).reshape(len(pos), 1, -1))
 
     def forward(
         self,
@@ -472,47 +505,37 @@ class NumpyLM:
             raise ValueError("token id outside the vocabulary")
         rows = np.arange(n_rows)
         x = self.embed[tok]  # a copy: updated in place below
-        # per block of query rows: the key columns any of them sees, and an additive mask
-        # over those (0 visible, -inf not); a causal block skips the keys after it
-        blocks: list[tuple[int, int, slice | np.ndarray, np.ndarray]] = []
-        for lo in range(0, n_rows, QUERY_BLOCK):
-            hi = min(n_rows, lo + QUERY_BLOCK)
-            rs, rb, rr = s[lo:hi, None], b[lo:hi, None], rows[lo:hi, None]
-            vis = ((rs == s[None, :]) & (rows[None, :] <= rr)) | (
-                (s[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
-            cols = np.flatnonzero(vis.any(axis=0))
-            keys: slice | np.ndarray = (
-                slice(0, len(cols)) if cols[-1] == len(cols) - 1 else cols)
-            bias = np.where(vis[:, cols], np.float32(0.0), np.float32(-np.inf))
-            blocks.append((lo, hi, keys, bias.astype(np.float32)))
+        blocks = _attention_blocks(s, b, rows, QUERY_BLOCK)
         nq, nkv, hd = self.n_head, self.n_head_kv, self.head_dim
         rep = nq // nkv
         scale = np.float32(1.0 / np.sqrt(hd))
-        cos, sin = self._rotation(p)
+        rot_c, rot_s = self._rotation(p)
+        qk = np.empty((n_rows, nq + nkv, hd), dtype=np.float32)  # buffers reused per block
+        tmp = np.empty_like(qk)
+        # queries grouped by their key/value head, rows then the heads sharing it:
+        # (nkv, rows, rep, hd), so that a block of rows is a contiguous (rows * rep, hd) slice
+        qg = np.empty((nkv, n_rows, rep, hd), dtype=np.float32)
+        att = np.empty((n_rows, nkv, rep, hd), dtype=np.float32)
         for blk in self.blocks:
             h = _rms_norm(x, blk.attn_norm, self.eps)
             qkv = h @ blk.qkv
-            q = self._rope(qkv[:, :nq * hd].reshape(n_rows, nq, hd), cos, sin)
-            k = self._rope(qkv[:, nq * hd:(nq + nkv) * hd].reshape(n_rows, nkv, hd), cos, sin)
-            v = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd)
-            # heads grouped by their key/value head: (nkv, rep, rows, hd)
-            qg = (q * scale).reshape(n_rows, nkv, rep, hd).transpose(1, 2, 0, 3)
-            kt = k.transpose(1, 2, 0)  # (nkv, hd, rows)
-            vg = v.transpose(1, 0, 2)  # (nkv, rows, hd)
-            att = np.empty((nkv, rep, n_rows, hd), dtype=np.float32)
-            for lo, hi, keys, bias in blocks:
+            _rope(qkv[:, :(nq + nkv) * hd].reshape(n_rows, nq + nkv, hd), rot_c, rot_s, qk, tmp)
+            np.multiply(qk[:, :nq].reshape(n_rows, nkv, rep, hd).transpose(1, 0, 2, 3), scale,
+                        out=qg)
+            kt = qk[:, nq:].transpose(1, 2, 0)  # (nkv, hd, rows)
+            vg = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd).transpose(1, 0, 2)
+            for lo, hi, keys, masked, bias in blocks:
                 n_q = hi - lo
-                qb = qg[:, :, lo:hi].reshape(nkv, rep * n_q, hd)
-                sc = np.matmul(qb, kt[:, :, keys])  # (nkv, rep * n_q, n_keys)
-                sc4 = sc.reshape(nkv, rep, n_q, -1)
-                sc4 += bias
+                sc = np.matmul(qg[:, lo:hi].reshape(nkv, n_q * rep, hd), kt[:, :, keys])
+                if bias is not None:  # only the columns some row of the block does not see
+                    sc.reshape(nkv, n_q, rep, -1)[..., masked] += bias[:, None, :]
                 sc -= sc.max(axis=-1, keepdims=True)
                 np.exp(sc, out=sc)
                 # normalise after the product with V: rows x head_dim, not rows x keys
-                o = np.matmul(sc, vg[:, keys]) / sc.sum(axis=-1, keepdims=True)
-                att[:, :, lo:hi] = o.reshape(nkv, rep, n_q, hd)
-            a = att.transpose(2, 0, 1, 3).reshape(n_rows, nq * hd)
-            x += a @ blk.out
+                o = np.matmul(sc, vg[:, keys])
+                o /= sc.sum(axis=-1, keepdims=True)
+                att[lo:hi] = o.reshape(nkv, n_q, rep, hd).transpose(1, 0, 2, 3)
+            x += att.reshape(n_rows, nq * hd) @ blk.out
             h = _rms_norm(x, blk.ffn_norm, self.eps)
             gu = h @ blk.gate_up
             g, u = gu[:, :self.n_ff], gu[:, self.n_ff:]
@@ -529,9 +552,11 @@ class NumpyLM:
             sl = slice(lo, lo + LOGIT_BLOCK)
             hrow = _rms_norm(x[t_rows[sl]], self.output_norm, self.eps)
             logits = hrow @ self.output.T  # (blk, n_vocab)
+            picked = logits[np.arange(len(logits)), t_ids[sl]]
             m = logits.max(axis=-1)
-            lse = m + np.log(np.exp(logits - m[:, None]).sum(axis=-1))
-            out[sl] = logits[np.arange(len(logits)), t_ids[sl]] - lse
+            logits -= m[:, None]
+            np.exp(logits, out=logits)
+            out[sl] = picked - (m + np.log(logits.sum(axis=-1)))
         return out
 
 
