@@ -35,9 +35,19 @@ of :class:`~presidio_delink.risk.lm.NumpyScorer`).
 **Cost.** About ``2 * n_params`` FLOP per token (0.21 GFLOP for SmolLM2-135M without the
 embedding), attention ``4 * n_layer * n_head * head_dim * L^2`` for ``L`` rows, and the
 output matrix (``2 * n_vocab * n_embd``: 57 MFLOP) only at the rows whose log-probability is
-asked. The products are float32 BLAS (``numpy.matmul``): about 1 s for a 900-token text on
-two cores; the elementwise work (norms, RoPE, softmax, SiLU; one core) about as much again,
-so a pass over a median TAB document takes 2-3 s (benchmarks/README.md, "Risk indicators").
+asked. The products are float32 BLAS (``numpy.matmul``), about three quarters of the time;
+the elementwise rest (norms, RoPE, softmax, SiLU) is numpy's, one thread per call.
+
+**Threads.** A pass is shared out between ``threads`` threads of the engine (default: the
+CPUs the process may use, at most :data:`MAX_THREADS`) while BLAS runs one thread per call
+(threadpoolctl): per layer, the row-wise work (norms, projections, RoPE, MLP) in one share
+of rows per thread (of :data:`ROW_CHUNK` rows at least), then the attention blocks, then the
+logits. So the elementwise work runs in parallel too, and a thread whose core is busy makes
+the others wait without spinning (OpenBLAS's own threads spin at barriers: with the other
+core of a 2-core machine busy, 2 BLAS threads were 4x slower than 1). How the rows are
+shared out changes a row's numbers by float32 rounding at most (BLAS may pick another
+kernel for fewer rows). Timings: benchmarks/README.md, "Risk indicators".
+
 Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
 keys they see at a time (``n_head * 64 * L``), so it stays bounded for long inputs; a block
 of the causal sequence reads only the keys before it, and only its diagonal part is masked.
@@ -45,11 +55,14 @@ of the causal sequence reads only the keys before it, and only its diagonal part
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +84,10 @@ causal triangle), and a block's scores stay in cache while they are masked, expo
 and summed."""
 LOGIT_BLOCK = 256
 """Rows per block of output logits (``256 * n_vocab`` float32: 50 MB for 49,152)."""
+ROW_CHUNK = 64
+"""Fewest rows (tokens) per thread's share of the row-wise work: fewer rows than this do
+not pay for a share (each product repacks its weight matrix)."""
+MAX_THREADS = 8
 BLOCK_TENSORS = frozenset({
     "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
     "ffn_up", "ffn_down",
@@ -378,6 +395,38 @@ def _attention_blocks(
     return blocks
 
 
+def _threads(threads: int | None) -> int:
+    """``threads``, or by default the CPUs this process may use (at most
+    :data:`MAX_THREADS`); 1 without threadpoolctl, which keeps BLAS to one thread per call
+    while the engine's threads share the work."""
+    if threads is not None:
+        if threads < 1:
+            raise ConfigError(f"threads must be >= 1 (got {threads!r})")
+    else:
+        try:
+            threads = min(MAX_THREADS, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            threads = min(MAX_THREADS, os.cpu_count() or 1)
+    if threads > 1:
+        try:
+            import threadpoolctl  # noqa: F401
+        except ImportError:
+            logger.info("numpy engine: one thread (BLAS's own) without threadpoolctl "
+                        "(`pip install threadpoolctl`)")
+            return 1
+    return threads
+
+
+def _chunks(n: int, parts: int) -> list[slice]:
+    """``range(n)`` cut into ``parts`` consecutive slices of nearly equal length."""
+    cuts = [n * i // parts for i in range(parts + 1)]
+    return [slice(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def _width(keys: slice | np.ndarray) -> int:
+    return keys.stop - keys.start if isinstance(keys, slice) else len(keys)
+
+
 @dataclass
 class _Block:
     attn_norm: np.ndarray
@@ -404,7 +453,7 @@ class NumpyLM:
             one this engine runs exactly.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, threads: int | None = None) -> None:
         try:
             import gguf
         except ImportError as exc:
@@ -462,8 +511,13 @@ class NumpyLM:
         bos = _field(reader, "tokenizer.ggml.bos_token_id")
         add_bos = _field(reader, "tokenizer.ggml.add_bos_token")
         self.bos: int | None = int(bos) if add_bos and bos is not None else None
-        logger.info("numpy engine: %s, %d layers, %d x %d heads, vocabulary %d",
-                    self.path.name, self.n_layer, self.n_head, self.n_head_kv, self.n_vocab)
+        self.threads = _threads(threads)
+        self._executor: ThreadPoolExecutor | None = None
+        self._blas: Any = None
+        self._pool_lock = threading.Lock()
+        logger.info("numpy engine: %s, %d layers, %d x %d heads, vocabulary %d, %d thread(s)",
+                    self.path.name, self.n_layer, self.n_head, self.n_head_kv, self.n_vocab,
+                    self.threads)
 
     def _rotation(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """RoPE's factors at ``pos`` for :func:`_rope`, (rows, 1, head_dim): the cosine of
@@ -506,58 +560,118 @@ class NumpyLM:
         rows = np.arange(n_rows)
         x = self.embed[tok]  # a copy: updated in place below
         blocks = _attention_blocks(s, b, rows, QUERY_BLOCK)
+        # costliest first, so that the workers finish together
+        blocks.sort(key=lambda blk: -(blk[1] - blk[0]) * _width(blk[2]))
         nq, nkv, hd = self.n_head, self.n_head_kv, self.head_dim
         rep = nq // nkv
         scale = np.float32(1.0 / np.sqrt(hd))
         rot_c, rot_s = self._rotation(p)
-        qk = np.empty((n_rows, nq + nkv, hd), dtype=np.float32)  # buffers reused per block
+        qkv = np.empty((n_rows, (nq + 2 * nkv) * hd), dtype=np.float32)
+        qk = np.empty((n_rows, nq + nkv, hd), dtype=np.float32)
         tmp = np.empty_like(qk)
         # queries grouped by their key/value head, rows then the heads sharing it:
         # (nkv, rows, rep, hd), so that a block of rows is a contiguous (rows * rep, hd) slice
         qg = np.empty((nkv, n_rows, rep, hd), dtype=np.float32)
         att = np.empty((n_rows, nkv, rep, hd), dtype=np.float32)
-        for blk in self.blocks:
-            h = _rms_norm(x, blk.attn_norm, self.eps)
-            qkv = h @ blk.qkv
-            _rope(qkv[:, :(nq + nkv) * hd].reshape(n_rows, nq + nkv, hd), rot_c, rot_s, qk, tmp)
-            np.multiply(qk[:, :nq].reshape(n_rows, nkv, rep, hd).transpose(1, 0, 2, 3), scale,
-                        out=qg)
-            kt = qk[:, nq:].transpose(1, 2, 0)  # (nkv, hd, rows)
-            vg = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd).transpose(1, 0, 2)
-            for lo, hi, keys, masked, bias in blocks:
-                n_q = hi - lo
-                sc = np.matmul(qg[:, lo:hi].reshape(nkv, n_q * rep, hd), kt[:, :, keys])
-                if bias is not None:  # only the columns some row of the block does not see
-                    sc.reshape(nkv, n_q, rep, -1)[..., masked] += bias[:, None, :]
-                sc -= sc.max(axis=-1, keepdims=True)
-                np.exp(sc, out=sc)
-                # normalise after the product with V: rows x head_dim, not rows x keys
-                o = np.matmul(sc, vg[:, keys])
-                o /= sc.sum(axis=-1, keepdims=True)
-                att[lo:hi] = o.reshape(nkv, n_q, rep, hd).transpose(1, 0, 2, 3)
-            x += att.reshape(n_rows, nq * hd) @ blk.out
-            h = _rms_norm(x, blk.ffn_norm, self.eps)
-            gu = h @ blk.gate_up
+        kt = qk[:, nq:].transpose(1, 2, 0)  # (nkv, hd, rows)
+        vg = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd).transpose(1, 0, 2)
+        layer: list[_Block] = []  # the block the tasks below compute
+
+        def project(r: slice) -> None:  # rows r: norm, Q/K/V, RoPE
+            blk = layer[0]
+            np.matmul(_rms_norm(x[r], blk.attn_norm, self.eps), blk.qkv, out=qkv[r])
+            n = r.stop - r.start
+            _rope(qkv[r, :(nq + nkv) * hd].reshape(n, nq + nkv, hd), rot_c[r], rot_s[r],
+                  qk[r], tmp[r])
+            np.multiply(qk[r, :nq].reshape(n, nkv, rep, hd).transpose(1, 0, 2, 3), scale,
+                        out=qg[:, r])
+
+        def attend(block: tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]
+                   ) -> None:
+            lo, hi, keys, masked, bias = block
+            n_q = hi - lo
+            sc = np.matmul(qg[:, lo:hi].reshape(nkv, n_q * rep, hd), kt[:, :, keys])
+            if bias is not None:  # only the columns some row of the block does not see
+                sc.reshape(nkv, n_q, rep, -1)[..., masked] += bias[:, None, :]
+            sc -= sc.max(axis=-1, keepdims=True)
+            np.exp(sc, out=sc)
+            # normalise after the product with V: rows x head_dim, not rows x keys
+            o = np.matmul(sc, vg[:, keys])
+            o /= sc.sum(axis=-1, keepdims=True)
+            att[lo:hi] = o.reshape(nkv, n_q, rep, hd).transpose(1, 0, 2, 3)
+
+        def mlp(r: slice) -> None:  # rows r: output projection, norm, SwiGLU
+            blk = layer[0]
+            x[r] += att[r].reshape(r.stop - r.start, nq * hd) @ blk.out
+            gu = _rms_norm(x[r], blk.ffn_norm, self.eps) @ blk.gate_up
             g, u = gu[:, :self.n_ff], gu[:, self.n_ff:]
             act = np.negative(g)  # silu(g) * u = g * u / (1 + exp(-g)), in place
             np.exp(act, out=act)
             act += 1.0
             np.divide(g, act, out=act)
             act *= u
-            x += act @ blk.down
+            x[r] += act @ blk.down
+
         t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
         t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
         out = np.empty(len(targets), dtype=np.float32)
-        for lo in range(0, len(targets), LOGIT_BLOCK):
-            sl = slice(lo, lo + LOGIT_BLOCK)
-            hrow = _rms_norm(x[t_rows[sl]], self.output_norm, self.eps)
-            logits = hrow @ self.output.T  # (blk, n_vocab)
-            picked = logits[np.arange(len(logits)), t_ids[sl]]
+
+        def logprobs(r: slice) -> None:  # targets r
+            hrow = _rms_norm(x[t_rows[r]], self.output_norm, self.eps)
+            logits = hrow @ self.output.T  # (targets, n_vocab)
+            picked = logits[np.arange(len(logits)), t_ids[r]]
             m = logits.max(axis=-1)
             logits -= m[:, None]
             np.exp(logits, out=logits)
-            out[sl] = picked - (m + np.log(logits.sum(axis=-1)))
+            out[r] = picked - (m + np.log(logits.sum(axis=-1)))
+
+        with self._workers() as each:
+            chunks = _chunks(n_rows, max(1, min(self.threads, n_rows // ROW_CHUNK)))
+            for blk in self.blocks:
+                layer[:] = [blk]
+                each(project, chunks)
+                each(attend, blocks)
+                each(mlp, chunks)
+            n_t = len(targets)
+            each(logprobs, _chunks(n_t, max(-(-n_t // LOGIT_BLOCK),
+                                            min(self.threads, n_t // ROW_CHUNK))))
         return out
+
+    @contextlib.contextmanager
+    def _workers(self) -> Iterator[Callable[[Callable[[Any], None], Sequence[Any]], None]]:
+        """``each(task, items)``: ``task`` on every item, on :attr:`threads` threads when
+        there are several (BLAS then runs one thread per call: the threads wait for each
+        other without spinning, and rows split between them compute as they would
+        together)."""
+        pool = self._pool()
+        if pool is None:
+            def serial(task: Callable[[Any], None], items: Sequence[Any]) -> None:
+                for item in items:
+                    task(item)
+
+            yield serial
+            return
+
+        def parallel(task: Callable[[Any], None], items: Sequence[Any]) -> None:
+            if len(items) == 1:
+                task(items[0])
+            else:
+                for _ in pool.map(task, items):
+                    pass
+
+        with self._blas.limit(limits=1, user_api="blas"):
+            yield parallel
+
+    def _pool(self) -> ThreadPoolExecutor | None:
+        if self.threads <= 1:
+            return None
+        with self._pool_lock:
+            if self._executor is None:
+                from threadpoolctl import ThreadpoolController
+
+                self._blas = ThreadpoolController()
+                self._executor = ThreadPoolExecutor(self.threads, "numpy-lm")
+            return self._executor
 
 
 _ENGINES: dict[Path, NumpyLM] = {}
