@@ -227,11 +227,17 @@ def test_rope_is_the_pairwise_rotation(n_rows, n_heads, seed) -> None:  # type: 
     np.testing.assert_array_equal(got, want)
 
 
-def test_thread_count() -> None:
+def test_thread_count(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("PRESIDIO_DELINK_LLM_THREADS", raising=False)
     assert numpy_lm._threads(3) == 3
     assert 1 <= numpy_lm._threads(None) <= numpy_lm.MAX_THREADS
     with pytest.raises(ConfigError, match="threads"):
         numpy_lm._threads(0)
+    monkeypatch.setenv("PRESIDIO_DELINK_LLM_THREADS", "5")
+    assert numpy_lm._threads(None) == 5 and numpy_lm._threads(2) == 2
+    monkeypatch.setenv("PRESIDIO_DELINK_LLM_THREADS", "0")
+    with pytest.raises(ConfigError, match="PRESIDIO_DELINK_LLM_THREADS"):
+        numpy_lm._threads(None)
     assert numpy_lm._chunks(10, 3) == [slice(0, 3), slice(3, 6), slice(6, 10)]
     assert numpy_lm._chunks(2, 4) == [slice(0, 1), slice(1, 2)]
 

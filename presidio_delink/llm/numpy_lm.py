@@ -38,15 +38,16 @@ output matrix (``2 * n_vocab * n_embd``: 57 MFLOP) only at the rows whose log-pr
 asked. The products are float32 BLAS (``numpy.matmul``), about three quarters of the time;
 the elementwise rest (norms, RoPE, softmax, SiLU) is numpy's, one thread per call.
 
-**Threads.** A pass is shared out between ``threads`` threads of the engine (default: the
-CPUs the process may use, at most :data:`MAX_THREADS`) while BLAS runs one thread per call
-(threadpoolctl): per layer, the row-wise work (norms, projections, RoPE, MLP) in one share
-of rows per thread (of :data:`ROW_CHUNK` rows at least), then the attention blocks, then the
-logits. So the elementwise work runs in parallel too, and a thread whose core is busy makes
-the others wait without spinning (OpenBLAS's own threads spin at barriers: with the other
-core of a 2-core machine busy, 2 BLAS threads were 4x slower than 1). How the rows are
-shared out changes a row's numbers by float32 rounding at most (BLAS may pick another
-kernel for fewer rows). Timings: benchmarks/README.md, "Risk indicators".
+**Threads.** A pass is shared out between ``threads`` threads of the engine (default:
+``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs the process may use) while BLAS runs one
+thread per call (threadpoolctl): per layer, the row-wise work (norms, projections, RoPE,
+MLP) in one share of rows per thread (of :data:`ROW_CHUNK` rows at least), then the
+attention blocks, then the logits. So the elementwise work runs in parallel too, and a
+thread whose core is busy makes the others wait without spinning (OpenBLAS's own threads
+spin at barriers: with the other core of a 2-core machine busy, 2 BLAS threads were 4x
+slower than 1). How the rows are shared out changes a row's numbers by float32 rounding at
+most (BLAS may pick another kernel for fewer rows). Timings: benchmarks/README.md, "Risk
+indicators".
 
 Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
 keys they see at a time (``n_head * 64 * L``), so it stays bounded for long inputs; a block
@@ -396,17 +397,28 @@ def _attention_blocks(
 
 
 def _threads(threads: int | None) -> int:
-    """``threads``, or by default the CPUs this process may use (at most
-    :data:`MAX_THREADS`); 1 without threadpoolctl, which keeps BLAS to one thread per call
-    while the engine's threads share the work."""
-    if threads is not None:
-        if threads < 1:
-            raise ConfigError(f"threads must be >= 1 (got {threads!r})")
-    else:
+    """``threads``, else ``$PRESIDIO_DELINK_LLM_THREADS`` (the embedded backend's), else the
+    CPUs this process may use (at most :data:`MAX_THREADS`: the engine's threads wait
+    without spinning, so all of them pay even on a busy machine); 1 without threadpoolctl,
+    which keeps BLAS to one thread per call while the engine's threads share the work.
+
+    Raises:
+        ConfigError: a count below 1, or the variable set to anything but one.
+    """
+    from presidio_delink.llm.embedded import THREADS_ENV
+
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if threads is None and raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ConfigError(f"${THREADS_ENV} must be a positive integer (got {raw!r})")
+        threads = int(raw)
+    if threads is None:
         try:
             threads = min(MAX_THREADS, len(os.sched_getaffinity(0)))
         except AttributeError:  # not on Linux
             threads = min(MAX_THREADS, os.cpu_count() or 1)
+    if threads < 1:
+        raise ConfigError(f"threads must be >= 1 (got {threads!r})")
     if threads > 1:
         try:
             import threadpoolctl  # noqa: F401
