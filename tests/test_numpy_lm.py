@@ -303,6 +303,35 @@ def test_scorer_equals_one_pass_per_span(tiny, tiny_lm, masked, max_chars, step)
         assert any(abs(a.logprobs[0] - b.logprobs[0]) > 1e-3 for a, b in zip(got, plain, strict=True))
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_masked_scores_equal_one_pass_per_span_on_generated_text(tiny, tiny_lm, data) -> None:  # type: ignore[no-untyped-def]
+    """Generated texts, spans and masks (spans inside words, after digits, tabs, masks
+    overlapping): the masked pass, whose branches start on the masked text's own tokens
+    where they spell the context alike, gives the per-span definition."""
+    words = data.draw(st.lists(st.sampled_from(
+        ["the", "cat", "heat", "in", "at", "12", "3", "Ankara", "they're", "x", "—", "(no.",
+         "36110/97)", "on"]), min_size=1, max_size=25))
+    seps = data.draw(st.lists(st.sampled_from([" ", " ", "  ", "\t", "\n", ", "]),
+                              min_size=len(words), max_size=len(words)))
+    text = "".join(w + sep for w, sep in zip(words, seps, strict=True)).rstrip() or "cat"
+    raw = data.draw(st.lists(st.tuples(st.integers(0, len(text) - 1), st.integers(1, 12)),
+                             min_size=1, max_size=6))
+    spans = sorted({(a, min(len(text), a + n)) for a, n in raw
+                    if text[a:min(len(text), a + n)].strip()})
+    if not spans:
+        return
+    masks = [(a, b, data.draw(st.sampled_from(["<X>", "<PERSON>", ""]))) for a, b in spans]
+    scorer = NumpyScorer(tiny[0])
+    scorer._lm = tiny_lm
+    got = scorer.score_spans(text, spans, masked=masks)
+    want = expected_scores(tiny_lm, text, spans, masks, 6000, 2000)
+    for g, (pieces, values) in zip(got, want, strict=True):
+        assert list(g.tokens) == pieces
+        np.testing.assert_allclose(g.logprobs, values, rtol=1e-5, atol=1e-5)
+
+
 def _unescape(grammar: str) -> str:
     body = grammar[len('root ::= "'):-1]
     return json.loads('"' + body.replace('\\x', '\\u00') + '"')
