@@ -371,17 +371,21 @@ def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray,
 
 
 def _attention_blocks(
-    seg: np.ndarray, base: np.ndarray, rows: np.ndarray, size: int
+    seg: np.ndarray, base: np.ndarray, rows: np.ndarray, size: int,
+    query: np.ndarray | None = None,
 ) -> list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]]:
-    """Per block of ``size`` query rows: the key columns any of them sees (a slice when
-    they are the first ones), the range of those columns some row of the block does not
-    see, and an additive mask over that range (0 visible, -inf not; None when every row
-    sees every column). A causal block skips the keys after it, and only its diagonal part
-    is masked."""
+    """Per block of ``size`` query rows (``query[lo:hi]``, by default all rows): the key
+    columns any of them sees (a slice when they are the first ones), the range of those
+    columns some row of the block does not see, and an additive mask over that range (0
+    visible, -inf not; None when every row sees every column). A causal block skips the
+    keys after it, and only its diagonal part is masked. Costliest blocks first, so that
+    threads taking them in turn finish together."""
+    query = rows if query is None else query
     blocks: list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]] = []
-    for lo in range(0, len(rows), size):
-        hi = min(len(rows), lo + size)
-        rs, rb, rr = seg[lo:hi, None], base[lo:hi, None], rows[lo:hi, None]
+    for lo in range(0, len(query), size):
+        hi = min(len(query), lo + size)
+        qr = query[lo:hi]
+        rs, rb, rr = seg[qr, None], base[qr, None], qr[:, None]
         vis = ((rs == seg[None, :]) & (rows[None, :] <= rr)) | (
             (seg[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
         cols = np.flatnonzero(vis.any(axis=0))
@@ -393,6 +397,7 @@ def _attention_blocks(
         masked = slice(int(hidden[0]), int(hidden[-1]) + 1)
         bias = np.where(vis[:, cols[masked]], np.float32(0.0), np.float32(-np.inf))
         blocks.append((lo, hi, keys, masked, bias.astype(np.float32)))
+    blocks.sort(key=lambda blk: -(blk[1] - blk[0]) * _width(blk[2]))
     return blocks
 
 
@@ -572,8 +577,13 @@ class NumpyLM:
         rows = np.arange(n_rows)
         x = self.embed[tok]  # a copy: updated in place below
         blocks = _attention_blocks(s, b, rows, QUERY_BLOCK)
-        # costliest first, so that the workers finish together
-        blocks.sort(key=lambda blk: -(blk[1] - blk[0]) * _width(blk[2]))
+        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
+        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
+        # the last layer computes only the rows the logits read (and keys, values of all)
+        need = np.unique(t_rows)
+        if need[0] < 0 or need[-1] >= n_rows:
+            raise ValueError("target row outside the rows")
+        last_blocks = _attention_blocks(s, b, rows, QUERY_BLOCK, need)
         nq, nkv, hd = self.n_head, self.n_head_kv, self.head_dim
         rep = nq // nkv
         scale = np.float32(1.0 / np.sqrt(hd))
@@ -588,6 +598,7 @@ class NumpyLM:
         kt = qk[:, nq:].transpose(1, 2, 0)  # (nkv, hd, rows)
         vg = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd).transpose(1, 0, 2)
         layer: list[_Block] = []  # the block the tasks below compute
+        cur = {"q": qg, "att": att, "x": x}  # their query rows: all, or `need` at the last
 
         def project(r: slice) -> None:  # rows r: norm, Q/K/V, RoPE
             blk = layer[0]
@@ -602,7 +613,7 @@ class NumpyLM:
                    ) -> None:
             lo, hi, keys, masked, bias = block
             n_q = hi - lo
-            sc = np.matmul(qg[:, lo:hi].reshape(nkv, n_q * rep, hd), kt[:, :, keys])
+            sc = np.matmul(cur["q"][:, lo:hi].reshape(nkv, n_q * rep, hd), kt[:, :, keys])
             if bias is not None:  # only the columns some row of the block does not see
                 sc.reshape(nkv, n_q, rep, -1)[..., masked] += bias[:, None, :]
             sc -= sc.max(axis=-1, keepdims=True)
@@ -610,11 +621,11 @@ class NumpyLM:
             # normalise after the product with V: rows x head_dim, not rows x keys
             o = np.matmul(sc, vg[:, keys])
             o /= sc.sum(axis=-1, keepdims=True)
-            att[lo:hi] = o.reshape(nkv, n_q, rep, hd).transpose(1, 0, 2, 3)
+            cur["att"][lo:hi] = o.reshape(nkv, n_q, rep, hd).transpose(1, 0, 2, 3)
 
         def mlp(r: slice) -> None:  # rows r: output projection, norm, SwiGLU
-            blk = layer[0]
-            x[r] += att[r].reshape(r.stop - r.start, nq * hd) @ blk.out
+            blk, x = layer[0], cur["x"]
+            x[r] += cur["att"][r].reshape(r.stop - r.start, nq * hd) @ blk.out
             gu = _rms_norm(x[r], blk.ffn_norm, self.eps) @ blk.gate_up
             g, u = gu[:, :self.n_ff], gu[:, self.n_ff:]
             act = np.negative(g)  # silu(g) * u = g * u / (1 + exp(-g)), in place
@@ -624,12 +635,11 @@ class NumpyLM:
             act *= u
             x[r] += act @ blk.down
 
-        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
-        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
         out = np.empty(len(targets), dtype=np.float32)
+        t_at = np.searchsorted(need, t_rows)  # a target's row among `need`
 
         def logprobs(r: slice) -> None:  # targets r
-            hrow = _rms_norm(x[t_rows[r]], self.output_norm, self.eps)
+            hrow = _rms_norm(cur["x"][t_at[r]], self.output_norm, self.eps)
             logits = hrow @ self.output.T  # (targets, n_vocab)
             picked = logits[np.arange(len(logits)), t_ids[r]]
             m = logits.max(axis=-1)
@@ -637,13 +647,18 @@ class NumpyLM:
             np.exp(logits, out=logits)
             out[r] = picked - (m + np.log(logits.sum(axis=-1)))
 
+        def shares(n: int) -> list[slice]:
+            return _chunks(n, max(1, min(self.threads, n // ROW_CHUNK)))
+
         with self._workers() as each:
-            chunks = _chunks(n_rows, max(1, min(self.threads, n_rows // ROW_CHUNK)))
             for blk in self.blocks:
                 layer[:] = [blk]
-                each(project, chunks)
+                each(project, shares(n_rows))
+                if blk is self.blocks[-1]:
+                    cur.update(q=qg[:, need], att=att[:len(need)], x=x[need])
+                    blocks = last_blocks
                 each(attend, blocks)
-                each(mlp, chunks)
+                each(mlp, shares(len(cur["x"])))
             n_t = len(targets)
             each(logprobs, _chunks(n_t, max(-(-n_t // LOGIT_BLOCK),
                                             min(self.threads, n_t // ROW_CHUNK))))
