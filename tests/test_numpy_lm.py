@@ -204,6 +204,12 @@ def test_threads_give_what_one_thread_gives(tiny_lms, data) -> None:  # type: ig
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # BLAS: other kernels
 
 
+
+def test_forward_refuses_targets_outside_the_rows(tiny_lm) -> None:  # type: ignore[no-untyped-def]
+    for row in (-1, 3):
+        with pytest.raises(ValueError, match="target row"):
+            tiny_lm.forward([1, 2], [Branch(1, [3])], targets=[(0, 1), (row, 0)])
+
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 9), st.integers(1, 4), st.integers(0, 2**32 - 1))
 def test_rope_is_the_pairwise_rotation(n_rows, n_heads, seed) -> None:  # type: ignore[no-untyped-def]
@@ -306,7 +312,7 @@ def test_scorer_equals_one_pass_per_span(tiny, tiny_lm, masked, max_chars, step)
 
 @settings(max_examples=40, deadline=None)
 @given(st.data())
-def test_masked_scores_equal_one_pass_per_span_on_generated_text(tiny, tiny_lm, data) -> None:  # type: ignore[no-untyped-def]
+def test_masked_scores_equal_one_pass_per_span_on_generated_text(tiny_lm, data) -> None:  # type: ignore[no-untyped-def]
     """Generated texts, spans and masks (spans inside words, after digits, tabs, masks
     overlapping): the masked pass, whose branches start on the masked text's own tokens
     where they spell the context alike, gives the per-span definition."""
@@ -323,13 +329,24 @@ def test_masked_scores_equal_one_pass_per_span_on_generated_text(tiny, tiny_lm, 
     if not spans:
         return
     masks = [(a, b, data.draw(st.sampled_from(["<X>", "<PERSON>", ""]))) for a, b in spans]
-    scorer = NumpyScorer(tiny[0])
-    scorer._lm = tiny_lm
+    _check_masked_scores(tiny_lm, text, spans, masks)
+
+
+def _check_masked_scores(lm: NumpyLM, text: str, spans, masks) -> None:  # type: ignore[no-untyped-def]
+    scorer = NumpyScorer(lm.path)
+    scorer._lm = lm
     got = scorer.score_spans(text, spans, masked=masks)
-    want = expected_scores(tiny_lm, text, spans, masks, 6000, 2000)
+    want = expected_scores(lm, text, spans, masks, 6000, 2000)
     for g, (pieces, values) in zip(got, want, strict=True):
         assert list(g.tokens) == pieces
         np.testing.assert_allclose(g.logprobs, values, rtol=1e-5, atol=1e-5)
+
+
+def test_masked_text_may_end_inside_a_context(tiny_lm) -> None:  # type: ignore[no-untyped-def]
+    """Overlapping masks: the masked text ("<X>", the rest masked away) is shorter than a
+    span's own masked context ("<X>e"; found by the test above)."""
+    _check_masked_scores(tiny_lm, "heat", [(0, 1), (1, 4), (2, 3)],
+                         [(0, 1, "<X>"), (1, 4, ""), (2, 3, "<X>")])
 
 
 def _unescape(grammar: str) -> str:

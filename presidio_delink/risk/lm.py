@@ -421,9 +421,9 @@ class NumpyScorer:
             cut = toks[a].start - shift  # the span's first token, in text offsets
             prefix = PREAMBLE + _masked_prefix(text, ctx, max(ctx, cut), masks)
             c = len(prefix)
-            if not full.startswith(prefix):
-                c = next(j for j, (x, y) in enumerate(zip(prefix, full, strict=False))
-                         if x != y)
+            if not full.startswith(prefix):  # or the masked text ends first (overlaps)
+                c = next((j for j, (x, y) in enumerate(zip(prefix, full, strict=False))
+                          if x != y), len(full))
             q = pieces[max(0, bisect.bisect_right(pieces, c - 2) - 1)]
             rest = [t.id for t in lm.tokenizer.encode(prefix[q:])]
             base = bisect.bisect_left(mstarts, q)
