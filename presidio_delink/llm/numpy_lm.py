@@ -465,9 +465,14 @@ class Branch:
 class NumpyLM:
     """A Llama-architecture GGUF in float32 numpy (see the module docstring).
 
+    Args:
+        path: the GGUF file.
+        threads: threads a pass is shared out between; ``None``:
+            ``$PRESIDIO_DELINK_LLM_THREADS``, else the usable CPUs (module docstring).
+
     Raises:
-        ConfigError: the gguf package is missing, the file unreadable, or the model not
-            one this engine runs exactly.
+        ConfigError: the gguf package is missing, the file unreadable, the model not one
+            this engine runs exactly, or a thread count below 1.
     """
 
     def __init__(self, path: str | Path, threads: int | None = None) -> None:
