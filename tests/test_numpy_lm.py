@@ -102,6 +102,12 @@ def tiny_lm(tiny: tuple[Path, dict[str, np.ndarray]]) -> NumpyLM:
     return NumpyLM(tiny[0])
 
 
+@pytest.fixture(scope="module")
+def tiny_lms(tiny: tuple[Path, dict[str, np.ndarray]]) -> dict[int, NumpyLM]:
+    """The tiny model on 1, 2 and 3 threads."""
+    return {n: NumpyLM(tiny[0], threads=n) for n in (1, 2, 3)}
+
+
 def brute_logprobs(lm: NumpyLM, context: list[int], ids: list[int]) -> np.ndarray:
     """One causal pass over context + ids: the log-probability of each of ``ids``."""
     return lm.forward(context + ids, targets=[(len(context) - 1 + j, t)
@@ -161,7 +167,7 @@ def test_branches_equal_separate_passes(tiny_lm, data) -> None:  # type: ignore[
         row += len(ids)
     targets.append((len(shared) - 1, 0))
     expect.extend(brute_logprobs(tiny_lm, shared, [0]))
-    block = data.draw(st.sampled_from([3, 7, 256]))
+    block = data.draw(st.sampled_from([3, 7, 64, 256]))
     old = numpy_lm.QUERY_BLOCK
     numpy_lm.QUERY_BLOCK = block
     try:
@@ -169,6 +175,77 @@ def test_branches_equal_separate_passes(tiny_lm, data) -> None:  # type: ignore[
     finally:
         numpy_lm.QUERY_BLOCK = old
     np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-5)  # float32, other summation orders
+
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_threads_give_what_one_thread_gives(tiny_lms, data) -> None:  # type: ignore[no-untyped-def]
+    """Rows, attention blocks and logits shared out between threads (chunks of any size)
+    compute what one thread computes, with branches or without."""
+    n = tiny_lms[1].n_vocab
+    shared = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=40))
+    branches = [Branch(b, ids) for b, ids in data.draw(st.lists(
+        st.tuples(st.integers(0, len(shared)), st.lists(st.integers(0, n - 1), min_size=1,
+                                                        max_size=6)), max_size=4))]
+    n_rows = len(shared) + sum(len(br.ids) for br in branches)
+    targets = data.draw(st.lists(st.tuples(st.integers(0, n_rows - 1), st.integers(0, n - 1)),
+                                 min_size=1, max_size=30))
+    one, many = tiny_lms[1], tiny_lms[data.draw(st.sampled_from([2, 3]))]
+    old = numpy_lm.QUERY_BLOCK, numpy_lm.ROW_CHUNK, numpy_lm.LOGIT_BLOCK
+    numpy_lm.QUERY_BLOCK = data.draw(st.sampled_from([3, 64]))
+    numpy_lm.ROW_CHUNK = data.draw(st.sampled_from([1, 4, 64]))
+    numpy_lm.LOGIT_BLOCK = data.draw(st.sampled_from([2, 256]))
+    try:
+        want = one.forward(shared, branches, targets)
+        got = many.forward(shared, branches, targets)
+    finally:
+        numpy_lm.QUERY_BLOCK, numpy_lm.ROW_CHUNK, numpy_lm.LOGIT_BLOCK = old
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # BLAS: other kernels
+
+
+
+def test_forward_refuses_targets_outside_the_rows(tiny_lm) -> None:  # type: ignore[no-untyped-def]
+    for row in (-1, 3):
+        with pytest.raises(ValueError, match="target row"):
+            tiny_lm.forward([1, 2], [Branch(1, [3])], targets=[(0, 1), (row, 0)])
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 4), st.integers(0, 2**32 - 1))
+def test_rope_is_the_pairwise_rotation(n_rows, n_heads, seed) -> None:  # type: ignore[no-untyped-def]
+    """_rope equals the textbook rotation of adjacent pairs, bit for bit."""
+    rng = np.random.default_rng(seed)
+    hd = 8
+    x = rng.standard_normal((n_rows, n_heads, hd)).astype(np.float32) * 10
+    pos = rng.integers(0, 5000, n_rows)
+    inv_freq = 10000.0 ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    ang = pos[:, None].astype(np.float64) * inv_freq[None, :]
+    cos = np.cos(ang).astype(np.float32)[:, None, :]
+    sin = np.sin(ang).astype(np.float32)[:, None, :]
+    want = np.empty_like(x)
+    want[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    want[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    lm = NumpyLM.__new__(NumpyLM)
+    lm.inv_freq = inv_freq
+    c, s = lm._rotation(pos)
+    got, tmp = np.empty_like(x), np.empty_like(x)
+    numpy_lm._rope(x, c, s, got, tmp)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_thread_count(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("PRESIDIO_DELINK_LLM_THREADS", raising=False)
+    assert numpy_lm._threads(3) == 3
+    assert 1 <= numpy_lm._threads(None) <= numpy_lm.MAX_THREADS
+    with pytest.raises(ConfigError, match="threads"):
+        numpy_lm._threads(0)
+    monkeypatch.setenv("PRESIDIO_DELINK_LLM_THREADS", "5")
+    assert numpy_lm._threads(None) == 5 and numpy_lm._threads(2) == 2
+    monkeypatch.setenv("PRESIDIO_DELINK_LLM_THREADS", "0")
+    with pytest.raises(ConfigError, match="PRESIDIO_DELINK_LLM_THREADS"):
+        numpy_lm._threads(None)
+    assert numpy_lm._chunks(10, 3) == [slice(0, 3), slice(3, 6), slice(6, 10)]
+    assert numpy_lm._chunks(2, 4) == [slice(0, 1), slice(1, 2)]
 
 
 # -- the scorer ----------------------------------------------------------------------------
@@ -230,6 +307,46 @@ def test_scorer_equals_one_pass_per_span(tiny, tiny_lm, masked, max_chars, step)
     if masked:  # masking changes what the model sees
         plain = scorer.score_spans(TEXT, SPANS)
         assert any(abs(a.logprobs[0] - b.logprobs[0]) > 1e-3 for a, b in zip(got, plain, strict=True))
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_masked_scores_equal_one_pass_per_span_on_generated_text(tiny_lm, data) -> None:  # type: ignore[no-untyped-def]
+    """Generated texts, spans and masks (spans inside words, after digits, tabs, masks
+    overlapping): the masked pass, whose branches start on the masked text's own tokens
+    where they spell the context alike, gives the per-span definition."""
+    words = data.draw(st.lists(st.sampled_from(
+        ["the", "cat", "heat", "in", "at", "12", "3", "Ankara", "they're", "x", "—", "(no.",
+         "36110/97)", "on"]), min_size=1, max_size=25))
+    seps = data.draw(st.lists(st.sampled_from([" ", " ", "  ", "\t", "\n", ", "]),
+                              min_size=len(words), max_size=len(words)))
+    text = "".join(w + sep for w, sep in zip(words, seps, strict=True)).rstrip() or "cat"
+    raw = data.draw(st.lists(st.tuples(st.integers(0, len(text) - 1), st.integers(1, 12)),
+                             min_size=1, max_size=6))
+    spans = sorted({(a, min(len(text), a + n)) for a, n in raw
+                    if text[a:min(len(text), a + n)].strip()})
+    if not spans:
+        return
+    masks = [(a, b, data.draw(st.sampled_from(["<X>", "<PERSON>", ""]))) for a, b in spans]
+    _check_masked_scores(tiny_lm, text, spans, masks)
+
+
+def _check_masked_scores(lm: NumpyLM, text: str, spans, masks) -> None:  # type: ignore[no-untyped-def]
+    scorer = NumpyScorer(lm.path)
+    scorer._lm = lm
+    got = scorer.score_spans(text, spans, masked=masks)
+    want = expected_scores(lm, text, spans, masks, 6000, 2000)
+    for g, (pieces, values) in zip(got, want, strict=True):
+        assert list(g.tokens) == pieces
+        np.testing.assert_allclose(g.logprobs, values, rtol=1e-5, atol=1e-5)
+
+
+def test_masked_text_may_end_inside_a_context(tiny_lm) -> None:  # type: ignore[no-untyped-def]
+    """Overlapping masks: the masked text ("<X>", the rest masked away) is shorter than a
+    span's own masked context ("<X>e"; found by the test above)."""
+    _check_masked_scores(tiny_lm, "heat", [(0, 1), (1, 4), (2, 3)],
+                         [(0, 1, "<X>"), (1, 4, ""), (2, 3, "<X>")])
 
 
 def _unescape(grammar: str) -> str:

@@ -35,21 +35,35 @@ of :class:`~presidio_delink.risk.lm.NumpyScorer`).
 **Cost.** About ``2 * n_params`` FLOP per token (0.21 GFLOP for SmolLM2-135M without the
 embedding), attention ``4 * n_layer * n_head * head_dim * L^2`` for ``L`` rows, and the
 output matrix (``2 * n_vocab * n_embd``: 57 MFLOP) only at the rows whose log-probability is
-asked. The products are float32 BLAS (``numpy.matmul``): about 1 s for a 900-token text on
-two cores; the elementwise work (norms, RoPE, softmax, SiLU; one core) about as much again,
-so a pass over a median TAB document takes 2-3 s (benchmarks/README.md, "Risk indicators").
+asked. The products are float32 BLAS (``numpy.matmul``), about three quarters of the time;
+the elementwise rest (norms, RoPE, softmax, SiLU) is numpy's, one thread per call.
+
+**Threads.** A pass is shared out between ``threads`` threads of the engine (default:
+``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs the process may use) while BLAS runs one
+thread per call (threadpoolctl): per layer, the row-wise work (norms, projections, RoPE,
+MLP) in one share of rows per thread (of :data:`ROW_CHUNK` rows at least), then the
+attention blocks, then the logits. So the elementwise work runs in parallel too, and a
+thread whose core is busy makes the others wait without spinning (OpenBLAS's own threads
+spin at barriers: with the other core of a 2-core machine busy, 2 BLAS threads were 4x
+slower than 1). How the rows are shared out changes a row's numbers by float32 rounding at
+most (BLAS may pick another kernel for fewer rows). Timings: benchmarks/README.md, "Risk
+indicators".
+
 Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
-keys they see at a time (``n_head * 256 * L``), so it stays bounded for long inputs; a block
-of the causal sequence reads only the keys before it.
+keys they see at a time (``n_head * 64 * L``), so it stays bounded for long inputs; a block
+of the causal sequence reads only the keys before it, and only its diagonal part is masked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +78,17 @@ ARCHITECTURES = ("llama",)
 DIGIT_SPLIT_PRE = ("smollm", "starcoder", "refact")
 """``tokenizer.ggml.pre`` values whose llama.cpp pre-tokenizer is: single ``\\p{N}``
 characters, then the GPT-2 split (llama.cpp's ``LLAMA_VOCAB_PRE_TYPE_STARCODER`` group)."""
-QUERY_BLOCK = 256
-"""Query rows per attention block: bounds the score matrix at ``n_head * 256 * L``, and a
-causal block skips the keys after it."""
+QUERY_BLOCK = 64
+"""Query rows per attention block: bounds the score matrix at ``n_head * 64 * L``; a causal
+block skips the keys after it (small blocks skip more: the scores computed approach the
+causal triangle), and a block's scores stay in cache while they are masked, exponentiated
+and summed."""
 LOGIT_BLOCK = 256
 """Rows per block of output logits (``256 * n_vocab`` float32: 50 MB for 49,152)."""
+ROW_CHUNK = 64
+"""Fewest rows (tokens) per thread's share of the row-wise work: fewer rows than this do
+not pay for a share (each product repacks its weight matrix)."""
+MAX_THREADS = 8
 BLOCK_TENSORS = frozenset({
     "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
     "ffn_up", "ffn_down",
@@ -338,6 +358,92 @@ def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return (x * scale[:, None]) * w
 
 
+def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray,
+          tmp: np.ndarray) -> None:
+    """Rotate adjacent pairs of each head of ``x`` (rows, heads, head_dim) into ``out``:
+    ``(x0 cos - x1 sin, x1 cos + x0 sin)``, the factors from :meth:`NumpyLM._rotation`
+    (``a - b`` and ``a + (-b)`` are the same float, so is the order of a sum of two)."""
+    np.multiply(x, cos, out=out)
+    pairs = (*x.shape[:-1], -1, 2)
+    np.multiply(x.reshape(pairs)[..., ::-1], sin.reshape((*sin.shape[:-1], -1, 2)),
+                out=tmp.reshape(pairs))
+    out += tmp
+
+
+def _attention_blocks(
+    seg: np.ndarray, base: np.ndarray, rows: np.ndarray, size: int,
+    query: np.ndarray | None = None,
+) -> list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]]:
+    """Per block of ``size`` query rows (``query[lo:hi]``, by default all rows): the key
+    columns any of them sees (a slice when they are the first ones), the range of those
+    columns some row of the block does not see, and an additive mask over that range (0
+    visible, -inf not; None when every row sees every column). A causal block skips the
+    keys after it, and only its diagonal part is masked. Costliest blocks first, so that
+    threads taking them in turn finish together."""
+    query = rows if query is None else query
+    blocks: list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]] = []
+    for lo in range(0, len(query), size):
+        hi = min(len(query), lo + size)
+        qr = query[lo:hi]
+        rs, rb, rr = seg[qr, None], base[qr, None], qr[:, None]
+        vis = ((rs == seg[None, :]) & (rows[None, :] <= rr)) | (
+            (seg[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
+        cols = np.flatnonzero(vis.any(axis=0))
+        keys: slice | np.ndarray = slice(0, len(cols)) if cols[-1] == len(cols) - 1 else cols
+        hidden = np.flatnonzero(~vis[:, cols].all(axis=0))
+        if not len(hidden):
+            blocks.append((lo, hi, keys, slice(0, 0), None))
+            continue
+        masked = slice(int(hidden[0]), int(hidden[-1]) + 1)
+        bias = np.where(vis[:, cols[masked]], np.float32(0.0), np.float32(-np.inf))
+        blocks.append((lo, hi, keys, masked, bias.astype(np.float32)))
+    blocks.sort(key=lambda blk: -(blk[1] - blk[0]) * _width(blk[2]))
+    return blocks
+
+
+def _threads(threads: int | None) -> int:
+    """``threads``, else ``$PRESIDIO_DELINK_LLM_THREADS`` (the embedded backend's), else the
+    CPUs this process may use (at most :data:`MAX_THREADS`: the engine's threads wait
+    without spinning, so all of them pay even on a busy machine); 1 without threadpoolctl,
+    which keeps BLAS to one thread per call while the engine's threads share the work.
+
+    Raises:
+        ConfigError: a count below 1, or the variable set to anything but one.
+    """
+    from presidio_delink.llm.embedded import THREADS_ENV
+
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if threads is None and raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ConfigError(f"${THREADS_ENV} must be a positive integer (got {raw!r})")
+        threads = int(raw)
+    if threads is None:
+        try:
+            threads = min(MAX_THREADS, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            threads = min(MAX_THREADS, os.cpu_count() or 1)
+    if threads < 1:
+        raise ConfigError(f"threads must be >= 1 (got {threads!r})")
+    if threads > 1:
+        try:
+            import threadpoolctl  # noqa: F401
+        except ImportError:
+            logger.info("numpy engine: one thread (BLAS's own) without threadpoolctl "
+                        "(`pip install threadpoolctl`)")
+            return 1
+    return threads
+
+
+def _chunks(n: int, parts: int) -> list[slice]:
+    """``range(n)`` cut into ``parts`` consecutive slices of nearly equal length."""
+    cuts = [n * i // parts for i in range(parts + 1)]
+    return [slice(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def _width(keys: slice | np.ndarray) -> int:
+    return keys.stop - keys.start if isinstance(keys, slice) else len(keys)
+
+
 @dataclass
 class _Block:
     attn_norm: np.ndarray
@@ -359,12 +465,17 @@ class Branch:
 class NumpyLM:
     """A Llama-architecture GGUF in float32 numpy (see the module docstring).
 
+    Args:
+        path: the GGUF file.
+        threads: threads a pass is shared out between; ``None``:
+            ``$PRESIDIO_DELINK_LLM_THREADS``, else the usable CPUs (module docstring).
+
     Raises:
-        ConfigError: the gguf package is missing, the file unreadable, or the model not
-            one this engine runs exactly.
+        ConfigError: the gguf package is missing, the file unreadable, the model not one
+            this engine runs exactly, or a thread count below 1.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, threads: int | None = None) -> None:
         try:
             import gguf
         except ImportError as exc:
@@ -422,23 +533,21 @@ class NumpyLM:
         bos = _field(reader, "tokenizer.ggml.bos_token_id")
         add_bos = _field(reader, "tokenizer.ggml.add_bos_token")
         self.bos: int | None = int(bos) if add_bos and bos is not None else None
-        logger.info("numpy engine: %s, %d layers, %d x %d heads, vocabulary %d",
-                    self.path.name, self.n_layer, self.n_head, self.n_head_kv, self.n_vocab)
+        self.threads = _threads(threads)
+        self._executor: ThreadPoolExecutor | None = None
+        self._blas: Any = None
+        self._pool_lock = threading.Lock()
+        logger.info("numpy engine: %s, %d layers, %d x %d heads, vocabulary %d, %d thread(s)",
+                    self.path.name, self.n_layer, self.n_head, self.n_head_kv, self.n_vocab,
+                    self.threads)
 
     def _rotation(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """cos and sin of RoPE's angles at ``pos``: (rows, 1, head_dim / 2)."""
+        """RoPE's factors at ``pos`` for :func:`_rope`, (rows, 1, head_dim): the cosine of
+        each pair's angle twice, and its sine negated then as it is."""
         ang = pos[:, None].astype(np.float64) * self.inv_freq[None, :]
-        return (np.cos(ang).astype(np.float32)[:, None, :],
-                np.sin(ang).astype(np.float32)[:, None, :])
-
-    @staticmethod
-    def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-        """Rotate adjacent pairs of each head (x: rows, heads, head_dim)."""
-        x0, x1 = x[..., 0::2], x[..., 1::2]
-        out = np.empty_like(x)
-        out[..., 0::2] = x0 * cos - x1 * sin
-        out[..., 1::2] = x0 * sin + x1 * cos
-        return out
+        cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+        return (np.repeat(cos, 2, axis=1)[:, None, :],
+                np.stack([-sin, sin], axis=-1).reshape(len(pos), 1, -1))
 
     def forward(
         self,
@@ -472,67 +581,129 @@ class NumpyLM:
             raise ValueError("token id outside the vocabulary")
         rows = np.arange(n_rows)
         x = self.embed[tok]  # a copy: updated in place below
-        # per block of query rows: the key columns any of them sees, and an additive mask
-        # over those (0 visible, -inf not); a causal block skips the keys after it
-        blocks: list[tuple[int, int, slice | np.ndarray, np.ndarray]] = []
-        for lo in range(0, n_rows, QUERY_BLOCK):
-            hi = min(n_rows, lo + QUERY_BLOCK)
-            rs, rb, rr = s[lo:hi, None], b[lo:hi, None], rows[lo:hi, None]
-            vis = ((rs == s[None, :]) & (rows[None, :] <= rr)) | (
-                (s[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
-            cols = np.flatnonzero(vis.any(axis=0))
-            keys: slice | np.ndarray = (
-                slice(0, len(cols)) if cols[-1] == len(cols) - 1 else cols)
-            bias = np.where(vis[:, cols], np.float32(0.0), np.float32(-np.inf))
-            blocks.append((lo, hi, keys, bias.astype(np.float32)))
+        blocks = _attention_blocks(s, b, rows, QUERY_BLOCK)
+        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
+        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
+        # the last layer computes only the rows the logits read (and keys, values of all)
+        need = np.unique(t_rows)
+        if need[0] < 0 or need[-1] >= n_rows:
+            raise ValueError("target row outside the rows")
+        last_blocks = _attention_blocks(s, b, rows, QUERY_BLOCK, need)
         nq, nkv, hd = self.n_head, self.n_head_kv, self.head_dim
         rep = nq // nkv
         scale = np.float32(1.0 / np.sqrt(hd))
-        cos, sin = self._rotation(p)
-        for blk in self.blocks:
-            h = _rms_norm(x, blk.attn_norm, self.eps)
-            qkv = h @ blk.qkv
-            q = self._rope(qkv[:, :nq * hd].reshape(n_rows, nq, hd), cos, sin)
-            k = self._rope(qkv[:, nq * hd:(nq + nkv) * hd].reshape(n_rows, nkv, hd), cos, sin)
-            v = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd)
-            # heads grouped by their key/value head: (nkv, rep, rows, hd)
-            qg = (q * scale).reshape(n_rows, nkv, rep, hd).transpose(1, 2, 0, 3)
-            kt = k.transpose(1, 2, 0)  # (nkv, hd, rows)
-            vg = v.transpose(1, 0, 2)  # (nkv, rows, hd)
-            att = np.empty((nkv, rep, n_rows, hd), dtype=np.float32)
-            for lo, hi, keys, bias in blocks:
-                n_q = hi - lo
-                qb = qg[:, :, lo:hi].reshape(nkv, rep * n_q, hd)
-                sc = np.matmul(qb, kt[:, :, keys])  # (nkv, rep * n_q, n_keys)
-                sc4 = sc.reshape(nkv, rep, n_q, -1)
-                sc4 += bias
-                sc -= sc.max(axis=-1, keepdims=True)
-                np.exp(sc, out=sc)
-                # normalise after the product with V: rows x head_dim, not rows x keys
-                o = np.matmul(sc, vg[:, keys]) / sc.sum(axis=-1, keepdims=True)
-                att[:, :, lo:hi] = o.reshape(nkv, rep, n_q, hd)
-            a = att.transpose(2, 0, 1, 3).reshape(n_rows, nq * hd)
-            x += a @ blk.out
-            h = _rms_norm(x, blk.ffn_norm, self.eps)
-            gu = h @ blk.gate_up
+        rot_c, rot_s = self._rotation(p)
+        qkv = np.empty((n_rows, (nq + 2 * nkv) * hd), dtype=np.float32)
+        qk = np.empty((n_rows, nq + nkv, hd), dtype=np.float32)
+        tmp = np.empty_like(qk)
+        # queries grouped by their key/value head, rows then the heads sharing it:
+        # (nkv, rows, rep, hd), so that a block of rows is a contiguous (rows * rep, hd) slice
+        qg = np.empty((nkv, n_rows, rep, hd), dtype=np.float32)
+        att = np.empty((n_rows, nkv, rep, hd), dtype=np.float32)
+        kt = qk[:, nq:].transpose(1, 2, 0)  # (nkv, hd, rows)
+        vg = qkv[:, (nq + nkv) * hd:].reshape(n_rows, nkv, hd).transpose(1, 0, 2)
+        layer: list[_Block] = []  # the block the tasks below compute
+        cur = {"q": qg, "att": att, "x": x}  # their query rows: all, or `need` at the last
+
+        def project(r: slice) -> None:  # rows r: norm, Q/K/V, RoPE
+            blk = layer[0]
+            np.matmul(_rms_norm(x[r], blk.attn_norm, self.eps), blk.qkv, out=qkv[r])
+            n = r.stop - r.start
+            _rope(qkv[r, :(nq + nkv) * hd].reshape(n, nq + nkv, hd), rot_c[r], rot_s[r],
+                  qk[r], tmp[r])
+            np.multiply(qk[r, :nq].reshape(n, nkv, rep, hd).transpose(1, 0, 2, 3), scale,
+                        out=qg[:, r])
+
+        def attend(block: tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]
+                   ) -> None:
+            lo, hi, keys, masked, bias = block
+            n_q = hi - lo
+            sc = np.matmul(cur["q"][:, lo:hi].reshape(nkv, n_q * rep, hd), kt[:, :, keys])
+            if bias is not None:  # only the columns some row of the block does not see
+                sc.reshape(nkv, n_q, rep, -1)[..., masked] += bias[:, None, :]
+            sc -= sc.max(axis=-1, keepdims=True)
+            np.exp(sc, out=sc)
+            # normalise after the product with V: rows x head_dim, not rows x keys
+            o = np.matmul(sc, vg[:, keys])
+            o /= sc.sum(axis=-1, keepdims=True)
+            cur["att"][lo:hi] = o.reshape(nkv, n_q, rep, hd).transpose(1, 0, 2, 3)
+
+        def mlp(r: slice) -> None:  # rows r: output projection, norm, SwiGLU
+            blk, x = layer[0], cur["x"]
+            x[r] += cur["att"][r].reshape(r.stop - r.start, nq * hd) @ blk.out
+            gu = _rms_norm(x[r], blk.ffn_norm, self.eps) @ blk.gate_up
             g, u = gu[:, :self.n_ff], gu[:, self.n_ff:]
             act = np.negative(g)  # silu(g) * u = g * u / (1 + exp(-g)), in place
             np.exp(act, out=act)
             act += 1.0
             np.divide(g, act, out=act)
             act *= u
-            x += act @ blk.down
-        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
-        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
+            x[r] += act @ blk.down
+
         out = np.empty(len(targets), dtype=np.float32)
-        for lo in range(0, len(targets), LOGIT_BLOCK):
-            sl = slice(lo, lo + LOGIT_BLOCK)
-            hrow = _rms_norm(x[t_rows[sl]], self.output_norm, self.eps)
-            logits = hrow @ self.output.T  # (blk, n_vocab)
+        t_at = np.searchsorted(need, t_rows)  # a target's row among `need`
+
+        def logprobs(r: slice) -> None:  # targets r
+            hrow = _rms_norm(cur["x"][t_at[r]], self.output_norm, self.eps)
+            logits = hrow @ self.output.T  # (targets, n_vocab)
+            picked = logits[np.arange(len(logits)), t_ids[r]]
             m = logits.max(axis=-1)
-            lse = m + np.log(np.exp(logits - m[:, None]).sum(axis=-1))
-            out[sl] = logits[np.arange(len(logits)), t_ids[sl]] - lse
+            logits -= m[:, None]
+            np.exp(logits, out=logits)
+            out[r] = picked - (m + np.log(logits.sum(axis=-1)))
+
+        def shares(n: int) -> list[slice]:
+            return _chunks(n, max(1, min(self.threads, n // ROW_CHUNK)))
+
+        with self._workers() as each:
+            for blk in self.blocks:
+                layer[:] = [blk]
+                each(project, shares(n_rows))
+                if blk is self.blocks[-1]:
+                    cur.update(q=qg[:, need], att=att[:len(need)], x=x[need])
+                    blocks = last_blocks
+                each(attend, blocks)
+                each(mlp, shares(len(cur["x"])))
+            n_t = len(targets)
+            each(logprobs, _chunks(n_t, max(-(-n_t // LOGIT_BLOCK),
+                                            min(self.threads, n_t // ROW_CHUNK))))
         return out
+
+    @contextlib.contextmanager
+    def _workers(self) -> Iterator[Callable[[Callable[[Any], None], Sequence[Any]], None]]:
+        """``each(task, items)``: ``task`` on every item, on :attr:`threads` threads when
+        there are several (BLAS then runs one thread per call: the threads wait for each
+        other without spinning, and rows split between them compute as they would
+        together)."""
+        pool = self._pool()
+        if pool is None:
+            def serial(task: Callable[[Any], None], items: Sequence[Any]) -> None:
+                for item in items:
+                    task(item)
+
+            yield serial
+            return
+
+        def parallel(task: Callable[[Any], None], items: Sequence[Any]) -> None:
+            if len(items) == 1:
+                task(items[0])
+            else:
+                for _ in pool.map(task, items):
+                    pass
+
+        with self._blas.limit(limits=1, user_api="blas"):
+            yield parallel
+
+    def _pool(self) -> ThreadPoolExecutor | None:
+        if self.threads <= 1:
+            return None
+        with self._pool_lock:
+            if self._executor is None:
+                from threadpoolctl import ThreadpoolController
+
+                self._blas = ThreadpoolController()
+                self._executor = ThreadPoolExecutor(self.threads, "numpy-lm")
+            return self._executor
 
 
 _ENGINES: dict[Path, NumpyLM] = {}

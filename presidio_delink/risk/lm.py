@@ -402,9 +402,10 @@ class NumpyScorer:
         of them, unless masks overlap). The masked text's pre-tokenizer pieces that end at
         ``q <= c - 2`` are also the context's own pieces (a piece's end depends on at most
         one character after it), so the branch starts after the masked text's tokens
-        before ``q`` and spells the rest of the context, ``prefix[q:]`` (usually just the
-        space before the span), with its own tokens: the context is tokenised exactly as
-        on its own, as the llama.cpp scorer's prompt is.
+        before ``q`` and spells the rest of the context, ``prefix[q:]`` (usually the word
+        before the span), with its own tokens: the context is tokenised exactly as on its
+        own, as the llama.cpp scorer's prompt is. When the masked text spells the rest with
+        the same tokens (usually), the branch starts after those instead.
         """
         from presidio_delink.llm.numpy_lm import Branch
 
@@ -420,13 +421,17 @@ class NumpyScorer:
             cut = toks[a].start - shift  # the span's first token, in text offsets
             prefix = PREAMBLE + _masked_prefix(text, ctx, max(ctx, cut), masks)
             c = len(prefix)
-            if not full.startswith(prefix):
-                c = next(j for j, (x, y) in enumerate(zip(prefix, full, strict=False))
-                         if x != y)
+            if not full.startswith(prefix):  # or the masked text ends first (overlaps)
+                c = next((j for j, (x, y) in enumerate(zip(prefix, full, strict=False))
+                          if x != y), len(full))
             q = pieces[max(0, bisect.bisect_right(pieces, c - 2) - 1)]
             rest = [t.id for t in lm.tokenizer.encode(prefix[q:])]
             base = bisect.bisect_left(mstarts, q)
-            if base == 0:  # nothing shared: the branch spells the whole context
+            n = len(rest)
+            if n and [t.id for t in mtoks[base:base + n]] == rest:
+                # the masked text spells the rest alike (usually): its rows serve
+                plans.append((i, k0 + base + n, []))
+            elif base == 0:  # nothing shared: the branch spells the whole context
                 plans.append((i, 0, bos + rest))
             else:
                 plans.append((i, k0 + base, rest))
