@@ -63,7 +63,7 @@ import numpy as np
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
 from presidio_delink.index.view_index import Lows
-from presidio_delink.text import Token
+from presidio_delink.text import Token, join_soft
 
 __all__ = ["Combination", "Flagged", "LinkageReport", "analyze"]
 
@@ -310,33 +310,11 @@ def _walk_views(
         pieces, words = got
         if tok.break_on_punctuation:
             segs = [seg for seg, _ in pieces]
-        else:  # pieces joined across soft breaks (see Tokenizer.segments)
-            segs, words = [], _joined(words, pieces)
-            cur: list[Token] = []
-            for seg, hard in pieces:
-                cur += seg
-                if hard:
-                    segs.append(cur)
-                    cur = []
-            if cur:
-                segs.append(cur)
+        else:
+            segs = join_soft(pieces)
+            words = join_soft(zip(words, (hard for _, hard in pieces), strict=True))
         walks[view.name] = _walk(index, view, segs, words, k, mx, extends, rows)
     return walks
-
-
-def _joined(
-    words: list[list[str]], pieces: list[tuple[list[Token], bool]]
-) -> list[list[str]]:
-    out: list[list[str]] = []
-    cur: list[str] = []
-    for ws, (_, hard) in zip(words, pieces, strict=True):
-        cur += ws
-        if hard:
-            out.append(cur)
-            cur = []
-    if cur:
-        out.append(cur)
-    return out
 
 
 def _walk(

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -433,16 +433,7 @@ class Tokenizer:
         pieces = self.pieces(text)
         if self.break_on_punctuation:
             return [list(seg) for seg, _ in pieces]
-        segs: list[list[Token]] = []
-        cur: list[Token] = []
-        for seg, hard in pieces:
-            cur.extend(seg)
-            if hard:
-                segs.append(cur)
-                cur = []
-        if cur:
-            segs.append(cur)
-        return segs
+        return join_soft(pieces)
 
     def word_segments(self, text: str) -> list[list[str]]:
         """Segments as lists of normalised words: ``segments`` without offsets."""
@@ -603,6 +594,24 @@ def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
         _REGIONS.clear()
         _REGIONS[key] = got
     return got
+
+
+_T = TypeVar("_T")
+
+
+def join_soft(pieces: Iterable[tuple[list[_T], bool]]) -> list[list[_T]]:
+    """Pieces (see :meth:`Tokenizer.pieces`: each with whether a hard break closes it)
+    joined across soft breaks: the segments of a view that crosses punctuation."""
+    segs: list[list[_T]] = []
+    cur: list[_T] = []
+    for seg, hard in pieces:
+        cur += seg
+        if hard:
+            segs.append(cur)
+            cur = []
+    if cur:
+        segs.append(cur)
+    return segs
 
 
 def apply_breaks(marked: list[int], break_on_punctuation: bool) -> list[int]:
