@@ -6,6 +6,7 @@ structure of answers is asserted (keys among the spans, string values), never wo
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -93,6 +94,25 @@ def test_embedded_chat_and_generate(engine: EmbeddedRewriter) -> None:
     )
     assert constrained.lstrip().startswith("{")
     assert isinstance(engine.generate("The capital of France is", max_tokens=4), str)
+
+
+def test_embedded_schema_answers_are_compact_json(engine: EmbeddedRewriter) -> None:
+    # Asked for indented JSON, the model still writes no whitespace between JSON tokens:
+    # the engine's grammar forbids it (each token is a decoding step).
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "pets": {"type": "array", "items": {"type": "string", "maxLength": 12},
+                     "minItems": 2, "maxItems": 2},
+        },
+        "required": ["name", "pets"],
+        "additionalProperties": False,
+    }
+    prompt = "Give JSON for a person with a name and two pets, pretty-printed with indentation."
+    raw = engine.chat([{"role": "user", "content": prompt}], schema, max_tokens=60)
+    value = json.loads(raw)
+    assert raw == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_embedded_is_thread_safe(engine: EmbeddedRewriter) -> None:

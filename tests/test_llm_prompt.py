@@ -27,7 +27,17 @@ SPANS = ["the Dunmore cannery", "until 2016"]
 
 
 def test_template_id() -> None:
-    assert TEMPLATE_ID == "delink-v2"
+    assert TEMPLATE_ID == "delink-v3"
+
+
+def test_few_shot_answers_are_compact_json() -> None:
+    # the model copies the examples' form: no spaces between JSON tokens (fewer tokens)
+    answers = [m["content"] for m in render_messages(CONTEXT, SPANS) if m["role"] == "assistant"]
+    assert answers
+    for answer in answers:
+        compact = json.dumps(json.loads(answer), ensure_ascii=False, separators=(",", ":"))
+        assert answer == compact
+        assert '": [' not in answer and '", "' not in answer
 
 
 def test_render_messages_structure() -> None:
