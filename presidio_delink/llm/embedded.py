@@ -245,8 +245,11 @@ class EmbeddedRewriter:
     """Rewriter running a GGUF model with llama.cpp inside this process.
 
     Output is constrained by the JSON schema of :func:`~presidio_delink.llm.prompt.
-    response_schema` (llama.cpp grammar), greedy (temperature 0) with a fixed seed. The model
-    is loaded on first use, once per instance; calls are serialized by a lock.
+    response_schema` (a llama.cpp grammar allowing compact JSON only, :data:`COMPACT_JSON`),
+    greedy (temperature 0) with a fixed seed. The model is loaded on first use, once per
+    instance; calls are serialized by a lock. The system prompt and few-shot examples open
+    every request byte for byte, so llama.cpp's slot cache keeps them between calls: only
+    the first call reads them (about 500 tokens).
 
     Args:
         gguf_path: Model file; ``None`` means :func:`default_gguf_path`.
