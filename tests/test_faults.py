@@ -604,6 +604,33 @@ def test_embedded_call_is_bounded_by_its_timeout(tmp_path: Path) -> None:
     assert rw.rewrite("c s", ["s"]) == {"s": "x"}  # the engine is usable again
 
 
+class _RecordingEngine:
+    def __init__(self) -> None:
+        self.requests: list[dict] = []  # type: ignore[type-arg]
+
+    def handle_chat_completions(self, request: dict) -> dict:  # type: ignore[type-arg]
+        self.requests.append(request)
+        return {"choices": [{"message": {"content": '{"s":["x"]}'}}]}
+
+
+def test_embedded_sends_a_compact_json_grammar(tmp_path: Path) -> None:
+    pytest.importorskip("xllamacpp")
+    from presidio_delink.llm.embedded import EmbeddedRewriter
+
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"GGUF")
+    rw = EmbeddedRewriter(gguf)
+    engine = _RecordingEngine()
+    rw._server = engine
+    assert rw.rewrite("c ⟦s⟧", ["s"]) == {"s": ["x"]}
+    (request,) = engine.requests
+    # a grammar, not a json_schema: llama.cpp's chat endpoint drops the x-guidance key
+    assert "json_schema" not in request
+    grammar = request["grammar"]
+    assert "whitespace_flexible" in grammar and '"required":["s"]' in grammar
+    assert rw.options["json"] == "compact"  # part of cache keys
+
+
 @pytest.fixture(autouse=True)
 def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):

@@ -6,6 +6,7 @@ structure of answers is asserted (keys among the spans, string values), never wo
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from presidio_delink.llm.cache import CachedRewriter
 from presidio_delink.llm.embedded import EmbeddedRewriter, smollm2_gguf_path
 from presidio_delink.llm.ollama_backend import OllamaRewriter
 from presidio_delink.llm.openai_compat import OpenAICompatRewriter
+from presidio_delink.llm.prompt import render_messages
 
 pytest.importorskip("xllamacpp")
 
@@ -93,6 +95,41 @@ def test_embedded_chat_and_generate(engine: EmbeddedRewriter) -> None:
     )
     assert constrained.lstrip().startswith("{")
     assert isinstance(engine.generate("The capital of France is", max_tokens=4), str)
+
+
+def test_embedded_schema_answers_are_compact_json(engine: EmbeddedRewriter) -> None:
+    # Asked for indented JSON, the model still writes no whitespace between JSON tokens:
+    # the engine's grammar forbids it (each token is a decoding step).
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "pets": {"type": "array", "items": {"type": "string", "maxLength": 12},
+                     "minItems": 2, "maxItems": 2},
+        },
+        "required": ["name", "pets"],
+        "additionalProperties": False,
+    }
+    prompt = "Give JSON for a person with a name and two pets, pretty-printed with indentation."
+    raw = engine.chat([{"role": "user", "content": prompt}], schema, max_tokens=60)
+    value = json.loads(raw)
+    assert raw == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_embedded_reuses_the_cached_prompt_prefix(engine: EmbeddedRewriter) -> None:
+    # the system prompt and examples (hundreds of tokens) are read once, not at every call
+    prefix = render_messages(*CASES[0])[:-1]
+    prefix_chars = sum(len(m["content"]) for m in prefix)
+    answers = [
+        engine.chat_completion(
+            {"messages": render_messages(ctx, spans), "max_tokens": 1, "temperature": 0.0}
+        )
+        for ctx, spans in CASES[:2]
+    ]
+    timings = answers[1].get("timings") or {}
+    # at least one token per 6 characters of the prefix came from the cache
+    assert timings.get("cache_n", 0) >= prefix_chars // 6
+    assert timings.get("prompt_n", 0) < timings["cache_n"]
 
 
 def test_embedded_is_thread_safe(engine: EmbeddedRewriter) -> None:

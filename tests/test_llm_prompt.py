@@ -27,7 +27,25 @@ SPANS = ["the Dunmore cannery", "until 2016"]
 
 
 def test_template_id() -> None:
-    assert TEMPLATE_ID == "delink-v2"
+    assert TEMPLATE_ID == "delink-v3"
+
+
+def test_prefix_is_the_same_for_every_request() -> None:
+    # llama.cpp's slot cache reuses the longest common token prefix of consecutive requests:
+    # everything before the request proper must not depend on it
+    a = render_messages(CONTEXT, SPANS)
+    b = render_messages("Another \u27e6passage\u27e7 entirely.", ["passage"])
+    assert a[:-1] == b[:-1] and a[-1] != b[-1]
+
+
+def test_few_shot_answers_are_compact_json() -> None:
+    # the model copies the examples' form: no spaces between JSON tokens (fewer tokens)
+    answers = [m["content"] for m in render_messages(CONTEXT, SPANS) if m["role"] == "assistant"]
+    assert answers
+    for answer in answers:
+        compact = json.dumps(json.loads(answer), ensure_ascii=False, separators=(",", ":"))
+        assert answer == compact
+        assert '": [' not in answer and '", "' not in answer
 
 
 def test_render_messages_structure() -> None:

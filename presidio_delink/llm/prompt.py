@@ -16,7 +16,7 @@ from presidio_delink.errors import LLMError
 
 logger = logging.getLogger(__name__)
 
-TEMPLATE_ID = "delink-v2"
+TEMPLATE_ID = "delink-v3"
 """Identifies the prompt below; change it whenever the prompt or the examples change."""
 
 REDACTED = "[REDACTED]"
@@ -24,6 +24,10 @@ MARK_OPEN, MARK_CLOSE = "\u27e6", "\u27e7"
 """Brackets (``⟦``, ``⟧``) around each span to rewrite inside the passage (see :func:`mark`)."""
 CANDIDATES = 2
 """Candidates asked for per span (the pipeline takes the first that passes its checks)."""
+COMPACT = (",", ":")
+"""``json.dumps`` separators of the few-shot answers: compact JSON (``{"a":["b","c"]}``)
+takes about a fifth fewer tokens to generate than the spaced form (Qwen2.5's BPE has
+single tokens for ``":["``, ``","`` and ``"],"``), and a model copies the examples' form."""
 
 SYSTEM_PROMPT = (
     "You edit a de-identified document so that its rare phrases no longer appear verbatim "
@@ -135,7 +139,8 @@ def render_messages(context: str, spans: list[str]) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     for ex_context, ex_spans, answer in _EXAMPLES:
         messages.append({"role": "user", "content": _user_message(ex_context, list(ex_spans))})
-        messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
+        content = json.dumps(answer, ensure_ascii=False, separators=COMPACT)
+        messages.append({"role": "assistant", "content": content})
     messages.append({"role": "user", "content": _user_message(context, unique_spans(spans))})
     logger.debug("rendered prompt for %d span(s): %s", len(spans), messages[-1]["content"])
     return messages
