@@ -650,10 +650,41 @@ def build_view(
     ``keep_levels`` (other views are stored over it), what they need of it (its levels
     folder is then left for the caller to remove).  ``parent``: the view it is stored
     over (see `write_partition`)."""
+    levels = count_phase(refs, words, max_n, n_docs, n_parts, work, runner)
+    return write_phase(
+        refs, words, vocab_path, n_parts, out, work, runner, levels, parent, keep_levels
+    )
+
+
+def count_phase(
+    refs: list[ShardRef],
+    words: list[str],
+    max_n: int,
+    n_docs: int,
+    n_parts: int,
+    work: Path,
+    runner: Runner,
+) -> int:
+    """Phase 2 of one view (:func:`count_view`, into ``work``): the number of levels."""
     work.mkdir(parents=True, mode=0o700, exist_ok=True)
     for r in refs:
         Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
-    levels = count_view(refs, words, max_n, n_docs, n_parts, work, runner)
+    return count_view(refs, words, max_n, n_docs, n_parts, work, runner)
+
+
+def write_phase(
+    refs: list[ShardRef],
+    words: list[str],
+    vocab_path: Path,
+    n_parts: int,
+    out: Path,
+    work: Path,
+    runner: Runner,
+    levels: int,
+    parent: ParentLevels | None,
+    keep_levels: bool,
+) -> tuple[list[dict[str, Any]], ParentLevels | None]:
+    """Phase 3 of one view, once it is counted (and the view it is stored over written)."""
     if parent is not None:
         level_maps(work, words, vocab_path, levels, parent)
     out.mkdir(mode=0o700)
@@ -675,42 +706,78 @@ def build_view(
     return [{"dir": f"part-{p:05d}", **m} for p, m in enumerate(metas)], kept
 
 
-def _build_view_alone(
-    job: dict[str, Any], parent: ParentLevels | None
+def _count_alone(job: dict[str, Any]) -> int:
+    """Task: :func:`count_phase` of one view (``job``: :func:`build_view`'s arguments but
+    the runner and the parent), its own tasks run here."""
+    return count_phase(
+        job["refs"], job["words"], job["max_n"], job["n_docs"], job["n_parts"], job["work"],
+        Runner(),
+    )
+
+
+def _write_alone(
+    job: dict[str, Any], levels: int, parent: ParentLevels | None
 ) -> tuple[list[dict[str, Any]], ParentLevels | None]:
-    """Task: :func:`build_view`, its own tasks run here (views built side by side)."""
-    return build_view(**job, runner=Runner(), parent=parent)
+    """Task: :func:`write_phase` of one view, its own tasks run here."""
+    return write_phase(
+        job["refs"], job["words"], job["vocab_path"], job["n_parts"], job["out"], job["work"],
+        Runner(), levels, parent, job["keep_levels"],
+    )
 
 
 def build_views_side_by_side(
     jobs: dict[str, dict[str, Any]], parents: dict[str, str | None], runner: PoolRunner
 ) -> dict[str, tuple[list[dict[str, Any]], ParentLevels | None]]:
-    """Views built side by side, one per worker process, each as soon as the view it is
-    stored over is built (``jobs``: view -> :func:`build_view`'s arguments but the runner
-    and the parent).  For a collection too small to split one view's work among the
-    workers (fewer shards and partitions than workers); the results are those of building
-    the views in turn."""
+    """Views built side by side in the worker processes (``jobs``: view ->
+    :func:`build_view`'s arguments but the runner and the parent): every view's counting
+    (phase 2) is a task of its own, and its writing (phase 3) a task that waits for its
+    counting and for the writing of the view it is stored over.  Writing goes first when
+    it can (it unblocks the views stored over it), then counting in the views' order.  For
+    a collection too small to split one view's work among the workers (fewer shards and
+    partitions than workers); the results are those of building the views in turn."""
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
+    counted: dict[str, int] = {}
     done: dict[str, tuple[list[dict[str, Any]], ParentLevels | None]] = {}
-    waiting = list(jobs)
-    running: dict[Any, str] = {}
+    to_count = list(jobs)
+    to_write = list(jobs)
+    running: dict[Any, tuple[str, str]] = {}
+
+    def next_task() -> tuple[str, str] | None:
+        for name in to_write:
+            over = parents[name]
+            if name in counted and (over is None or over in done):
+                return ("write", name)
+        return ("count", to_count[0]) if to_count else None
+
     try:
-        while waiting or running:
-            for name in list(waiting):
-                if len(running) >= runner.workers:
+        while to_write or running:
+            while len(running) < runner.workers:
+                task = next_task()
+                if task is None:
                     break
-                over = parents[name]
-                if over is None or over in done:
-                    parent = done[over][1] if over is not None else None
-                    running[runner.pool.submit(_build_view_alone, jobs[name], parent)] = name
-                    waiting.remove(name)
+                kind, name = task
+                if kind == "write":
+                    to_write.remove(name)
+                    over = parents[name]
+                    fut = runner.pool.submit(
+                        _write_alone, jobs[name], counted[name],
+                        done[over][1] if over is not None else None,
+                    )
+                else:
+                    to_count.remove(name)
+                    fut = runner.pool.submit(_count_alone, jobs[name])
+                running[fut] = task
             if not running:
-                raise BuildError(f"views {waiting} are stored over views not being built")
+                raise BuildError(f"views {to_write} are stored over views not being built")
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
-                done[running.pop(fut)] = fut.result()
+                kind, name = running.pop(fut)
+                if kind == "count":
+                    counted[name] = fut.result()
+                else:
+                    done[name] = fut.result()
     except BrokenProcessPool as exc:
         raise BuildError("a build worker process died while building a view") from exc
     return done
