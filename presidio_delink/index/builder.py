@@ -333,6 +333,9 @@ def count_view(
 ) -> int:
     """Phase 2 for one view; writes per-level arrays into ``work``; returns the number of
     levels with keys."""
+    work.mkdir(parents=True, mode=0o700, exist_ok=True)
+    for r in refs:
+        Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
     v = len(words)
     word_part = np.fromiter(
         (partition_of(w, n_parts) for w in words), dtype=np.int64, count=v
@@ -650,26 +653,10 @@ def build_view(
     ``keep_levels`` (other views are stored over it), what they need of it (its levels
     folder is then left for the caller to remove).  ``parent``: the view it is stored
     over (see `write_partition`)."""
-    levels = count_phase(refs, words, max_n, n_docs, n_parts, work, runner)
+    levels = count_view(refs, words, max_n, n_docs, n_parts, work, runner)
     return write_phase(
         refs, words, vocab_path, n_parts, out, work, runner, levels, parent, keep_levels
     )
-
-
-def count_phase(
-    refs: list[ShardRef],
-    words: list[str],
-    max_n: int,
-    n_docs: int,
-    n_parts: int,
-    work: Path,
-    runner: Runner,
-) -> int:
-    """Phase 2 of one view (:func:`count_view`, into ``work``): the number of levels."""
-    work.mkdir(parents=True, mode=0o700, exist_ok=True)
-    for r in refs:
-        Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
-    return count_view(refs, words, max_n, n_docs, n_parts, work, runner)
 
 
 def write_phase(
@@ -707,9 +694,9 @@ def write_phase(
 
 
 def _count_alone(job: dict[str, Any]) -> int:
-    """Task: :func:`count_phase` of one view (``job``: :func:`build_view`'s arguments but
+    """Task: :func:`count_view` of one view (``job``: :func:`build_view`'s arguments but
     the runner and the parent), its own tasks run here."""
-    return count_phase(
+    return count_view(
         job["refs"], job["words"], job["max_n"], job["n_docs"], job["n_parts"], job["work"],
         Runner(),
     )
