@@ -381,25 +381,25 @@ def _analyze_view(
             strict=True,
         ):
             cands[s].append((q - walk.starts[s], good + 1, d, lows.entry(q)))
-    q = 0
-    for s, ws in enumerate(words if walk.lows is None else ()):
-        ms: list[int] = []
-        cs: list[tuple[int, int, int, tuple[int, int] | None]] = []
-        for i in range(len(ws)):
-            dfs = rows[q]
-            good = len(dfs)
-            d = dfs[-1] if dfs else k
-            if d < k:
-                good -= 1
-                if d >= 1:
-                    cs.append((i, good + 1, d, entries[q]))
-            if arity >= 2:
+    else:  # combinations: every position's row
+        q = 0
+        for s, ws in enumerate(words):
+            ms: list[int] = []
+            cs: list[tuple[int, int, int, tuple[int, int] | None]] = []
+            for i in range(len(ws)):
+                dfs = rows[q]
+                good = len(dfs)
+                d = dfs[-1] if dfs else k
+                if d < k:
+                    good -= 1
+                    if d >= 1:
+                        cs.append((i, good + 1, d, entries[q]))
                 for n in range(1, good + 1):
                     df_at[(s, i, n)] = dfs[n - 1]
-            ms.append(good)
-            q += 1
-        m.append(ms)
-        cands.append(cs)
+                ms.append(good)
+                q += 1
+            m.append(ms)
+            cands.append(cs)
 
     flagged: dict[str, _Acc] = {}
     where: dict[str, tuple[int, int] | None] = {}

@@ -313,12 +313,8 @@ class ViewIndex:
         return Lows(good, df, h.entry)
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
-        """:meth:`postings_at` as a tuple, remembered."""
+        """Document ordinals of a stored entry ``(partition, handle)``, remembered."""
         return self.parts[entry[0]].docs_of(entry[1])
-
-    def postings_at(self, entry: tuple[int, int]) -> np.ndarray:
-        """Document ordinals of a stored entry ``(partition, handle)``."""
-        return self.parts[entry[0]].postings_of(entry[1]).astype(np.int64)
 
     def iter_keys(self) -> Iterator[tuple[str, int]]:
         """Stored keys with their document frequency (for tests and tools)."""
