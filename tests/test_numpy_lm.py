@@ -475,16 +475,6 @@ def test_tokenizer_matches_hf_on_tiny_vocab(tiny, text) -> None:  # type: ignore
 # -- the packaged model (slow) ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def smollm2() -> Path:
-    from presidio_delink.llm.embedded import gguf_for
-
-    try:
-        return Path(gguf_for("smollm2"))
-    except ConfigError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.mark.slow
 def test_tokenizer_matches_llamacpp(smollm2) -> None:  # type: ignore[no-untyped-def]
     """SmolLM2's tokens: equal to Hugging Face's rebuild, and to llama.cpp's own: the text
@@ -521,7 +511,7 @@ def test_tokenizer_matches_llamacpp(smollm2) -> None:  # type: ignore[no-untyped
 
 
 @pytest.mark.slow
-def test_logprobs_agree_with_llamacpp_forced_decoding(smollm2, sample_docs) -> None:  # type: ignore[no-untyped-def]
+def test_logprobs_agree_with_llamacpp_forced_decoding(smollm2, sample_docs, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """SmolLM2's log-probabilities of span tokens in a real document: numpy (float32) vs
     llama.cpp forcing the same tokens (a grammar of their ids; llama.cpp multiplies in
     8-bit activations and keeps an F16 KV cache; numpy equals transformers' float32 Llama to
@@ -534,6 +524,7 @@ def test_logprobs_agree_with_llamacpp_forced_decoding(smollm2, sample_docs) -> N
     words = ["36110/97", "Turkey", "Galip Yalman", "Bahattin", "29 November 1996", "S. Esmer",
              "Ankara", "European Commission of Human Rights", "Turkish nationals"]
     spans = [_find(text, w) for w in words]
+    monkeypatch.setenv("PRESIDIO_DELINK_LM_ENGINE", "numpy")
     ours = NumpyScorer(smollm2).score_spans(text, spans)
     lm = numpy_lm.load(smollm2)
     toks = lm.tokenizer.encode(PREAMBLE + text)

@@ -43,6 +43,8 @@ def main() -> None:
         wanted = [x.strip() for x in Path(args.docs).read_text().split() if x.strip()]
         order = [d for d in wanted if d in table] + [d for d in order if d not in wanted]
     scorer = make_scorer(args.llm, timeout=600)
+    if hasattr(scorer, "lm"):
+        print(f"engine: {type(scorer.lm).__name__}", file=sys.stderr, flush=True)
     with args.out.open("a") as fh:
         for doc_id in order:
             if doc_id in done:

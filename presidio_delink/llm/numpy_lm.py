@@ -371,8 +371,7 @@ def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray,
 
 
 def _attention_blocks(
-    seg: np.ndarray, base: np.ndarray, rows: np.ndarray, size: int,
-    query: np.ndarray | None = None,
+    lay: Layout, size: int, query: np.ndarray | None = None,
 ) -> list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]]:
     """Per block of ``size`` query rows (``query[lo:hi]``, by default all rows): the key
     columns any of them sees (a slice when they are the first ones), the range of those
@@ -380,14 +379,11 @@ def _attention_blocks(
     visible, -inf not; None when every row sees every column). A causal block skips the
     keys after it, and only its diagonal part is masked. Costliest blocks first, so that
     threads taking them in turn finish together."""
-    query = rows if query is None else query
+    query = np.arange(len(lay.tok)) if query is None else query
     blocks: list[tuple[int, int, slice | np.ndarray, slice, np.ndarray | None]] = []
     for lo in range(0, len(query), size):
         hi = min(len(query), lo + size)
-        qr = query[lo:hi]
-        rs, rb, rr = seg[qr, None], base[qr, None], qr[:, None]
-        vis = ((rs == seg[None, :]) & (rows[None, :] <= rr)) | (
-            (seg[None, :] == 0) & (rs != 0) & (rows[None, :] < rb))
+        vis = lay.visible(query[lo:hi])
         cols = np.flatnonzero(vis.any(axis=0))
         keys: slice | np.ndarray = slice(0, len(cols)) if cols[-1] == len(cols) - 1 else cols
         hidden = np.flatnonzero(~vis[:, cols].all(axis=0))
@@ -460,6 +456,65 @@ class Branch:
 
     base: int
     ids: Sequence[int]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The rows of one pass (shared tokens, then each branch's), as both engines lay them
+    out: per row its segment (0 shared, ``j`` the ``j``-th branch), position, the base of
+    its branch (0 when shared) and token; the targets' rows and ids, and the rows they read
+    (sorted, unique)."""
+
+    seg: np.ndarray
+    pos: np.ndarray
+    base: np.ndarray
+    tok: np.ndarray
+    t_rows: np.ndarray
+    t_ids: np.ndarray
+    need: np.ndarray
+
+    @classmethod
+    def of(
+        cls, shared: Sequence[int], branches: Sequence[Branch],
+        targets: Sequence[tuple[int, int]], n_vocab: int,
+    ) -> Layout | None:
+        """None when there is nothing to compute (no rows or no targets).
+
+        Raises:
+            ValueError: a branch base outside the shared sequence, a token id outside the
+                vocabulary, or a target row outside the rows.
+        """
+        seg = [np.zeros(len(shared), dtype=np.int64)]
+        pos = [np.arange(len(shared), dtype=np.int64)]
+        bases = [np.zeros(len(shared), dtype=np.int64)]
+        ids = [np.asarray(shared, dtype=np.int64)]
+        for j, br in enumerate(branches, start=1):
+            if not 0 <= br.base <= len(shared):
+                raise ValueError(f"branch base {br.base} outside the shared sequence")
+            n = len(br.ids)
+            seg.append(np.full(n, j, dtype=np.int64))
+            pos.append(br.base + np.arange(n, dtype=np.int64))
+            bases.append(np.full(n, br.base, dtype=np.int64))
+            ids.append(np.asarray(br.ids, dtype=np.int64))
+        s, p, b, tok = (np.concatenate(a) for a in (seg, pos, bases, ids))
+        if not len(tok) or not targets:
+            return None
+        if tok.min() < 0 or tok.max() >= n_vocab:
+            raise ValueError("token id outside the vocabulary")
+        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
+        need = np.unique(t_rows)
+        if need[0] < 0 or need[-1] >= len(tok):
+            raise ValueError("target row outside the rows")
+        return cls(s, p, b, tok, t_rows, np.asarray([t for _, t in targets], dtype=np.int64),
+                   need)
+
+    def visible(self, query: np.ndarray) -> np.ndarray:
+        """Which rows each row of ``query`` attends to, (len(query), rows) booleans: the
+        earlier rows of its own segment, and a branch row the shared rows before its base."""
+        cols = np.arange(len(self.tok))
+        qs, qb = self.seg[query, None], self.base[query, None]
+        return ((qs == self.seg[None, :]) & (cols[None, :] <= query[:, None])) | (
+            (self.seg[None, :] == 0) & (qs != 0) & (cols[None, :] < qb))
 
 
 class NumpyLM:
@@ -561,34 +616,15 @@ class NumpyLM:
         The shared sequence is causal; a branch sees the first ``base`` shared tokens and its
         own earlier tokens, at positions ``base, base + 1, ...``.
         """
-        seg = [np.zeros(len(shared), dtype=np.int64)]
-        pos = [np.arange(len(shared), dtype=np.int64)]
-        bases = [np.zeros(len(shared), dtype=np.int64)]
-        ids = [np.asarray(shared, dtype=np.int64)]
-        for j, br in enumerate(branches, start=1):
-            if not 0 <= br.base <= len(shared):
-                raise ValueError(f"branch base {br.base} outside the shared sequence")
-            n = len(br.ids)
-            seg.append(np.full(n, j, dtype=np.int64))
-            pos.append(br.base + np.arange(n, dtype=np.int64))
-            bases.append(np.full(n, br.base, dtype=np.int64))
-            ids.append(np.asarray(br.ids, dtype=np.int64))
-        s, p, b, tok = (np.concatenate(a) for a in (seg, pos, bases, ids))
-        n_rows = len(tok)
-        if not n_rows or not targets:
+        lay = Layout.of(shared, branches, targets, self.n_vocab)
+        if lay is None:
             return np.zeros(0, dtype=np.float32)
-        if tok.min() < 0 or tok.max() >= self.n_vocab:
-            raise ValueError("token id outside the vocabulary")
-        rows = np.arange(n_rows)
+        p, tok, need, t_rows, t_ids = lay.pos, lay.tok, lay.need, lay.t_rows, lay.t_ids
+        n_rows = len(tok)
         x = self.embed[tok]  # a copy: updated in place below
-        blocks = _attention_blocks(s, b, rows, QUERY_BLOCK)
-        t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
-        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
+        blocks = _attention_blocks(lay, QUERY_BLOCK)
         # the last layer computes only the rows the logits read (and keys, values of all)
-        need = np.unique(t_rows)
-        if need[0] < 0 or need[-1] >= n_rows:
-            raise ValueError("target row outside the rows")
-        last_blocks = _attention_blocks(s, b, rows, QUERY_BLOCK, need)
+        last_blocks = _attention_blocks(lay, QUERY_BLOCK, need)
         nq, nkv, hd = self.n_head, self.n_head_kv, self.head_dim
         rep = nq // nkv
         scale = np.float32(1.0 / np.sqrt(hd))

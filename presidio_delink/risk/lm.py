@@ -50,6 +50,7 @@ from presidio_delink.errors import ConfigError, InputError, LLMError
 
 if TYPE_CHECKING:
     from presidio_delink.llm.numpy_lm import NumpyLM
+    from presidio_delink.llm.torch_lm import TorchLM
 
 logger = logging.getLogger(__name__)
 
@@ -280,14 +281,16 @@ class NumpyScorer:
         self.gguf_path = gguf_path
         self.max_context_chars = max_context_chars
         self.step_chars = step_chars
-        self._lm: NumpyLM | None = None
+        self._lm: NumpyLM | TorchLM | None = None
 
     @property
-    def lm(self) -> NumpyLM:
+    def lm(self) -> NumpyLM | TorchLM:
+        """The engine (:func:`~presidio_delink.llm.torch_lm.load_engine`: torch where the
+        CPU has bfloat16, else numpy; the same numbers)."""
         if self._lm is None:
-            from presidio_delink.llm.numpy_lm import load
+            from presidio_delink.llm.torch_lm import load_engine
 
-            self._lm = load(self.gguf_path)
+            self._lm = load_engine(self.gguf_path)
         return self._lm
 
     def load(self) -> None:
