@@ -151,3 +151,27 @@ def test_real_model_engines_agree(smollm2, sample_docs, monkeypatch) -> None:  #
     monkeypatch.setenv(torch_lm.ENGINE_ENV, "torch")
     eng = torch_lm.load_engine(smollm2)
     assert isinstance(eng, torch_lm.TorchLM) and torch_lm.load_engine(smollm2) is eng
+
+
+def test_thread_count_is_the_engines_own(lms, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """$PRESIDIO_DELINK_LLM_THREADS: the passes run on that many threads and torch's
+    process-wide count is restored after each."""
+    import torch
+
+    monkeypatch.setenv("PRESIDIO_DELINK_LLM_THREADS", "1")
+    eng = torch_lm.TorchLM(lms["numpy"], "float32")
+    assert eng.threads == 1
+    before = torch.get_num_threads()
+    seen = []
+    real = eng._forward
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        seen.append(torch.get_num_threads())
+        return real(*args)
+
+    eng._forward = spy  # type: ignore[method-assign]
+    ids = list(range(30, 60))
+    targets = [(j, ids[j + 1]) for j in range(len(ids) - 1)]
+    got = eng.forward(ids, targets=targets)
+    assert seen == [1] and torch.get_num_threads() == before
+    np.testing.assert_allclose(got, lms["numpy"].forward(ids, targets=targets), atol=1e-5)

@@ -22,10 +22,11 @@ difference).
 **Which engine.** :func:`load_engine` picks this one when torch (2.5 or later) is installed
 and oneDNN multiplies bfloat16 in hardware here, else the numpy engine;
 ``$PRESIDIO_DELINK_LM_ENGINE`` (``auto``, ``torch``, ``numpy``) overrides the choice.
-Threads: torch's own (process-wide, ``torch.set_num_threads``); with
-``$PRESIDIO_DELINK_LLM_THREADS`` set, the engine sets torch's count to it. torch's OpenMP
-threads spin while they wait, like OpenBLAS's: on a machine whose other cores are busy, set
-the variable to 1.
+Threads: torch's own count (process-wide, ``torch.set_num_threads``: by default the
+physical cores); with ``$PRESIDIO_DELINK_LLM_THREADS`` set, the engine runs its passes on
+that many and restores torch's count after each. torch's OpenMP threads spin while they
+wait, like OpenBLAS's: on a machine whose other cores are busy, set the variable to 1
+(measured: benchmarks/README.md, "Risk indicators").
 """
 
 from __future__ import annotations
@@ -93,12 +94,10 @@ class TorchLM:
         import torch
 
         from presidio_delink.llm.embedded import THREADS_ENV
+        from presidio_delink.llm.numpy_lm import _threads
 
-        raw = os.environ.get(THREADS_ENV, "").strip()
-        if raw:
-            from presidio_delink.llm.numpy_lm import _threads
-
-            torch.set_num_threads(_threads(None))
+        # its own count during its passes only (torch's is process-wide): set, then restored
+        self.threads = _threads(None) if os.environ.get(THREADS_ENV, "").strip() else None
         self._torch = torch
         self.lm = lm
         self.tokenizer = lm.tokenizer
@@ -118,7 +117,7 @@ class TorchLM:
             for b in lm.blocks
         ]
         logger.info("torch engine: %s, %s products, %d thread(s)", lm.path.name, products,
-                    torch.get_num_threads())
+                    self.threads or torch.get_num_threads())
 
     def _rms_norm(self, x: Any, w: Any) -> Any:
         return x * self._torch.rsqrt(x.square().mean(-1, keepdim=True) + self.lm.eps) * w
@@ -136,8 +135,16 @@ class TorchLM:
         lay = Layout.of(shared, branches, targets, self.n_vocab)
         if lay is None:
             return np.zeros(0, dtype=np.float32)
-        with self._torch.inference_mode():
-            return self._forward(lay, len(shared)).numpy()
+        torch = self._torch
+        before = torch.get_num_threads()
+        if self.threads is not None and self.threads != before:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.inference_mode():
+                return self._forward(lay, len(shared)).numpy()
+        finally:
+            if torch.get_num_threads() != before:
+                torch.set_num_threads(before)
 
     def _forward(self, lay: Layout, n_shared: int) -> Any:
         torch, lm = self._torch, self.lm

@@ -17,7 +17,9 @@ about one pass over its text plus one decoding step per span token. Ollama accep
 grammar and returns no prompt log-probabilities, so it cannot score given text.
 
 **numpy, one pass.** :class:`NumpyScorer` runs the text once and reads
-``log p(token | left context)`` of every token it needs. A span's tokens are the text's own
+``log p(token | left context)`` of every token it needs (the numpy engine's pass, computed
+by the torch engine where torch is installed and the CPU multiplies bfloat16 in hardware:
+:mod:`presidio_delink.llm.torch_lm`, about twice as fast). A span's tokens are the text's own
 tokens that share at least one character with ``text[ws:end]``, where ``ws`` is the span's
 start moved back over spaces and tabs: the literal the llama.cpp scorer forces. So the
 space before a word counts with it (inside the word's token, ``" Istanbul"``, or as a token
