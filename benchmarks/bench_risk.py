@@ -66,6 +66,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--logprobs", type=Path, nargs="+", default=[])
+    ap.add_argument("--test-logprobs", type=Path, nargs="+", default=[],
+                    help="the same spans scored by another engine, read on the test side "
+                         "only (classifiers trained on --logprobs decide on them)")
     ap.add_argument("--index-dir", type=Path, default=Path("benchmarks/risk/index"))
     ap.add_argument("--rules", nargs="+", default=list(RULES), choices=list(RULES))
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
@@ -82,7 +85,7 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
     t0 = time.perf_counter()
     figures = evaluate(args.data, args.logprobs, args.index_dir, args.rules,
-                       say=lambda m: print(m, flush=True))
+                       say=lambda m: print(m, flush=True), test_logprobs=args.test_logprobs)
     print(f"evaluation took {time.perf_counter() - t0:.0f} s; load average "
           f"{os.getloadavg()[0]:.2f}")
     if args.json:

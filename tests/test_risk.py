@@ -544,3 +544,29 @@ def test_plain_embedded_scores_with_the_model_the_classifiers_were_trained_on(mo
     make_scorer("embedded")
     make_scorer("embedded:qwen")
     assert seen == [f"packaged:{SCORING_MODEL}", "packaged:qwen"]
+
+
+def test_cv_reads_the_test_side_from_the_other_measurements() -> None:
+    """eval.risk._cv_predict(test=...): classifiers are fitted on ``ex``'s measurements and
+    decide on ``test``'s (another engine's log-probabilities of the same spans)."""
+    pytest.importorskip("sklearn")
+    from presidio_delink.eval.risk import _cv_predict
+    from presidio_delink.risk.data import SpanRow
+    from presidio_delink.risk.train import Examples
+
+    rng = np.random.default_rng(0)
+    rows, spans, ms, flipped = [], [], [], []
+    for i in range(200):
+        mask = bool(i % 2)
+        lp = float(rng.normal(-6.0 if mask else -2.0, 1.5))  # rare spans need masking
+        rows.append(SpanRow(f"d{i % 10}", 0, 4, "PERSON", "Anna", mask, (), 1, 0))
+        spans.append(F.Span(0, 4, "PERSON", "Anna"))
+        ms.append({"logprobs": [lp]})
+        flipped.append({"logprobs": [-8.0 - lp]})  # the other engine, inverted
+    ex = Examples("synthetic", rows, spans, ms)
+    same = _cv_predict("llm_probability", ex, None)
+    assert (same == ex.y.astype(bool)).mean() > 0.8
+    assert np.array_equal(_cv_predict("llm_probability", ex, None, test=ex), same)
+    other = _cv_predict("llm_probability", ex, None,
+                        test=Examples("synthetic", rows, spans, flipped))
+    assert (other == ex.y.astype(bool)).mean() < 0.4

