@@ -90,6 +90,9 @@ def test_bad_passes_are_refused_alike(lms) -> None:  # type: ignore[no-untyped-d
             eng.forward([1, 2], [Branch(3, [3])], targets=[(0, 0)])
         with pytest.raises(ValueError, match="vocabulary"):
             eng.forward([1, eng.n_vocab], targets=[(0, 0)])
+        for bad_id in (-1, eng.n_vocab):  # a target's id too
+            with pytest.raises(ValueError, match="vocabulary"):
+                eng.forward([1, 2], targets=[(0, bad_id)])
         assert eng.forward([1, 2], targets=[]).shape == (0,)
     with pytest.raises(ConfigError, match="products"):
         torch_lm.TorchLM(lms["numpy"], "float16")

@@ -194,6 +194,9 @@ def _cv_predict(
     from sklearn.model_selection import GroupKFold
 
     test = ex if test is None else test
+    if [(r.doc_id, r.start, r.end) for r in test.rows] != \
+            [(r.doc_id, r.start, r.end) for r in ex.rows]:
+        raise InputError("the test measurements are of other spans")
     out = np.zeros(len(ex.rows), dtype=bool)
     folds = min(folds, len(set(ex.groups)))
     for tr, _te in GroupKFold(n_splits=folds).split(ex.rows, ex.y, ex.groups):

@@ -397,6 +397,23 @@ def _attention_blocks(
     return blocks
 
 
+def threads_from_env() -> int | None:
+    """``$PRESIDIO_DELINK_LLM_THREADS`` (the embedded backend's thread count), or None
+    when unset.
+
+    Raises:
+        ConfigError: the variable set to anything but a positive integer.
+    """
+    from presidio_delink.llm.embedded import THREADS_ENV
+
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"${THREADS_ENV} must be a positive integer (got {raw!r})")
+    return int(raw)
+
+
 def _threads(threads: int | None) -> int:
     """``threads``, else ``$PRESIDIO_DELINK_LLM_THREADS`` (the embedded backend's), else the
     CPUs this process may use (at most :data:`MAX_THREADS`: the engine's threads wait
@@ -406,13 +423,8 @@ def _threads(threads: int | None) -> int:
     Raises:
         ConfigError: a count below 1, or the variable set to anything but one.
     """
-    from presidio_delink.llm.embedded import THREADS_ENV
-
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if threads is None and raw:
-        if not raw.isdigit() or int(raw) < 1:
-            raise ConfigError(f"${THREADS_ENV} must be a positive integer (got {raw!r})")
-        threads = int(raw)
+    if threads is None:
+        threads = threads_from_env()
     if threads is None:
         try:
             threads = min(MAX_THREADS, len(os.sched_getaffinity(0)))
@@ -499,14 +511,14 @@ class Layout:
         s, p, b, tok = (np.concatenate(a) for a in (seg, pos, bases, ids))
         if not len(tok) or not targets:
             return None
-        if tok.min() < 0 or tok.max() >= n_vocab:
+        t_ids = np.asarray([t for _, t in targets], dtype=np.int64)
+        if min(tok.min(), t_ids.min()) < 0 or max(tok.max(), t_ids.max()) >= n_vocab:
             raise ValueError("token id outside the vocabulary")
         t_rows = np.asarray([r for r, _ in targets], dtype=np.int64)
         need = np.unique(t_rows)
         if need[0] < 0 or need[-1] >= len(tok):
             raise ValueError("target row outside the rows")
-        return cls(s, p, b, tok, t_rows, np.asarray([t for _, t in targets], dtype=np.int64),
-                   need)
+        return cls(s, p, b, tok, t_rows, t_ids, need)
 
     def visible(self, query: np.ndarray) -> np.ndarray:
         """Which rows each row of ``query`` attends to, (len(query), rows) booleans: the

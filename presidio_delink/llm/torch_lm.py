@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.llm.numpy_lm import Branch, Layout, NumpyLM, load
+from presidio_delink.llm.numpy_lm import Branch, Layout, NumpyLM, load, threads_from_env
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,8 @@ def torch_missing() -> str | None:
         import torch
     except ImportError:
         return "torch is not installed"
+    except Exception as exc:  # a broken install (a missing shared library, say)
+        return f"torch does not import ({type(exc).__name__}: {exc})"
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
     if (major, minor) < (2, 5):
         return f"torch {torch.__version__} is older than 2.5"
@@ -93,11 +95,9 @@ class TorchLM:
             raise ConfigError(f"the torch engine cannot run: {reason}")
         import torch
 
-        from presidio_delink.llm.embedded import THREADS_ENV
-        from presidio_delink.llm.numpy_lm import _threads
-
         # its own count during its passes only (torch's is process-wide): set, then restored
-        self.threads = _threads(None) if os.environ.get(THREADS_ENV, "").strip() else None
+        self.threads = threads_from_env()
+        self._lock = threading.Lock()
         self._torch = torch
         self.lm = lm
         self.tokenizer = lm.tokenizer
@@ -136,15 +136,16 @@ class TorchLM:
         if lay is None:
             return np.zeros(0, dtype=np.float32)
         torch = self._torch
-        before = torch.get_num_threads()
-        if self.threads is not None and self.threads != before:
-            torch.set_num_threads(self.threads)
-        try:
-            with torch.inference_mode():
-                return self._forward(lay, len(shared)).numpy()
-        finally:
-            if torch.get_num_threads() != before:
-                torch.set_num_threads(before)
+        with self._lock:  # one pass at a time: the thread count is the process's
+            before = torch.get_num_threads()
+            if self.threads is not None and self.threads != before:
+                torch.set_num_threads(self.threads)
+            try:
+                with torch.inference_mode():
+                    return self._forward(lay, len(shared)).numpy()
+            finally:
+                if torch.get_num_threads() != before:
+                    torch.set_num_threads(before)
 
     def _forward(self, lay: Layout, n_shared: int) -> Any:
         torch, lm = self._torch, self.lm

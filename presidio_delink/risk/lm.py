@@ -287,8 +287,9 @@ class NumpyScorer:
 
     @property
     def lm(self) -> NumpyLM | TorchLM:
-        """The engine (:func:`~presidio_delink.llm.torch_lm.load_engine`: torch where the
-        CPU has bfloat16, else numpy; the same numbers)."""
+        """The engine (:func:`~presidio_delink.llm.torch_lm.load_engine`: torch, with
+        bfloat16 products, where the CPU has bfloat16, else numpy; the same pass, the
+        log-probabilities 0.01-0.02 nats apart on average)."""
         if self._lm is None:
             from presidio_delink.llm.torch_lm import load_engine
 
