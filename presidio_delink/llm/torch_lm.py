@@ -25,8 +25,9 @@ and oneDNN multiplies bfloat16 in hardware here, else the numpy engine;
 Threads: torch's own count (process-wide, ``torch.set_num_threads``: by default the
 physical cores); with ``$PRESIDIO_DELINK_LLM_THREADS`` set, the engine runs its passes on
 that many and restores torch's count after each. torch's OpenMP threads spin while they
-wait, like OpenBLAS's: on a machine whose other cores are busy, set the variable to 1
-(measured: benchmarks/README.md, "Risk indicators").
+wait, like OpenBLAS's: on a machine whose other cores are busy, set the variable to 1, or
+``OMP_WAIT_POLICY=PASSIVE`` before torch loads (measured: benchmarks/README.md, "Risk
+indicators"; the engine sets neither: both govern all of the process's torch).
 """
 
 from __future__ import annotations
