@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from presidio_delink.eval.risk import RULES, evaluate
+from presidio_delink.io import atomic_output
 
 
 def timing(data_root: Path, n_docs: int, engines: list[str]) -> None:
@@ -89,7 +90,8 @@ def main() -> None:
     print(f"evaluation took {time.perf_counter() - t0:.0f} s; load average "
           f"{os.getloadavg()[0]:.2f}")
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=1))
+        with atomic_output(args.json) as fh:
+            fh.write(json.dumps(figures, indent=1))
     if args.timing:
         print("\nScoring the spans of one TAB document with the embedded model:")
         timing(args.data, args.timing, args.engines)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from presidio_delink.io import atomic_output
 from presidio_delink.risk.indicators import FEATURES, INDICATORS
 from presidio_delink.risk.model import load_model
 from presidio_delink.risk.train import examples, load_own_logprobs, reference_index
@@ -78,7 +79,8 @@ def main() -> None:
             res[name] = {"moved": moved, "n": len(da), "prf_a": fa, "prf_b": fb}
         out[ds] = res
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        with atomic_output(args.json) as fh:
+            fh.write(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,10 @@ def dump(out: Path, data: Path, n_wiki: int) -> None:
         res[f"{ds}/{d}"] = {"tokens": [list(p.tokens) for p in plain],
                             "plain": [list(p.logprobs) for p in plain],
                             "masked": [list(m.logprobs) for m in masked]}
-    out.write_text(json.dumps(res), encoding="utf-8")
+    from presidio_delink.io import atomic_output
+
+    with atomic_output(out) as fh:
+        fh.write(json.dumps(res))
 
 
 def compare(a_path: Path, b_path: Path) -> float:
