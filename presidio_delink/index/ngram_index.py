@@ -948,7 +948,7 @@ def _finish(
 
 
 def _check_files(directory: Path, files: dict[str, Any], verify: bool) -> None:
-    from presidio_delink.index.format import sha256_file
+    from presidio_delink.io import sha256_file
 
     for name, info in files.items():
         path = directory / name

