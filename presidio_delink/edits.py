@@ -389,6 +389,7 @@ def rejection(
     copy_grams: Collection[tuple[str, ...]] = (),
     around: tuple[str, str] = ("", ""),
     known_lower: Collection[str] = (),
+    sentence_words: Sequence[str] = (),
 ) -> str | None:
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
@@ -405,6 +406,14 @@ def rejection(
     (``known_lower``).  Also refused: 3 consecutive words found in ``copy_grams`` (the
     document elsewhere, the prompt's examples: :func:`trigrams`), a doubled word inside the
     replacement or with the words ``around`` it (:func:`neighbours`), unbalanced brackets.
+
+    Misleading and garbled rewrites are refused too: a digit anywhere (``36110`` -> ``4``
+    makes a plausible fake number; ``more than 1000000000000``), a cardinal word for a
+    number or number word (``three`` -> ``two``: another specific value; vague counts such
+    as ``several thousand`` pass), and, with ``sentence_words`` (the folded words of the
+    span's sentence outside the span, and of rewrites already accepted in it), two
+    consecutive words or one content word found there (``the code was to the code``,
+    ``under Article 146 of the Criminal date``).
     """
     if not isinstance(replacement, str):
         return "not a string"
@@ -442,6 +451,10 @@ def rejection(
             return "introduces a new name"
     if tokenizer.placeholder_spans(rep):
         return "mixes a placeholder with text"
+    if any(c.isdigit() for c in rep):
+        return "a specific number" if _numeric(span) else "introduces a number"
+    if _numeric(span) and _cardinal(rep_words):
+        return "a specific number"
     if (
         len(rep_words) > max(3 * len(span_words), len(span_words) + 6)
         or len(rep) > 4 * len(span) + 40
@@ -455,9 +468,46 @@ def rejection(
     seq = [around[0], *low, around[1]]
     if any(x and x == y for x, y in zip(seq, seq[1:], strict=False)):
         return "doubles a word"
+    if sentence_words:
+        pairs = set(zip(sentence_words, sentence_words[1:], strict=False))
+        if any(p in pairs for p in zip(rep_words, rep_words[1:], strict=False)):
+            return "repeats a phrase of its sentence"
+        have = set(sentence_words)
+        own = set(span_words)
+        if any(
+            w in have and w not in own and w not in _COMMON_FOLDED and len(w) > 2
+            for w in rep_words
+        ):
+            return "repeats a word of its sentence"
     if not _balanced(rep):
         return "unbalanced brackets"
     return None
+
+
+_NUMBERS = """zero one two three four five six seven eight nine ten eleven twelve thirteen
+    fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty
+    seventy eighty ninety hundred thousand million billion trillion"""
+_NUMBER_WORDS = frozenset(_NUMBERS.split())
+_VAGUE = "several few many some of tens hundreds thousands"
+_VAGUE_BEFORE = frozenset(_VAGUE.split())
+
+
+def _numeric(span: str) -> bool:
+    """Whether a span is (or holds) a number: a digit or a number word."""
+    return any(c.isdigit() for c in span) or any(
+        w.casefold() in _NUMBER_WORDS for w in _WORD_RE.findall(span)
+    )
+
+
+def _cardinal(words: Sequence[str]) -> bool:
+    """Whether ``words`` state a specific count: a number word not made vague by the word
+    before it (``two``, ``a hundred``; not ``several hundred``, ``hundreds of``)."""
+    for i, w in enumerate(words):
+        if w in _NUMBER_WORDS:
+            scale = w in ("hundred", "thousand", "million", "billion", "trillion")
+            if not (scale and i > 0 and words[i - 1] in _VAGUE_BEFORE):
+                return True
+    return False
 
 
 def candidate_list(value: object) -> list[str]:

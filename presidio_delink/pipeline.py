@@ -21,17 +21,21 @@ from presidio_delink.edits import (
     REDACTED,
     Run,
     apply,
+    candidate_list,
     choose_tokens,
     fit,
+    fold_words,
     lower_words,
     neighbours,
     passage_groups,
     pick,
     runs,
+    sentence_bounds,
     trigrams,
     whole_words,
 )
 from presidio_delink.errors import ConfigError, DelinkError, InputError, LLMError
+from presidio_delink.generalise import generalise
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
 from presidio_delink.llm.base import (
@@ -40,13 +44,16 @@ from presidio_delink.llm.base import (
     Rewriter,
     default_concurrency,
     find_breaker,
+    find_usage,
 )
-from presidio_delink.llm.prompt import example_texts, mark
+from presidio_delink.llm.prompt import example_texts, mark, with_refused
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CHARS = 5_000_000
+_GENERALISED = "generalised"
+"""Marks an answer of :mod:`presidio_delink.generalise` (not the LLM's) in ``_ask_llm``."""
 
 
 @dataclass
@@ -59,7 +66,7 @@ class AuditEntry:
     ngram: str
     replacement: str
     pass_no: int
-    method: str  # "llm" or "redacted"
+    method: str  # "llm", "generalised" (a deterministic generalisation) or "redacted"
     n_words: int
     reason: str | None = None  # why the LLM's answer was not used
 
@@ -80,6 +87,10 @@ class DelinkResult:
     first_report: LinkageReport | None = None
     llm_calls: int = 0
     llm_seconds: float = 0.0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    refusals: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     n_words: int = 0
     optimum_words: int = 0
@@ -101,6 +112,10 @@ class DelinkResult:
             "audit": [asdict(a) for a in self.audit],
             "llm_calls": self.llm_calls,
             "llm_seconds": round(self.llm_seconds, 3),
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "generated_tokens": self.generated_tokens,
+            "refusals": self.refusals,
             "seconds": round(self.seconds, 3),
             "words": self.n_words,
             "optimum_words": self.optimum_words,
@@ -328,8 +343,10 @@ class Delinker:
             original = text[r.start : r.end]
             new, reason = answers.get((r.start, r.end), (None, None))
             method = "llm" if new is not None and new != REDACTED else "redacted"
+            if method == "llm" and reason == _GENERALISED:
+                method, reason = "generalised", None
             replacement = new if new is not None else REDACTED
-            if method == "llm":
+            if method != "redacted":
                 res.words_rewritten += r.n_words
             else:
                 res.words_redacted += r.n_words
@@ -353,10 +370,81 @@ class Delinker:
     def _ask_llm(
         self, text: str, rs: list[Run], forbidden: list[str], res: DelinkResult
     ) -> dict[tuple[int, int], tuple[str | None, str | None]]:
-        """One LLM call per passage (:func:`passage_groups`), up to ``llm_concurrency`` in
-        flight; answers validated and applied in document order."""
+        """Replacements of the runs ``rs``: a deterministic generalisation
+        (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
+        one LLM call per passage (:func:`passage_groups`, up to ``llm_concurrency`` in
+        flight), then one more for the spans whose answer was refused; every candidate is
+        validated by :func:`pick`, in document order."""
         assert self.rewriter is not None
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
+        copy_grams = trigrams([text, *example_texts()], self.tokenizer)
+        known_lower = lower_words(text)
+        bounds = sentence_bounds(text) or [(0, len(text))]
+        taken: dict[int, list[str]] = {}  # words of rewrites accepted in each sentence
+
+        def check(r: Run, value: object, siblings: list[str], context: str) -> tuple[
+            str | None, str
+        ]:
+            si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
+            a, b = bounds[si]
+            around = [
+                *fold_words(text[min(a, r.start) : r.start], self.tokenizer),
+                "",  # no pair or word spans the cut
+                *fold_words(text[r.end : max(b, r.end)], self.tokenizer),
+                *taken.get(si, []),
+            ]
+            new, why = pick(
+                text[r.start : r.end],
+                value,
+                self.tokenizer,
+                forbidden,
+                siblings,
+                context,
+                copy_grams=copy_grams,
+                around=neighbours(text, r.start, r.end),
+                known_lower=known_lower,
+                sentence_words=around,
+            )
+            if new is not None and new != REDACTED:
+                taken.setdefault(si, []).extend(["", *fold_words(new, self.tokenizer)])
+            elif new is None:
+                res.refusals[why] = res.refusals.get(why, 0) + 1
+            return new, why
+
+        pending = []
+        for r in rs:
+            cands = generalise(text, r.start, r.end)
+            if cands:
+                si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
+                new, _why = check(r, cands, [], text[bounds[si][0] : bounds[si][1]])
+                if new is not None:
+                    out[(r.start, r.end)] = (fit(new, text, r.start, r.end), _GENERALISED)
+                    continue
+            pending.append(r)
+        usage = find_usage(self.rewriter)
+        before = usage.snapshot() if usage is not None else None
+        refused = self._llm_round(text, pending, {}, out, res, check)
+        if refused:
+            self._llm_round(text, list(refused), refused, out, res, check)
+        if usage is not None and before is not None:
+            after = usage.snapshot()
+            res.prompt_tokens += after[0] - before[0]
+            res.cached_tokens += after[1] - before[1]
+            res.generated_tokens += after[2] - before[2]
+        return out
+
+    def _llm_round(
+        self,
+        text: str,
+        rs: list[Run],
+        refused: dict[Run, tuple[str, str]],
+        out: dict[tuple[int, int], tuple[str | None, str | None]],
+        res: DelinkResult,
+        check: Any,
+    ) -> dict[Run, tuple[str, str]]:
+        """One request per passage of ``rs`` (``refused``: the answer refused before for
+        each run, named in its request); fills ``out``, returns the runs whose answer was
+        refused now with that answer and why."""
         run_at = {(r.start, r.end): r for r in rs}
         groups = [
             (a, b, [run_at[s] for s in group])
@@ -370,11 +458,14 @@ class Delinker:
         requests = []
         for a, b, group in groups:
             context = mark(text[a:b], [(r.start - a, r.end - a) for r in group])
+            if refused:
+                context = with_refused(
+                    context, {text[r.start : r.end]: refused[r] for r in group if r in refused}
+                )
             spans = list(dict.fromkeys(text[r.start : r.end] for r in group))
             requests.append((context, spans))
-        answers = self._call_all(requests)
-        copy_grams = trigrams([text, *example_texts()], self.tokenizer)
-        known_lower = lower_words(text)
+        answers = self._call_all(requests) if requests else []
+        again: dict[Run, tuple[str, str]] = {}
         for (a, b, group), (_ctx, spans), (answer, exc, seconds) in zip(
             groups, requests, answers, strict=True
         ):
@@ -399,23 +490,17 @@ class Delinker:
             context = text[a:b]
             for r in group:
                 span = text[r.start : r.end]
-                new, why = pick(
-                    span,
-                    answer.get(span),
-                    self.tokenizer,
-                    forbidden,
-                    [x for x in spans if x != span],
-                    context,
-                    copy_grams=copy_grams,
-                    around=neighbours(text, r.start, r.end),
-                    known_lower=known_lower,
-                )
+                value = answer.get(span)
+                new, why = check(r, value, [x for x in spans if x != span], context)
                 if new is None:
                     log.debug("replacement rejected: %s", why)
                     out[(r.start, r.end)] = (None, why)
+                    given = candidate_list(value)
+                    if given and not refused:
+                        again[r] = (given[0], why)
                 else:
                     out[(r.start, r.end)] = (fit(new, text, r.start, r.end), None)
-        return out
+        return again
 
     def _call_all(
         self, requests: list[tuple[str, list[str]]]

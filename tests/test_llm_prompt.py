@@ -13,6 +13,7 @@ from presidio_delink.errors import LLMError
 from presidio_delink.llm.prompt import (
     CANDIDATES,
     REDACTED,
+    REFUSED_SEP,
     TEMPLATE_ID,
     example_texts,
     mark,
@@ -20,14 +21,22 @@ from presidio_delink.llm.prompt import (
     render_messages,
     response_schema,
     unmark,
+    with_refused,
 )
 
 CONTEXT = "The appellant worked at the Dunmore cannery until 2016."
 SPANS = ["the Dunmore cannery", "until 2016"]
 
 
-def test_template_id() -> None:
-    assert TEMPLATE_ID == "delink-v3"
+def test_template_id_comes_from_the_template_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    import presidio_delink.llm.prompt as prompt
+
+    assert TEMPLATE_ID == prompt._template_id() and TEMPLATE_ID.startswith("delink-")
+    monkeypatch.setattr(prompt, "SYSTEM_PROMPT", prompt.SYSTEM_PROMPT + " Be brief.")
+    changed = prompt._template_id()
+    monkeypatch.undo()
+    monkeypatch.setattr(prompt, "_EXAMPLES", prompt._EXAMPLES[:2])
+    assert len({TEMPLATE_ID, changed, prompt._template_id()}) == 3
 
 
 def test_prefix_is_the_same_for_every_request() -> None:
@@ -69,10 +78,28 @@ def test_render_messages_structure() -> None:
 
 
 def test_render_messages_request_content() -> None:
-    request = render_messages(CONTEXT, [*SPANS, SPANS[0]])[-1]["content"]
-    assert f"<document>\n{CONTEXT}\n</document>" in request
-    spans_part = request.split("</document>", 1)[1]
-    assert json.dumps(SPANS) in spans_part  # deduplicated, in order
+    # spans are referred to by number, marked in the passage; their text is not repeated
+    marked = mark(CONTEXT, [(24, 43), (44, 54)])
+    request = render_messages(marked, [*SPANS, SPANS[0]])[-1]["content"]
+    numbered = (
+        "The appellant worked at \u27e61:the Dunmore cannery\u27e7 \u27e62:until 2016\u27e7."
+    )
+    assert request == f"<document>\n{numbered}\n</document>\nSpans: 2"
+    # an unmarked passage gets each span's first occurrence marked
+    assert render_messages(CONTEXT, SPANS)[-1]["content"] == request
+
+
+def test_retry_request_names_the_refused_answer() -> None:
+    marked = mark(CONTEXT, [(44, 54)])
+    context = with_refused(marked, {"until 2016": ("until 2016 or so", "repeats the span")})
+    request = render_messages(context, ["until 2016"])[-1]["content"]
+    assert request.endswith(
+        'Spans: 1\nRefused: {"1":"until 2016 or so (repeats the span)"}; give another.'
+    )
+    assert REFUSED_SEP not in request and "\u27e61:until 2016\u27e7" in request
+    # a note for a span not asked about, or a broken note, is left out
+    assert "Refused" not in render_messages(context, ["worked"])[-1]["content"]
+    assert "Refused" not in render_messages(marked + REFUSED_SEP + "{x", ["x"])[-1]["content"]
 
 
 def test_render_messages_document_cannot_close_its_delimiter() -> None:
@@ -92,12 +119,12 @@ def test_render_messages_logs_text_only_at_debug(caplog: pytest.LogCaptureFixtur
 
 
 def test_response_schema() -> None:
+    # one replacement per span, keyed by the span's number
+    assert CANDIDATES == 1
     schema = response_schema(["b", "a", "b"])
     assert schema["type"] == "object"
-    assert schema["required"] == ["b", "a"]
-    assert list(schema["properties"]) == ["b", "a"]  # type: ignore[call-overload]
-    cands = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": CANDIDATES}
-    assert schema["properties"] == {"b": cands, "a": cands}
+    assert schema["required"] == ["1", "2"]
+    assert schema["properties"] == {"1": {"type": "string"}, "2": {"type": "string"}}
     assert schema["additionalProperties"] is False
     json.dumps(schema)  # serializable
 
@@ -105,12 +132,25 @@ def test_response_schema() -> None:
 def test_response_schema_max_length() -> None:
     schema = response_schema(["x"], max_length=50, candidates=3)
     assert schema["properties"] == {
-        "x": {
+        "1": {
             "type": "array",
             "items": {"type": "string", "maxLength": 50},
             "minItems": 1,
             "maxItems": 3,
         }
+    }
+
+
+def test_parse_numbered_keys() -> None:
+    # the model answers by number; a number out of range is dropped, a text key still works
+    raw = '{"2":"for some years","3":"x","the Dunmore cannery":"a factory"}'
+    assert parse_response(raw, SPANS) == {
+        "until 2016": "for some years",
+        "the Dunmore cannery": "a factory",
+    }
+    assert parse_response('{"1":"a factory","2":["lately"]}', SPANS) == {
+        "the Dunmore cannery": "a factory",
+        "until 2016": ["lately"],
     }
 
 
@@ -168,11 +208,13 @@ def test_parse_candidate_lists() -> None:
 def test_mark_and_examples() -> None:
     assert mark("a bc d", [(2, 4)]) == "a \u27e6bc\u27e7 d"
     assert unmark(mark("a bc d", [(0, 1), (5, 6)])) == "a bc d"
-    # the few-shot passages are marked the same way, and each marked span is a listed span
-    for message in render_messages(CONTEXT, SPANS)[1:-1:2]:
-        listed = json.loads(message["content"].split("Spans to rewrite: ", 1)[1])
-        for span in listed:
-            assert f"\u27e6{span}\u27e7" in message["content"]
+    # the few-shot passages are numbered the same way, and each answer has every number
+    messages = render_messages(CONTEXT, SPANS)
+    for message, answer in zip(messages[1:-1:2], messages[2:-1:2], strict=True):
+        n = int(message["content"].rsplit("Spans: ", 1)[1])
+        for i in range(1, n + 1):
+            assert f"\u27e6{i}:" in message["content"]
+        assert list(json.loads(answer["content"])) == [str(i) for i in range(1, n + 1)]
     assert any("deportation" in t for t in example_texts())
 
 
@@ -201,6 +243,11 @@ def test_parse_garbage_raises(raw: str) -> None:
 )
 def test_parse_roundtrip(mapping: dict[str, str]) -> None:
     spans = list(mapping)
-    assert parse_response(json.dumps(mapping), spans) == mapping
+    numbered = {str(i): v for i, v in enumerate(mapping.values(), 1)}
+    assert parse_response(json.dumps(numbered), spans) == mapping
+    mapping = {k: v for k, v in mapping.items() if not k.strip().isdigit()}  # numbers first
+    spans = list(mapping)
+    if not mapping:
+        return
     fenced = f"Here:\n```json\n{json.dumps(mapping, ensure_ascii=False, indent=2)}\n```"
     assert parse_response(fenced, spans) == mapping

@@ -16,6 +16,7 @@ from presidio_delink.cli import main
 from presidio_delink.edits import REDACTED, apply, rejection, runs, stabbing_tokens
 from presidio_delink.errors import LLMError
 from presidio_delink.linkage import analyze
+from presidio_delink.llm.prompt import REFUSED_SEP
 from presidio_delink.pipeline import Delinker
 from presidio_delink.presidio import ENTITY, DelinkOperator, LinkageRiskRecognizer
 from presidio_delink.text import Token, Tokenizer
@@ -106,10 +107,18 @@ def test_output_is_always_linkage_free(sample_index: NgramIndex, sample_deid, re
         res = d.delink(text, doc_id)
         calls += res.llm_calls
         assert_clean(sample_index, res)
-        assert res.audit and all(a.method in ("llm", "redacted") for a in res.audit)
-        if rewriter is None or isinstance(rewriter, Echo | Garbage | Down | Slow):
+        assert res.audit and all(
+            a.method in ("llm", "generalised", "redacted") for a in res.audit
+        )
+        if rewriter is None:
             assert all(a.method == "redacted" for a in res.audit)
             assert res.words_rewritten == 0
+        if isinstance(rewriter, Echo | Garbage | Down | Slow):
+            # nothing of theirs is taken; only the deterministic generalisations rewrite
+            assert all(a.method != "llm" for a in res.audit)
+            assert res.words_rewritten == sum(
+                a.n_words for a in res.audit if a.method == "generalised"
+            )
         if isinstance(rewriter, Down | Slow):
             assert res.warnings
     if isinstance(rewriter, Down | Slow):
@@ -131,9 +140,17 @@ def test_redaction_only_hits_the_optimum(sample_index: NgramIndex, sample_deid) 
 def test_echo_is_rejected_with_a_reason(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
     rw = Echo()
     res = Delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
-    assert {a.reason for a in res.audit} == {"repeats the span"}
-    # one call per sentence with spans, never one per span
-    assert len(rw.calls) == res.llm_calls < len(res.audit)
+    asked = [a for a in res.audit if a.method != "generalised"]
+    assert {a.reason for a in asked} == {"repeats the span"}
+    assert len(rw.calls) == res.llm_calls
+    # one call per passage with spans, never one per span; then one more per passage for
+    # the spans whose answer was refused (all of them here), naming the refused answer
+    first = [c for c in rw.calls if REFUSED_SEP not in c[0]]
+    again = [c for c in rw.calls if REFUSED_SEP in c[0]]
+    assert len(first) < len(asked) and 0 < len(again) <= len(first)
+    assert sorted(s for _c, spans in first for s in spans) == sorted(
+        s for _c, spans in again for s in spans
+    )
     for context, spans in rw.calls:
         assert all(s in context for s in spans)
 

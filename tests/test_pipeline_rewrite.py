@@ -39,7 +39,13 @@ from presidio_delink.linkage import analyze
 from presidio_delink.llm.cache import CachedRewriter
 from presidio_delink.llm.ollama_backend import OllamaRewriter
 from presidio_delink.llm.openai_compat import OpenAICompatRewriter
-from presidio_delink.llm.prompt import MARK_CLOSE, MARK_OPEN, example_texts, unmark
+from presidio_delink.llm.prompt import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    REFUSED_SEP,
+    example_texts,
+    unmark,
+)
 from presidio_delink.pipeline import Delinker
 from presidio_delink.text import Token, Tokenizer
 
@@ -106,7 +112,7 @@ DOC = (
         ("Convention", "the bodies", ("the", "institutions"), "doubles a word"),
         ("were", "Protocol No. 1", ("applications", "transmitted"), "introduces a new name"),
         ("First", "Rule 52 § 1 Section", ("composed", "section"), "introduces a new name"),
-        ("First", "rule 52 § 1", ("composed", "section"), "copies 3 words from elsewhere"),
+        ("First", "rule 52 § 1", ("composed", "section"), "introduces a number"),
         ("referred", "to kilkenny county", ("was", "to"), "copies 3 words from elsewhere"),
         ("referred", "sent", ("was", "to"), None),
         ("referred", "sent (back", ("was", "to"), "unbalanced brackets"),
@@ -220,7 +226,7 @@ def test_pipeline_takes_the_good_candidate_and_marks_spans(
     for context, spans in rw.requests:
         for span in spans:
             assert f"{MARK_OPEN}{span}{MARK_CLOSE}" in context
-        assert unmark(context) in text
+        assert unmark(context.split(REFUSED_SEP)[0]) in text
 
 
 def test_concurrency_keeps_document_order_and_bounds(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]

@@ -23,10 +23,12 @@ __all__ = [
     "CircuitBreaker",
     "LLMUnavailable",
     "Rewriter",
+    "TokenUsage",
     "check_loopback",
     "complete_json",
     "default_concurrency",
     "find_breaker",
+    "find_usage",
     "is_loopback_host",
     "resolve_host",
     "url_host",
@@ -63,6 +65,48 @@ class Rewriter(Protocol):
 
 
 ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
+
+
+class TokenUsage:
+    """Tokens a backend's calls cost, summed (thread-safe): what a GPU server's bill or a
+    CPU's time is proportional to.
+
+    Attributes:
+        prompt: Prompt tokens sent, cached ones included.
+        cached: Of those, how many the engine's prompt cache served (not read again).
+        generated: Tokens generated.
+        calls: Calls counted.
+    """
+
+    def __init__(self) -> None:
+        self.prompt = self.cached = self.generated = self.calls = 0
+        self._lock = threading.Lock()
+
+    def add(self, prompt: int, generated: int, cached: int = 0) -> None:
+        """Count one call."""
+        with self._lock:
+            self.prompt += max(0, prompt)
+            self.cached += max(0, min(cached, prompt))
+            self.generated += max(0, generated)
+            self.calls += 1
+
+    def snapshot(self) -> tuple[int, int, int, int]:
+        """``(prompt, cached, generated, calls)`` so far."""
+        with self._lock:
+            return self.prompt, self.cached, self.generated, self.calls
+
+
+def find_usage(rewriter: object) -> TokenUsage | None:
+    """The :class:`TokenUsage` (attribute ``usage``) of the first rewriter in a chain of
+    wrappers (``.inner``) that counts its tokens; None when none does."""
+    seen = 0
+    while rewriter is not None and seen < 8:
+        usage = getattr(rewriter, "usage", None)
+        if isinstance(usage, TokenUsage):
+            return usage
+        rewriter = getattr(rewriter, "inner", None)
+        seen += 1
+    return None
 
 
 def complete_json(

@@ -26,7 +26,12 @@ from typing import Any
 
 from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.io import sha256_file
-from presidio_delink.llm.base import DEFAULT_SEED, DEFAULT_TIMEOUT_S, complete_json
+from presidio_delink.llm.base import (
+    DEFAULT_SEED,
+    DEFAULT_TIMEOUT_S,
+    TokenUsage,
+    complete_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -340,6 +345,9 @@ class EmbeddedRewriter:
         }
         self._lock = threading.Lock()
         self._server: Any = None
+        self.usage = TokenUsage()
+        """Tokens of every call (llama.cpp's ``timings``: ``prompt_n`` read, ``cache_n``
+        taken from the slot cache, ``predicted_n`` generated)."""
 
     # -- engine -----------------------------------------------------------------------------
 
@@ -435,6 +443,11 @@ class EmbeddedRewriter:
             )
         raw_timings = result.get("timings")
         timings: dict[str, Any] = raw_timings if isinstance(raw_timings, dict) else {}
+        read, cached, made = (
+            v if isinstance(v, int) else 0
+            for v in (timings.get("prompt_n"), timings.get("cache_n"), timings.get("predicted_n"))
+        )
+        self.usage.add(read + cached, made, cached)
         logger.debug(
             "embedded %s call took %.3f s (prompt %s tokens in %s ms, %s generated in %s ms)",
             kind,

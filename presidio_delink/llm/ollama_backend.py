@@ -18,11 +18,14 @@ from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.llm.base import (
     DEFAULT_SEED,
     DEFAULT_TIMEOUT_S,
+    TokenUsage,
     check_loopback,
     complete_json,
 )
 
 logger = logging.getLogger(__name__)
+_COUNTS = ("prompt_eval_count", "eval_count")
+"""Ollama's prompt tokens read (those its cache served are not counted) and generated."""
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 _BACKOFF_S = 0.25
@@ -73,6 +76,8 @@ class OllamaRewriter:
         self.retries = retries
         self.keep_alive = keep_alive
         self.name = f"ollama:{self.model}"
+        self.usage = TokenUsage()
+        """Tokens of every answered call (Ollama's ``prompt_eval_count``, ``eval_count``)."""
         self.options: dict[str, Any] = {
             "temperature": 0,
             "seed": DEFAULT_SEED,
@@ -165,6 +170,11 @@ class OllamaRewriter:
                 content = getattr(getattr(response, "message", None), "content", None)
                 if not isinstance(content, str):
                     raise LLMError(f"Ollama model {self.model!r} answered without content")
+                prompt_n, made = (getattr(response, k, None) for k in _COUNTS)
+                self.usage.add(
+                    prompt_n if isinstance(prompt_n, int) else 0,
+                    made if isinstance(made, int) else 0,
+                )
                 return content
             delay = _BACKOFF_S * 2 ** (attempt - 1)
             if time.monotonic() + delay >= deadline:

@@ -12,6 +12,7 @@ from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.llm.base import (
     DEFAULT_SEED,
     DEFAULT_TIMEOUT_S,
+    TokenUsage,
     check_loopback,
     complete_json,
 )
@@ -71,6 +72,9 @@ class OpenAICompatRewriter:
         self.retries = retries
         self.name = f"openai:{self.url}#{self.model}"
         self.options: dict[str, Any] = {"temperature": 0, "seed": DEFAULT_SEED}
+        self.usage = TokenUsage()
+        """Tokens of every answered call (the answer's ``usage``; cached prompt tokens from
+        ``prompt_tokens_details.cached_tokens`` where the server reports them)."""
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -148,6 +152,16 @@ class OpenAICompatRewriter:
             ) from exc
         if not isinstance(content, str):
             raise LLMError(f"{self.url} answered a message without text content")
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            prompt, made = (usage.get(k) for k in ("prompt_tokens", "completion_tokens"))
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
+            self.usage.add(
+                prompt if isinstance(prompt, int) else 0,
+                made if isinstance(made, int) else 0,
+                cached if isinstance(cached, int) else 0,
+            )
         return content
 
     def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:

@@ -1,0 +1,216 @@
+"""Deterministic generalisations: numbers, dates, ordinals, amounts and typed entities.
+
+Each rule turns a span that names one specific value into a phrase naming the class it
+belongs to: a count into its order of magnitude (``36`` -> ``dozens of``), a year into
+``that year``, a day of a month into ``a day in``, an ordinal into ``other`` / ``another``,
+a name spaCy's NER types into its type (``GPE`` -> ``a city``, or ``local`` before a noun).
+It never yields another specific value: no output holds a digit, a cardinal or ordinal
+word, or anything taken from the span, and the phrases come from the fixed tables below
+(tested: :data:`PHRASES` holds every output). A span it has no sure rule for (a reference
+number after ``Article`` or ``no.``, a code, a percentage) gets no candidate: nothing
+general fits in place of the number alone, so the LLM or the placeholder deals with it.
+
+Pure: the span, its text around and an optional NER label in, candidates out. The caller
+verifies each candidate like any other replacement (``edits.rejection``, then the index
+check of the next pass), so a generalisation that still links is changed again. Cost: a
+few regular expressions per span.
+"""
+
+from __future__ import annotations
+
+import re
+
+from presidio_delink.edits import FUNCTION_WORDS
+
+__all__ = ["PHRASES", "generalise", "magnitude"]
+
+
+def _split(words: str) -> list[str]:
+    return words.split()
+
+
+_MONTHS = _split(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+_REFERENCE = frozenset(
+    _split("""article articles art section sections sec rule rules paragraph paragraphs para paras
+    no nos number numbers application applications case cases chapter page pages protocol
+    annex item items point points clause clauses regulation regulations law laws act acts
+    decree judgment judgments decision decisions file files code codes schedule appendix
+    part parts volume vol series reg ref reference file no. §""")
+)
+"""Words after which a number is a reference (``Article 146``, ``no. 36110/97``): its
+generalisation alone cannot stand in for it (``Article several``), so none is offered."""
+_CURRENCY_BEFORE = frozenset(_split("eur usd gbp chf try pln £ $ € ¥ sek dkk nok rub uah"))
+_CURRENCY_AFTER = frozenset(
+    _split(
+    "euro euros dollar dollars pound pounds francs lira liras lire zlotys kroner roubles "
+    "hryvnias marks pesetas drachmas"
+    )
+)
+_DETERMINERS = frozenset(_split("the a an this that these those his her its their our my your"))
+_TIME_BEFORE = frozenset(
+    _split(
+    "in of since until till by from to before after during around circa throughout"
+    )
+)
+_CARDINALS = _split(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+    "eighty ninety hundred thousand million billion"
+)
+_ORDINALS = _split(
+    "second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth"
+)
+_NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?")
+_ORDINAL_RE = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
+_WORD_BEFORE = re.compile(r"([^\W\d_]+\.?|[£$€¥§])\s*$")
+_WORD_AFTER = re.compile(r"^\s*([^\W\d_]+|%)")
+
+_TYPED = {
+    "GPE": "a city",
+    "LOC": "a region",
+    "FAC": "a building",
+    "ORG": "an organisation",
+    "PERSON": "a person",
+    "NORP": "a group",
+    "EVENT": "an event",
+    "LAW": "a law",
+    "PRODUCT": "a product",
+    "WORK_OF_ART": "a work",
+    "LANGUAGE": "a language",
+    "MONEY": "a sum",
+    "QUANTITY": "an amount",
+    "TIME": "a time",
+}
+"""The noun phrase of each spaCy NER type."""
+_TYPED_AFTER_DET = {
+    "GPE": "local",
+    "LOC": "local",
+    "FAC": "local",
+    "NORP": "national",
+}
+"""After a determiner, or before a noun, only an adjective fits (``the Istanbul court``
+-> ``the local court``); the types with none get no candidate there."""
+
+_MAGNITUDES = (
+    (10, "several", "several"),
+    (20, "many", "many"),
+    (100, "dozens of", "several dozen"),
+    (1_000, "hundreds of", "several hundred"),
+    (10_000, "thousands of", "several thousand"),
+    (100_000, "tens of thousands of", "tens of thousands"),
+    (1_000_000, "hundreds of thousands of", "hundreds of thousands"),
+    (1_000_000_000, "millions of", "millions"),
+    (10**15, "billions of", "billions"),
+)
+"""``(below, before a noun, alone)``: the class of a count by its order of magnitude."""
+
+PHRASES = frozenset(
+    {p for _, a, b in _MAGNITUDES for p in (a, b)}
+    | {"a few", "that year", "a day in", "other", "another", "further"}
+    | set(_TYPED.values())
+    | set(_TYPED_AFTER_DET.values())
+)
+"""Every phrase :func:`generalise` can return (none holds a digit or a number word)."""
+
+
+def magnitude(value: float, before_noun: bool) -> str | None:
+    """The phrase for a count of ``value``: ``several`` (3-9; ``a few`` for 2), ``over
+    ten``, ``dozens of``... (before a noun) or ``several dozen``... (alone); None below 2
+    (``one``, ``zero``: nothing vaguer reads as the same thing) or beyond a billion."""
+    if value < 2:
+        return None
+    if value < 3:
+        return "a few"
+    for below, noun, alone in _MAGNITUDES:
+        if value < below:
+            return noun if before_noun else alone
+    return None
+
+
+def _before(text: str, start: int) -> str:
+    m = _WORD_BEFORE.search(text[max(0, start - 40) : start])
+    return m.group(1).casefold() if m else ""
+
+
+def _after(text: str, end: int) -> str:
+    m = _WORD_AFTER.match(text[end : end + 40])
+    return m.group(1) if m else ""
+
+
+def _noun_follows(after: str) -> bool:
+    """Whether the next word reads as the noun a modifier qualifies (lower case, not a
+    function word): "36 days", not "36 of" or "Istanbul on"."""
+    return bool(after) and after[:1].islower() and after.casefold() not in FUNCTION_WORDS
+
+
+def _number(span: str, before: str, after: str) -> list[str]:
+    if before.rstrip(".") in _REFERENCE or before in _REFERENCE or after == "%":
+        return []
+    raw = span.replace(",", "")
+    value = float(raw)
+    low_after = after.casefold()
+    if "." not in raw and "," not in span and len(raw) == 4 and 1800 <= value <= 2100:
+        # a year: "in 1996", "5 May 1996", "(1996)"; "the 1996 Act" gets nothing
+        timely = before in _TIME_BEFORE or before in _MONTHS or not after
+        return ["that year"] if timely else []
+    if value.is_integer() and 1 <= value <= 31 and low_after in _MONTHS:
+        return ["a day in"]
+    if before in _MONTHS:
+        return []  # "March 12": no phrase fits between the month and what follows
+    if after[:1].isupper() and low_after not in _CURRENCY_AFTER:
+        return []  # "36 Rue ...", "3 CCPR": part of a name or code
+    if before in _CURRENCY_BEFORE:
+        phrase = magnitude(value, before_noun=False)
+    else:
+        phrase = magnitude(value, before_noun=_noun_follows(after))
+    return [phrase] if phrase else []
+
+
+def generalise(text: str, start: int, end: int, label: str | None = None) -> list[str]:
+    """Candidate replacements of ``text[start:end]``, most fitting first (maybe none).
+
+    Args:
+        text: The text holding the span (its neighbouring words choose the form).
+        start: Span start (character offset).
+        end: Span end.
+        label: spaCy NER label of an entity the span lies in (``GPE``, ``ORG``...), if
+            known; numbers, years, days and ordinals need none.
+    """
+    span = text[start:end].strip()
+    if not span:
+        return []
+    before, after = _before(text, start), _after(text, end)
+    low = span.casefold()
+    if _NUMBER_RE.fullmatch(span):
+        return _number(span, before, after)
+    if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
+        if after.casefold() in _MONTHS or before in _MONTHS:
+            return ["a day in"] if after.casefold() in _MONTHS else []
+        if before in ("a", "an"):
+            return ["further"]  # "a 3rd hearing" -> "a further hearing"
+        return ["other"] if before in _DETERMINERS else ["another"]
+    if low in _CARDINALS and low not in ("zero", "one"):
+        if low in ("hundred", "thousand", "million", "billion"):
+            return []  # part of a spelled-out number: its first word carries the value
+        value = _CARDINALS.index(low)
+        value = value if value <= 20 else (value - 18) * 10
+        phrase = magnitude(value, before_noun=_noun_follows(after))
+        return [phrase] if phrase else []
+    if any(c.isdigit() for c in span):
+        return []  # a code or reference: no general phrase stands in for it alone
+    if label is None or label.upper() not in _TYPED:
+        return []
+    lab = label.upper()
+    if before in _DETERMINERS:
+        adj = _TYPED_AFTER_DET.get(lab)
+        return [adj] if adj else []
+    if after[:1].isupper() or _noun_follows(after):
+        # a modifier of a noun ("Istanbul police" -> "local police") or part of a longer
+        # name ("Acme Ltd"): only an adjective fits, and most types have none
+        adj = _TYPED_AFTER_DET.get(lab)
+        return [adj] if adj and not after[:1].isupper() else []
+    return [_TYPED[lab]]

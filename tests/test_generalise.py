@@ -1,0 +1,190 @@
+"""The deterministic generalisations and the refusal of misleading or garbled rewrites."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from presidio_delink.edits import rejection
+from presidio_delink.generalise import PHRASES, generalise, magnitude
+from presidio_delink.text import Tokenizer
+
+TOK = Tokenizer()
+_NUMBER_WORD = re.compile(
+    r"\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"first|second|third|fourth|fifth)\b"
+)
+
+
+def gen(text: str, span: str, label: str | None = None) -> list[str]:
+    i = text.index(span)
+    return generalise(text, i, i + len(span), label)
+
+
+@pytest.mark.parametrize(
+    ("text", "span", "label", "want"),
+    [
+        # counts and amounts: their order of magnitude
+        ("detained for 36 days", "36", None, ["dozens of"]),
+        ("36 of the applicants", "36", None, ["several dozen"]),
+        ("paid 5,000 euros", "5,000", None, ["thousands of"]),
+        ("awarded EUR 5,000 in respect", "5,000", None, ["several thousand"]),
+        ("for 12 months", "12", None, ["many"]),
+        ("a fine of 250,000 lira", "250,000", None, ["hundreds of thousands of"]),
+        ("four years", "four", None, ["several"]),
+        ("2 witnesses", "2", None, ["a few"]),
+        # dates
+        ("On 12 March 1996 the court", "12", None, ["a day in"]),
+        ("On 12 March 1996 the court", "1996", None, ["that year"]),
+        ("was born in 1957.", "1957", None, ["that year"]),
+        ("on 3rd May", "3rd", None, ["a day in"]),
+        # ordinals
+        ("the third applicant", "third", None, ["other"]),
+        ("a 3rd hearing", "3rd", None, ["further"]),
+        ("third, the court", "third", None, ["another"]),
+        # typed entities (spaCy NER labels)
+        ("was held in Istanbul on 5 May", "Istanbul", "GPE", ["a city"]),
+        ("the Istanbul court", "Istanbul", "GPE", ["local"]),
+        ("employed by Acme.", "Acme", "ORG", ["an organisation"]),
+        ("told Smith that", "Smith", "PERSON", ["a person"]),
+        # nothing sure fits in place of the value alone: no candidate
+        ("application no. 36110/97", "36110", None, []),
+        ("under Article 146 of the Criminal Code", "146", None, []),
+        ("Rule 39 of the Rules of Court", "39", None, []),
+        ("section 3 of the Act", "3", None, []),
+        ("15 % of the votes", "15", None, []),
+        ("the 1996 Act", "1996", None, []),
+        ("March 12 was", "12", None, []),
+        ("36 Rue Lepic", "36", None, []),
+        ("case 4:19-cv-02217", "4:19-cv-02217", None, []),
+        ("one day", "one", None, []),
+        ("employed by Acme Ltd.", "Acme", "ORG", []),
+        ("the Smith case", "Smith", "PERSON", []),
+        ("a word", "word", None, []),
+        ("in Istanbul", "Istanbul", None, []),  # no NER label: no typed guess
+    ],
+)
+def test_generalise_table(text: str, span: str, label: str | None, want: list[str]) -> None:
+    assert gen(text, span, label) == want
+
+
+_CONTEXT_WORDS = st.sampled_from(
+    "in on of the a article no. section for paid EUR euros days March 1996 years , . ( ) /"
+    .split()
+)
+
+
+@given(
+    st.lists(_CONTEXT_WORDS, max_size=4),
+    st.one_of(
+        st.integers(0, 10**13).map(str),
+        st.integers(1000, 10**9).map(lambda n: f"{n:,}"),
+        st.integers(1, 40).map(lambda n: f"{n}th"),
+        st.from_regex(r"[0-9]{1,6}(/[0-9]{2})?", fullmatch=True),
+        st.from_regex(r"[A-Z]{0,3}-?[0-9]{1,5}[a-z]?", fullmatch=True),
+        st.sampled_from("two three seven twelve twenty thousand second fifth Istanbul".split()),
+    ),
+    st.lists(_CONTEXT_WORDS, max_size=4),
+    st.sampled_from([None, "GPE", "ORG", "PERSON", "CARDINAL", "DATE", "LOC", "NORP"]),
+)
+def test_generalise_never_yields_a_specific_value(
+    before: list[str], span: str, after: list[str], label: str | None
+) -> None:
+    left = " ".join(before) + " " if before else ""
+    text = left + span + (" " + " ".join(after) if after else "")
+    for cand in generalise(text, len(left), len(left) + len(span), label):
+        assert cand in PHRASES
+        assert not any(c.isdigit() for c in cand)
+        assert not _NUMBER_WORD.search(cand)
+        assert span.casefold() not in cand.casefold().split()
+
+
+def test_phrases_hold_no_number() -> None:
+    for phrase in PHRASES:
+        assert not any(c.isdigit() for c in phrase) and not _NUMBER_WORD.search(phrase)
+
+
+@pytest.mark.parametrize(
+    ("value", "noun", "want"),
+    [(1, True, None), (2, True, "a few"), (9, True, "several"), (99, False, "several dozen"),
+     (10**12, True, "billions of"), (10**16, True, None)],
+)
+def test_magnitude(value: float, noun: bool, want: str | None) -> None:
+    assert magnitude(value, noun) == want
+
+
+# -- refusals (edits.rejection, the validation every candidate goes through) -----------------
+
+
+@pytest.mark.parametrize(
+    ("span", "replacement", "reason"),
+    [
+        # a number or code becomes a generalisation, never another specific value
+        ("36110", "4", "a specific number"),  # gave "(no. 4/97)"
+        ("36110", "application 4", "a specific number"),
+        ("three", "two", "a specific number"),
+        ("1996", "a hundred", "a specific number"),
+        ("applicants", "more than 10000000000000000000000000000000000000", "introduces a number"),
+        ("released", "2000", "introduces a number"),
+    ],
+)
+def test_numbers_become_no_other_number(span: str, replacement: str, reason: str) -> None:
+    assert rejection(span, replacement, TOK) == reason
+
+
+@pytest.mark.parametrize(
+    "replacement", ["several", "dozens of", "several thousand", "hundreds of thousands of",
+                    "that year", "a day in", "an application"],
+)
+def test_vague_counts_pass(replacement: str) -> None:
+    assert rejection("36110", replacement, TOK) is None
+
+
+def _sentence_words(sentence: str, span: str) -> list[str]:
+    a = sentence.index(span)
+    words = [w.casefold() for w in re.findall(r"\w+", sentence[:a])]
+    return [*words, "", *(w.casefold() for w in re.findall(r"\w+", sentence[a + len(span) :]))]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "replacement", "reason"),
+    [
+        # "... organisation the code was to the code the [REDACTED] order": the second span's
+        # answer repeats a phrase of its own sentence
+        ("organisation the code was to undermine the order", "undermine", "the code",
+         "repeats a phrase of its sentence"),
+        # "charging the date under Article 146 of the Criminal date"
+        ("charging the date under Article 146 of the Criminal Code", "Code", "date",
+         "repeats a word of its sentence"),
+        ("the applicant was charged", "charged", "the applicant",
+         "repeats a phrase of its sentence"),
+    ],
+)
+def test_repeats_of_its_own_sentence_are_refused(
+    sentence: str, span: str, replacement: str, reason: str
+) -> None:
+    words = _sentence_words(sentence, span)
+    assert rejection(span, replacement, TOK, sentence_words=words) == reason
+    assert rejection(span, replacement, TOK) is None  # only the sentence tells
+
+
+def test_sentence_check_passes_fresh_words_and_function_words() -> None:
+    words = _sentence_words("charging the applicants under Article 146 of the Code", "applicants")
+    assert rejection("applicants", "the claimants", TOK, sentence_words=words) is None
+    assert rejection("applicants", "them", TOK, sentence_words=words) is None
+
+
+@pytest.mark.parametrize(
+    ("span", "replacement", "around", "reason"),
+    [
+        ("Sinop", "court", ("the", "court"), "doubles a word"),
+        ("object", "the the aim", ("", ""), "doubles a word"),
+    ],
+)
+def test_doubled_words_are_refused(
+    span: str, replacement: str, around: tuple[str, str], reason: str
+) -> None:
+    assert rejection(span, replacement, TOK, around=around) == reason
