@@ -35,6 +35,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -50,6 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_pipeline import _cpu, _git, _uptime, _versions, adversary, load_index  # noqa: E402
 
 from presidio_delink.datasets import tab_test  # noqa: E402
+from presidio_delink.io import atomic_output  # noqa: E402
 from presidio_delink.linkage import analyze  # noqa: E402
 from presidio_delink.llm import make_rewriter  # noqa: E402
 from presidio_delink.pipeline import Delinker, DelinkResult  # noqa: E402
@@ -89,6 +91,33 @@ def copies_and_doubles(res: DelinkResult) -> tuple[list[Any], list[Any]]:
             if touches and m.group(0).lower() not in before:
                 doubles.append((res.id, m.group(0)))
     return copies, doubles
+
+
+def misleading_and_repeats(res: DelinkResult) -> tuple[list[Any], list[Any]]:
+    """Accepted rewrites (LLM or generalisation) holding a digit, and accepted rewrites of
+    two or more words whose first two words occur elsewhere in the same output sentence
+    but not in the input sentence ("the code was to the code"): the script's own
+    ``\\w+`` words, not the package's checks."""
+    numbers = [
+        (res.id, a.original, a.replacement)
+        for a in res.audit
+        if a.method != "redacted" and any(c.isdigit() for c in a.replacement)
+    ]
+    repeats = []
+    for before, after in sentence_pairs(res):
+        w_in, w_out = _words(before), _words(after)
+        pairs_in = set(zip(w_in, w_in[1:], strict=False))
+        seen: dict[tuple[str, str], int] = {}
+        for pair in zip(w_out, w_out[1:], strict=False):
+            seen[pair] = seen.get(pair, 0) + 1
+        for pair, n in seen.items():
+            if n > 1 and pair not in pairs_in and not set(pair) <= _FUNCTION:
+                repeats.append((res.id, " ".join(pair), after))
+    return numbers, repeats
+
+
+_FUNCTION_TEXT = "the a an of to in on and or for by with at as is was were be"
+_FUNCTION = frozenset(_FUNCTION_TEXT.split())
 
 
 def sentence_pairs(res: DelinkResult) -> list[tuple[str, str]]:
@@ -151,7 +180,9 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         print(
             f"[{i}/{len(docs)}] {doc_id}: {r.seconds:.1f} s, {r.llm_calls} calls, "
             f"{r.words_rewritten} rewritten + {r.words_redacted} redacted "
-            f"(optimum {r.optimum_words}) | load {loads[-1]:.2f}",
+            f"(optimum {r.optimum_words}), tokens {r.prompt_tokens} prompt "
+            f"({r.cached_tokens} cached) / {r.generated_tokens} generated "
+            f"| load {loads[-1]:.2f}",
             file=sys.stderr,
             flush=True,
         )
@@ -166,7 +197,21 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         summary[name] = {
             "documents": len(rs),
             "seconds_mean": statistics.fmean(r.seconds for r in rs),
+            "seconds_median": statistics.median(r.seconds for r in rs),
             "seconds_max": max(r.seconds for r in rs),
+            "seconds_per_doc": [round(r.seconds, 1) for r in rs],
+            "prompt_tokens_mean": statistics.fmean(r.prompt_tokens for r in rs),
+            "cached_tokens_mean": statistics.fmean(r.cached_tokens for r in rs),
+            "new_prompt_tokens_mean": statistics.fmean(
+                r.prompt_tokens - r.cached_tokens for r in rs
+            ),
+            "generated_tokens_mean": statistics.fmean(r.generated_tokens for r in rs),
+            "words_generalised": sum(
+                a.n_words for r in rs for a in r.audit if a.method == "generalised"
+            ),
+            "refusals_by_check": dict(
+                sorted(_sum_counts(r.refusals for r in rs).items(), key=lambda kv: -kv[1])
+            ),
             "llm_calls_mean": statistics.fmean(r.llm_calls for r in rs),
             "words_rewritten": rewritten,
             "words_redacted": redacted,
@@ -181,14 +226,24 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
                 )
             ),
         }
-    copies, doubles = [], []
+    copies, doubles, numbers, repeats = [], [], [], []
     for r in results["llm"]:
         c, d = copies_and_doubles(r)
         copies += c
         doubles += d
+        n, p = misleading_and_repeats(r)
+        numbers += n
+        repeats += p
     summary["llm"]["accepted_rewrites"] = sum(
+        a.method != "redacted" for r in results["llm"] for a in r.audit
+    )
+    summary["llm"]["accepted_llm_rewrites"] = sum(
         a.method == "llm" for r in results["llm"] for a in r.audit
     )
+    summary["llm"]["numbers_in_rewrites"] = len(numbers)
+    summary["llm"]["repeated_phrases"] = len(repeats)
+    summary["llm"]["number_examples"] = numbers[:10]
+    summary["llm"]["repeat_examples"] = repeats[:10]
     summary["llm"]["copies_3_words"] = len(copies)
     summary["llm"]["doubled_words"] = len(doubles)
     summary["llm"]["copy_examples"] = copies[:10]
@@ -206,8 +261,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         a = adv.get(f"{name}_output") or {}
         summary[name]["adversary_minimal_hits"] = a.get("minimal_hits")
     pairs = [p for r in results["llm"] for p in sentence_pairs(r)]
-    step = max(1, len(pairs) // 10)
-    sample = pairs[::step][:10]
+    sample = random.Random(args.seed).sample(pairs, min(args.samples, len(pairs)))
     return {
         "settings": {
             "docs": len(docs),
@@ -223,6 +277,14 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         "runs": summary,
         "samples": sample,
     }
+
+
+def _sum_counts(counts: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in counts:
+        for k, v in c.items():
+            out[k] = out.get(k, 0) + v
+    return out
 
 
 def _count(items: Any) -> dict[str, int]:
@@ -288,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--k", type=int, default=2)
     ap.add_argument("--concurrency", action="store_true", help="the concurrency check only")
+    ap.add_argument("--samples", type=int, default=15, help="before/after sentences drawn")
+    ap.add_argument("--seed", type=int, default=22, help="seed of the sentence draw")
     ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "_work")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
@@ -315,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"- before: {x}\n  after:  {y}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))
+        with atomic_output(args.json) as fh:
+            fh.write(json.dumps(report, indent=1, ensure_ascii=False, default=str))
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 

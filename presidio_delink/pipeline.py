@@ -158,6 +158,9 @@ class Delinker:
             the embedded engine, which serialises calls anyway).
         passage_chars: longest passage (consecutive sentences) sent in one LLM request.
         passage_spans: most spans asked for in one LLM request.
+        fluency: a fluency check of accepted rewrites (:class:`~presidio_delink.llm.
+            fluency.FluencyCheck`, or anything with ``reason(text, start, end,
+            replacement) -> str | None``); None skips it.
     """
 
     def __init__(
@@ -177,6 +180,7 @@ class Delinker:
         llm_concurrency: int | None = None,
         passage_chars: int = 700,
         passage_spans: int = 8,
+        fluency: Any = None,
     ) -> None:
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
         if passes < 0:
@@ -200,6 +204,7 @@ class Delinker:
         )
         self.passage_chars = passage_chars
         self.passage_spans = passage_spans
+        self.fluency = fluency
         self.passes = passes
         self.analyzer = analyzer
         self.risk_filter = risk_filter
@@ -405,6 +410,10 @@ class Delinker:
                 known_lower=known_lower,
                 sentence_words=around,
             )
+            if new is not None and new != REDACTED and self.fluency is not None:
+                bad = self.fluency.reason(text, r.start, r.end, new)
+                if bad is not None:
+                    new, why = None, bad
             if new is not None and new != REDACTED:
                 taken.setdefault(si, []).extend(["", *fold_words(new, self.tokenizer)])
             elif new is None:

@@ -71,10 +71,9 @@ def test_generalise_table(text: str, span: str, label: str | None, want: list[st
     assert gen(text, span, label) == want
 
 
-_CONTEXT_WORDS = st.sampled_from(
-    "in on of the a article no. section for paid EUR euros days March 1996 years , . ( ) /"
-    .split()
-)
+_CONTEXT = "in on of the a article no. section for paid EUR euros days March 1996 years , . ( ) /"
+_CONTEXT_WORDS = st.sampled_from(_CONTEXT.split())
+_SPAN_WORDS = "two three seven twelve twenty thousand second fifth Istanbul"
 
 
 @given(
@@ -85,7 +84,7 @@ _CONTEXT_WORDS = st.sampled_from(
         st.integers(1, 40).map(lambda n: f"{n}th"),
         st.from_regex(r"[0-9]{1,6}(/[0-9]{2})?", fullmatch=True),
         st.from_regex(r"[A-Z]{0,3}-?[0-9]{1,5}[a-z]?", fullmatch=True),
-        st.sampled_from("two three seven twelve twenty thousand second fifth Istanbul".split()),
+        st.sampled_from(_SPAN_WORDS.split()),
     ),
     st.lists(_CONTEXT_WORDS, max_size=4),
     st.sampled_from([None, "GPE", "ORG", "PERSON", "CARDINAL", "DATE", "LOC", "NORP"]),
@@ -188,3 +187,47 @@ def test_doubled_words_are_refused(
     span: str, replacement: str, around: tuple[str, str], reason: str
 ) -> None:
     assert rejection(span, replacement, TOK, around=around) == reason
+
+
+# -- the fluency check (a fake scorer: log-probabilities by the literal's first word) ------
+
+
+class _FakeFluency:
+    """FluencyCheck with a scorer that reads a table: the real engine is tested in
+    test_torch_lm / test_numpy_lm; here only the decision rule."""
+
+    def __new__(cls, table: dict[str, float], margin: float = 12.0):  # type: ignore[no-untyped-def]
+        from presidio_delink.llm.fluency import FluencyCheck
+
+        check = FluencyCheck(gguf_path="unused.gguf", margin=margin)
+
+        def score(left: str, literal: str) -> float:
+            return table.get(literal.split()[0] if literal.split() else "", -40.0)
+
+        check._score = score  # type: ignore[method-assign]
+        return check
+
+
+@pytest.mark.parametrize(
+    ("replacement", "refused"),
+    [("document", True), ("regional", True), ("had", False), ("detained", False)],
+)
+def test_fluency_refuses_what_reads_far_worse(replacement: str, refused: bool) -> None:
+    text = "On 3 May the applicant was arrested by police officers."
+    table = {"was": -21.0, "document": -39.2, "regional": -42.0, "had": -28.9,
+             "detained": -25.9, "something": -40.4, "this": -39.0, "some": -37.1}
+    check = _FakeFluency(table)
+    i = text.index("was")
+    reason = check.reason(text, i, i + 3, replacement)
+    assert (reason is not None) is refused
+    assert check.scored == 1 and check.refused == int(refused)
+
+
+def test_fluency_reference_is_the_best_of_span_and_neutral_words() -> None:
+    # a rare span reads badly itself: a neutral word then sets the bar
+    text = "They met in Kilkenny yesterday."
+    check = _FakeFluency({"Kilkenny": -60.0, "something": -30.0, "this": -35.0, "some": -33.0,
+                          "the": -40.0, "zzz": -45.0})
+    i = text.index("Kilkenny")
+    assert check.reason(text, i, i + 8, "the county") is None  # -40 >= -30 - 12
+    assert check.reason(text, i, i + 8, "zzz") is not None  # -45 < -42

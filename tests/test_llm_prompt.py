@@ -31,7 +31,7 @@ SPANS = ["the Dunmore cannery", "until 2016"]
 def test_template_id_comes_from_the_template_content(monkeypatch: pytest.MonkeyPatch) -> None:
     import presidio_delink.llm.prompt as prompt
 
-    assert TEMPLATE_ID == prompt._template_id() and TEMPLATE_ID.startswith("delink-")
+    assert prompt._template_id() == TEMPLATE_ID and TEMPLATE_ID.startswith("delink-")
     monkeypatch.setattr(prompt, "SYSTEM_PROMPT", prompt.SYSTEM_PROMPT + " Be brief.")
     changed = prompt._template_id()
     monkeypatch.undo()
