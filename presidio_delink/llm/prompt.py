@@ -157,7 +157,7 @@ def _numbered(context: str, spans: list[str]) -> str:
 def numbered_spans(message: str) -> dict[str, str]:
     """``{number: span}`` of the spans a rendered request marks (``⟦1:span⟧``): what a
     server sees of them (used by test engines and to log a request's spans)."""
-    out = {}
+    out: dict[str, str] = {}
     for m in _MARKED_RE.finditer(message):
         number, sep, span = m.group(1).partition(":")
         if sep and number.isdigit():
