@@ -390,6 +390,7 @@ def rejection(
     around: tuple[str, str] = ("", ""),
     known_lower: Collection[str] = (),
     sentence_words: Sequence[str] = (),
+    taken_words: Collection[str] = (),
 ) -> str | None:
     """Why ``replacement`` is not acceptable for ``span`` (None when it is).
 
@@ -398,7 +399,8 @@ def rejection(
     (``forbidden``: the whole string, or any one of its words not in :data:`COMMON_WORDS`,
     so ``smith`` after ``John Smith`` and ``jоhn`` with a Cyrillic ``о`` are refused),
     containing a redaction placeholder with other words, implausibly long, or a copy of
-    another span of the same request (``siblings``: small models swap them).  With
+    another span of the same request, or of a content word of one (``siblings``: small
+    models swap them, or answer a span with the next one).  With
     ``context`` (the passage sent to the model), a capitalised word absent from the span
     is refused (an invented or pasted name: ``before the the Government``, ``Kilkenny
     County Council`` in unrelated places) unless it is a generic word (:data:`COMMON_WORDS`)
@@ -410,10 +412,11 @@ def rejection(
     Misleading and garbled rewrites are refused too: a digit anywhere (``36110`` -> ``4``
     makes a plausible fake number; ``more than 1000000000000``), a cardinal word for a
     number or number word (``three`` -> ``two``: another specific value; vague counts such
-    as ``several thousand`` pass), and, with ``sentence_words`` (the folded words of the
-    span's sentence outside the span, and of rewrites already accepted in it), two
-    consecutive words or one content word found there (``the code was to the code``,
-    ``under Article 146 of the Criminal date``).
+    as ``several thousand`` pass), two consecutive words found in ``sentence_words`` (the
+    folded words of the span's sentence outside the span, and of rewrites already accepted
+    in it: ``the code was to the code``), and a content word of a rewrite already accepted
+    in that sentence (``taken_words``: ``charging the date under Article 146 of the Criminal
+    date``).
     """
     if not isinstance(replacement, str):
         return "not a string"
@@ -436,7 +439,11 @@ def rejection(
         if any(w in rep_set for w in fw if len(w) > 1 and w not in _COMMON_FOLDED):
             return "reintroduces part of redacted PII"
     for other in siblings:
-        if rep_words == fold_words(other, tokenizer):
+        other_words = fold_words(other, tokenizer)
+        if rep_words == other_words or any(
+            w in other_words and w not in span_words and w not in _COMMON_FOLDED and len(w) > 2
+            for w in rep_words
+        ):
             return "copies another span"
     if rep == REDACTED:
         return None
@@ -472,13 +479,10 @@ def rejection(
         pairs = set(zip(sentence_words, sentence_words[1:], strict=False))
         if any(p in pairs for p in zip(rep_words, rep_words[1:], strict=False)):
             return "repeats a phrase of its sentence"
-        have = set(sentence_words)
-        own = set(span_words)
-        if any(
-            w in have and w not in own and w not in _COMMON_FOLDED and len(w) > 2
-            for w in rep_words
-        ):
-            return "repeats a word of its sentence"
+    if taken_words and any(
+        w in taken_words and w not in _COMMON_FOLDED and len(w) > 2 for w in rep_words
+    ):
+        return "repeats another rewrite of its sentence"
     if not _balanced(rep):
         return "unbalanced brackets"
     return None

@@ -394,7 +394,7 @@ class Delinker:
             a, b = bounds[si]
             around = [
                 *fold_words(text[min(a, r.start) : r.start], self.tokenizer),
-                "",  # no pair or word spans the cut
+                "",  # no pair spans the cut
                 *fold_words(text[r.end : max(b, r.end)], self.tokenizer),
                 *taken.get(si, []),
             ]
@@ -409,6 +409,7 @@ class Delinker:
                 around=neighbours(text, r.start, r.end),
                 known_lower=known_lower,
                 sentence_words=around,
+                taken_words=frozenset(taken.get(si, ())),
             )
             if new is not None and new != REDACTED and self.fluency is not None:
                 bad = self.fluency.reason(text, r.start, r.end, new)

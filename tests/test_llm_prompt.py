@@ -62,9 +62,9 @@ def test_render_messages_structure() -> None:
     roles = [m["role"] for m in messages]
     assert roles[0] == "system"
     assert roles[-1] == "user"
-    # 2-3 few-shot pairs between system and the real request
+    # 2-4 few-shot pairs between system and the real request
     pairs = roles[1:-1]
-    assert 4 <= len(pairs) <= 6
+    assert 4 <= len(pairs) <= 8
     assert pairs == ["user", "assistant"] * (len(pairs) // 2)
     for message in messages:
         assert set(message) == {"role", "content"}
@@ -74,7 +74,7 @@ def test_render_messages_structure() -> None:
         assert isinstance(json.loads(answer["content"]), dict)
     system = messages[0]["content"]
     assert REDACTED in system
-    assert "<document>" in system and "DATA" in system and "verbatim" in system
+    assert "<document>" in system and "DATA" in system and "search" in system
 
 
 def test_render_messages_request_content() -> None:
@@ -94,12 +94,12 @@ def test_retry_request_names_the_refused_answer() -> None:
     context = with_refused(marked, {"until 2016": ("until 2016 or so", "repeats the span")})
     request = render_messages(context, ["until 2016"])[-1]["content"]
     assert request.endswith(
-        'Spans: 1\nRefused: {"1":"until 2016 or so (repeats the span)"}; give another.'
+        'Spans: 1\nAlready refused, answer differently: {"1":"until 2016 or so"}'
     )
     assert REFUSED_SEP not in request and "\u27e61:until 2016\u27e7" in request
     # a note for a span not asked about, or a broken note, is left out
-    assert "Refused" not in render_messages(context, ["worked"])[-1]["content"]
-    assert "Refused" not in render_messages(marked + REFUSED_SEP + "{x", ["x"])[-1]["content"]
+    assert "refused" not in render_messages(context, ["worked"])[-1]["content"]
+    assert "refused" not in render_messages(marked + REFUSED_SEP + "{x", ["x"])[-1]["content"]
 
 
 def test_render_messages_document_cannot_close_its_delimiter() -> None:
