@@ -462,6 +462,8 @@ def rejection(
         return "a specific number" if _numeric(span) else "introduces a number"
     if _numeric(span) and _cardinal(rep_words):
         return "a specific number"
+    if _cardinal([w for w in rep_words if w != "one"]):
+        return "introduces a number"  # "applicants" -> "two": a count from nowhere
     if (
         len(rep_words) > max(3 * len(span_words), len(span_words) + 6)
         or len(rep) > 4 * len(span) + 40

@@ -1,0 +1,104 @@
+"""The token budget of the pipeline's LLM calls, with fake rewriters: one answer per span,
+a second request only for the spans whose answer was refused, tokens per document."""
+
+from __future__ import annotations
+
+import pytest
+
+from presidio_delink import NgramIndex
+from presidio_delink.linkage import analyze
+from presidio_delink.llm.base import TokenUsage
+from presidio_delink.llm.prompt import REFUSED_SEP, render_messages
+from presidio_delink.pipeline import Delinker
+
+
+def _word(request: int, i: int) -> str:
+    """A fresh lower-case word per request and span (no digit: digits are refused)."""
+    return "zq" + "".join(chr(97 + int(d)) for d in f"{request}{i:02d}")
+
+
+class Budgeted:
+    """Answers each span with one replacement: the span itself (refused) for every third
+    span of a first request, else a fresh word; counts 100 prompt tokens (60 cached) and 2
+    generated tokens per span, as an engine would report them."""
+
+    name = "budgeted"
+
+    def __init__(self) -> None:
+        self.usage = TokenUsage()
+        self.requests: list[tuple[str, list[str]]] = []
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        self.requests.append((context, list(spans)))
+        self.usage.add(100, 2 * len(spans), 60)
+        retry = REFUSED_SEP in context
+        out = {}
+        for i, span in enumerate(spans):
+            bad = not retry and i % 3 == 0
+            out[span] = span if bad else _word(len(self.requests), i)
+        return out
+
+
+def test_second_request_only_for_refused_spans(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
+    rw = Budgeted()
+    res = Delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    assert not res.failed and not analyze(sample_index, res.text or "", k=2).linkable
+    first = [(c, s) for c, s in rw.requests if REFUSED_SEP not in c]
+    again = [(c, s) for c, s in rw.requests if REFUSED_SEP in c]
+    refused = {s for _c, spans in first for i, s in enumerate(spans) if i % 3 == 0}
+    asked_again = [s for _c, spans in again for s in spans]
+    # the refused spans are asked about again, once each, with the refused answer; a span
+    # is asked again only after a refusal (a fresh word can still be refused: it may make
+    # a word pair the sentence has)
+    assert refused <= set(asked_again)
+    assert len(asked_again) <= sum(res.refusals.values()) and len(again) <= len(first)
+    for context, spans in again:
+        note = context.split(REFUSED_SEP, 1)[1]
+        assert all(f'"{s}"' in note for s in spans)
+        request = render_messages(context, spans)[-1]["content"]
+        assert "Already refused" in request and REFUSED_SEP not in request
+    # the second answers pass: no span of the first round stays refused for repeating itself
+    assert not [a for a in res.audit if a.reason == "repeats the span"]
+    assert res.refusals.get("repeats the span", 0) >= len(refused)
+    # tokens of every call of this document, as the engine counted them
+    n_calls = len(rw.requests)
+    n_spans = sum(len(s) for _c, s in rw.requests)
+    assert res.llm_calls == n_calls
+    assert (res.prompt_tokens, res.cached_tokens, res.generated_tokens) == (
+        100 * n_calls,
+        60 * n_calls,
+        2 * n_spans,
+    )
+    record = res.to_json()
+    assert record["prompt_tokens"] == res.prompt_tokens and record["refusals"] == res.refusals
+
+
+def test_no_second_request_when_every_answer_passes(
+    sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
+) -> None:
+    class Good(Budgeted):
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            self.requests.append((context, list(spans)))
+            self.usage.add(50, len(spans))
+            return {s: _word(len(self.requests), i) for i, s in enumerate(spans)}
+
+    rw = Good()
+    res = Delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    assert rw.requests and all(REFUSED_SEP not in c for c, _s in rw.requests)
+    # each span is asked about once, in one request per passage
+    spans = [s for _c, s in rw.requests for s in s]
+    assert len(rw.requests) < len(spans)
+    assert res.generated_tokens == len(spans) and res.cached_tokens == 0
+
+
+@pytest.mark.parametrize("answer", ["4", "more than 100000000000", "two"])
+def test_a_number_for_a_number_is_never_applied(
+    sample_index: NgramIndex, sample_deid, answer: str  # type: ignore[no-untyped-def]
+) -> None:
+    class Numbers(Budgeted):
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            return {s: answer for s in spans}
+
+    res = Delinker(sample_index, k=2, rewriter=Numbers(), passes=1).delink(sample_deid[0][1])
+    assert not [a for a in res.audit if a.method == "llm"]
+    assert answer not in (res.text or "").split()
