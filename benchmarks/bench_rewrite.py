@@ -16,8 +16,10 @@ Figures (targets in brackets):
   each]; and the package's own refusals per check (``DelinkResult.refusals``);
 * mean embedding cosine (all-MiniLM-L6-v2, whole documents) of output to input, LLM run
   against ``--llm none`` [LLM >= none + 0.05];
-* seconds per document, median [<= 30 s], and prompt (cached) and generated tokens per
-  document, to project the cost on a GPU server;
+* seconds per document, median [<= 30 s], the process's CPU seconds per document (all its
+  threads: on a machine shared with other jobs, what the document would take on idle cores
+  of the same speed), and prompt (cached) and generated tokens per document, to project
+  the cost on a GPU server;
 * residual linkages: ``analyze`` at k=2, arity 1, and the independent adversary of
   ``bench_pipeline.py`` [0];
 * ``--samples`` (15) before/after sentences holding a rewrite, drawn with ``--seed``.
@@ -182,18 +184,21 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     }
     results: dict[str, list[DelinkResult]] = {"llm": [], "none": []}
     loads = []
+    cpu: list[float] = []
     for i, (doc_id, _orig, text) in enumerate(docs, 1):
         for name in ("none", "llm"):
+            c0 = time.process_time()
             res = runs[name].delink(text, doc_id)
             results[name].append(res)
+        cpu.append(time.process_time() - c0)
         r = results["llm"][-1]
         loads.append(os.getloadavg()[0])
         print(
             f"[{i}/{len(docs)}] {doc_id}: {r.seconds:.1f} s, {r.llm_calls} calls, "
             f"{r.words_rewritten} rewritten + {r.words_redacted} redacted "
             f"(optimum {r.optimum_words}), tokens {r.prompt_tokens} prompt "
-            f"({r.cached_tokens} cached) / {r.generated_tokens} generated "
-            f"| load {loads[-1]:.2f}",
+            f"({r.cached_tokens} cached) / {r.generated_tokens} generated, "
+            f"{cpu[-1]:.1f} CPU s | load {loads[-1]:.2f}",
             file=sys.stderr,
             flush=True,
         )
@@ -251,6 +256,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     summary["llm"]["accepted_llm_rewrites"] = sum(
         a.method == "llm" for r in results["llm"] for a in r.audit
     )
+    summary["llm"]["cpu_seconds_per_doc"] = [round(c, 1) for c in cpu]
+    summary["llm"]["cpu_seconds_median"] = statistics.median(cpu) if cpu else None
     summary["llm"]["numbers_in_rewrites"] = len(numbers)
     summary["llm"]["repeated_phrases"] = len(repeats)
     summary["llm"]["number_examples"] = numbers[:10]
