@@ -495,7 +495,7 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     "llm_spec",
     default="embedded",
     show_default=True,
-    help="ollama:MODEL | embedded[:qwen|smollm2|PATH.gguf] | openai:URL#MODEL | none",
+    help="ollama:MODEL | embedded[:qwen|qwen0.5b|smollm2|PATH.gguf] | openai:URL#MODEL | none",
 )
 @click.option(
     "--redact-pii/--no-redact-pii",

