@@ -161,6 +161,10 @@ class Delinker:
         fluency: a fluency check of accepted rewrites (:class:`~presidio_delink.llm.
             fluency.FluencyCheck`, or anything with ``reason(text, start, end,
             replacement) -> str | None``); None skips it.
+        ner: named entities of a text, ``text -> [(start, end, label)]`` with spaCy's
+            labels (e.g. ``lambda t: [(e.start_char, e.end_char, e.label_) for e in
+            nlp(t).ents]``): a span that is a whole entity gets its type's generalisation
+            (:func:`~presidio_delink.generalise.generalise`); None gives no labels.
     """
 
     def __init__(
@@ -181,6 +185,7 @@ class Delinker:
         passage_chars: int = 700,
         passage_spans: int = 8,
         fluency: Any = None,
+        ner: Any = None,
     ) -> None:
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
         if passes < 0:
@@ -205,6 +210,7 @@ class Delinker:
         self.passage_chars = passage_chars
         self.passage_spans = passage_spans
         self.fluency = fluency
+        self.ner = ner
         self.passes = passes
         self.analyzer = analyzer
         self.risk_filter = risk_filter
@@ -421,9 +427,13 @@ class Delinker:
                 res.refusals[why] = res.refusals.get(why, 0) + 1
             return new, why
 
+        ents = list(self.ner(text)) if self.ner is not None else []
         pending = []
         for r in rs:
-            cands = generalise(text, r.start, r.end)
+            # a type stands in only for a whole entity ("Criminal Code" is a law; its
+            # "Code" alone is not)
+            label = next((lab for a, b, lab in ents if (a, b) == (r.start, r.end)), None)
+            cands = generalise(text, r.start, r.end, label)
             if cands:
                 si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
                 new, _why = check(r, cands, [], text[bounds[si][0] : bounds[si][1]])

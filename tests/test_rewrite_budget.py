@@ -102,3 +102,21 @@ def test_a_number_for_a_number_is_never_applied(
     res = Delinker(sample_index, k=2, rewriter=Numbers(), passes=1).delink(sample_deid[0][1])
     assert not [a for a in res.audit if a.method == "llm"]
     assert answer not in (res.text or "").split()
+
+
+def test_ner_labels_give_typed_generalisations(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
+    text = sample_deid[0][1]
+    span = "Convention institutions"  # flagged in the first sample, after "the"
+    i = text.index(span)
+
+    def run(entity: tuple[int, int]) -> dict[str, str]:
+        d = Delinker(sample_index, k=2, rewriter=Budgeted(), passes=1,
+                     ner=lambda t: [(*entity, "GPE")] if t == text else [])
+        res = d.delink(text)
+        assert not res.failed
+        return {a.original: a.replacement for a in res.audit if a.method == "generalised"}
+
+    # a span that is a whole entity gets its type: after "the", the adjective
+    assert run((i, i + len(span))).get(span) == "local"
+    # a span inside a longer entity does not
+    assert span not in run((i - 4, i + len(span)))
