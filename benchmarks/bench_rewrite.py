@@ -111,15 +111,26 @@ def misleading_and_repeats(res: DelinkResult) -> tuple[list[Any], list[Any]]:
     ]
     repeats = []
     for before, after in sentence_pairs(res):
-        w_in, w_out = _words(before), _words(after)
-        pairs_in = set(zip(w_in, w_in[1:], strict=False))
+        pairs_in = set(_pairs(before))
         seen: dict[tuple[str, str], int] = {}
-        for pair in zip(w_out, w_out[1:], strict=False):
+        for pair in _pairs(after):
             seen[pair] = seen.get(pair, 0) + 1
         for pair, n in seen.items():
             if n > 1 and pair not in pairs_in and not set(pair) <= _FUNCTION:
                 repeats.append((res.id, " ".join(pair), after))
     return numbers, repeats
+
+
+_PLACEHOLDER = re.compile(r"\[REDACTED\]|<[A-Z_]+>")
+
+
+def _pairs(sentence: str) -> list[tuple[str, str]]:
+    """Consecutive word pairs, none across a placeholder (``[REDACTED]`` is no rewrite)."""
+    out = []
+    for part in _PLACEHOLDER.split(sentence):
+        w = _words(part)
+        out += list(zip(w, w[1:], strict=False))
+    return out
 
 
 _FUNCTION_TEXT = "the a an of to in on and or for by with at as is was were be"

@@ -631,7 +631,7 @@ def test_embedded_sends_a_compact_json_grammar(tmp_path: Path) -> None:
     # a grammar, not a json_schema: llama.cpp's chat endpoint drops the x-guidance key
     assert "json_schema" not in request
     grammar = request["grammar"]
-    assert "whitespace_flexible" in grammar and '"required":["1"]' in grammar
+    assert "whitespace_flexible" in grammar and '"required":["s"]' in grammar
     assert rw.options["json"] == "compact"  # part of cache keys
 
 

@@ -16,7 +16,6 @@ from ollama_compat_server import OllamaCompatServer
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.ollama_backend import OllamaRewriter
 from presidio_delink.llm.openai_compat import OpenAICompatRewriter
-from presidio_delink.llm.prompt import numbered_spans
 
 MODEL = "smollm2:135m"
 
@@ -43,8 +42,7 @@ class FakeEngine:
             rf = request.get("response_format") or {}
             schema = (rf.get("json_schema") or {}).get("schema")
         props = (schema or {}).get("properties") or {}
-        spans = numbered_spans(request["messages"][-1]["content"])
-        return json.dumps({k: f"a {spans.get(k, k).lower()}" for k in props})
+        return json.dumps({k: f"a {k.lower()}" for k in props})
 
     def chat_completion(self, request: dict[str, Any]) -> dict[str, Any]:
         content = self._answer(request)
@@ -93,10 +91,10 @@ def test_ollama_rewriter_via_compat_server(server: OllamaCompatServer, engine: F
     assert result == {"Dunmore cannery": "a dunmore cannery", "until 2016": "a until 2016"}
     request = engine.requests[-1]
     # the schema reached the engine, with greedy decoding and the fixed seed
-    assert request["json_schema"]["required"] == ["1", "2"]  # spans by number
+    assert request["json_schema"]["required"] == SPANS
     assert request["temperature"] == 0 and request["seed"] == 42
     assert request["messages"][0]["role"] == "system"
-    assert numbered_spans(request["messages"][-1]["content"]) == {"1": SPANS[0], "2": SPANS[1]}
+    assert "\u27e6Dunmore cannery\u27e7" in request["messages"][-1]["content"]
     rewriter.close()
 
 
@@ -184,7 +182,7 @@ def test_openai_compat_via_compat_server(server: OllamaCompatServer, engine: Fak
     fmt = request["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["strict"] is True
-    assert fmt["json_schema"]["schema"]["required"] == ["1", "2"]
+    assert fmt["json_schema"]["schema"]["required"] == SPANS
     assert request["temperature"] == 0 and request["seed"] == 42
     # the answer's token counts are summed (what a server's cost is projected from)
     assert rewriter.usage.snapshot() == (10, 0, 5, 1)

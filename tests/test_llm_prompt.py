@@ -78,13 +78,11 @@ def test_render_messages_structure() -> None:
 
 
 def test_render_messages_request_content() -> None:
-    # spans are referred to by number, marked in the passage; their text is not repeated
+    # spans are marked in the passage and listed after it; one answer each
     marked = mark(CONTEXT, [(24, 43), (44, 54)])
     request = render_messages(marked, [*SPANS, SPANS[0]])[-1]["content"]
-    numbered = (
-        "The appellant worked at \u27e61:the Dunmore cannery\u27e7 \u27e62:until 2016\u27e7."
-    )
-    assert request == f"<document>\n{numbered}\n</document>\nSpans: 2"
+    shown = "The appellant worked at \u27e6the Dunmore cannery\u27e7 \u27e6until 2016\u27e7."
+    assert request == f"<document>\n{shown}\n</document>\nSpans to rewrite: {json.dumps(SPANS)}"
     # an unmarked passage gets each span's first occurrence marked
     assert render_messages(CONTEXT, SPANS)[-1]["content"] == request
 
@@ -94,9 +92,11 @@ def test_retry_request_names_the_refused_answer() -> None:
     context = with_refused(marked, {"until 2016": ("until 2016 or so", "repeats the span")})
     request = render_messages(context, ["until 2016"])[-1]["content"]
     assert request.endswith(
-        'Spans: 1\nAlready refused, answer differently: {"1":"until 2016 or so"}'
+        'Spans to rewrite: ["until 2016"]\n'
+        'Already refused, answer differently: {"until 2016":"until 2016 or so"}'
     )
-    assert REFUSED_SEP not in request and "\u27e61:until 2016\u27e7" in request
+    assert REFUSED_SEP not in request and "\u27e6until 2016\u27e7" in request
+    assert "repeats the span" not in request  # small models copied reasons into answers
     # a note for a span not asked about, or a broken note, is left out
     assert "refused" not in render_messages(context, ["worked"])[-1]["content"]
     assert "refused" not in render_messages(marked + REFUSED_SEP + "{x", ["x"])[-1]["content"]
@@ -119,12 +119,12 @@ def test_render_messages_logs_text_only_at_debug(caplog: pytest.LogCaptureFixtur
 
 
 def test_response_schema() -> None:
-    # one replacement per span, keyed by the span's number
+    # one replacement per span
     assert CANDIDATES == 1
     schema = response_schema(["b", "a", "b"])
     assert schema["type"] == "object"
-    assert schema["required"] == ["1", "2"]
-    assert schema["properties"] == {"1": {"type": "string"}, "2": {"type": "string"}}
+    assert schema["required"] == ["b", "a"]
+    assert schema["properties"] == {"b": {"type": "string"}, "a": {"type": "string"}}
     assert schema["additionalProperties"] is False
     json.dumps(schema)  # serializable
 
@@ -132,7 +132,7 @@ def test_response_schema() -> None:
 def test_response_schema_max_length() -> None:
     schema = response_schema(["x"], max_length=50, candidates=3)
     assert schema["properties"] == {
-        "1": {
+        "x": {
             "type": "array",
             "items": {"type": "string", "maxLength": 50},
             "minItems": 1,
@@ -142,7 +142,7 @@ def test_response_schema_max_length() -> None:
 
 
 def test_parse_numbered_keys() -> None:
-    # the model answers by number; a number out of range is dropped, a text key still works
+    # a model that answers by number is read too; a number out of range is dropped
     raw = '{"2":"for some years","3":"x","the Dunmore cannery":"a factory"}'
     assert parse_response(raw, SPANS) == {
         "until 2016": "for some years",
@@ -208,13 +208,13 @@ def test_parse_candidate_lists() -> None:
 def test_mark_and_examples() -> None:
     assert mark("a bc d", [(2, 4)]) == "a \u27e6bc\u27e7 d"
     assert unmark(mark("a bc d", [(0, 1), (5, 6)])) == "a bc d"
-    # the few-shot passages are numbered the same way, and each answer has every number
+    # the few-shot passages are marked the same way, and each answer has every listed span
     messages = render_messages(CONTEXT, SPANS)
     for message, answer in zip(messages[1:-1:2], messages[2:-1:2], strict=True):
-        n = int(message["content"].rsplit("Spans: ", 1)[1])
-        for i in range(1, n + 1):
-            assert f"\u27e6{i}:" in message["content"]
-        assert list(json.loads(answer["content"])) == [str(i) for i in range(1, n + 1)]
+        listed = json.loads(message["content"].rsplit("Spans to rewrite: ", 1)[1])
+        for span in listed:
+            assert f"\u27e6{span}\u27e7" in message["content"]
+        assert list(json.loads(answer["content"])) == listed
     assert any("deportation" in t for t in example_texts())
 
 
@@ -244,10 +244,7 @@ def test_parse_garbage_raises(raw: str) -> None:
 def test_parse_roundtrip(mapping: dict[str, str]) -> None:
     spans = list(mapping)
     numbered = {str(i): v for i, v in enumerate(mapping.values(), 1)}
-    assert parse_response(json.dumps(numbered), spans) == mapping
-    mapping = {k: v for k, v in mapping.items() if not k.strip().isdigit()}  # numbers first
-    spans = list(mapping)
-    if not mapping:
-        return
+    if not any(k.strip().isdigit() for k in mapping):  # a span's text comes first
+        assert parse_response(json.dumps(numbered), spans) == mapping
     fenced = f"Here:\n```json\n{json.dumps(mapping, ensure_ascii=False, indent=2)}\n```"
     assert parse_response(fenced, spans) == mapping
