@@ -810,6 +810,52 @@ def data_convert(
         click.echo(f"wrote {p}", err=True)
 
 
+@main.command("review")
+@_index_opt
+@_key_opt
+@_k_opt
+@_arity_opt
+@_maxn_opt
+@click.argument("delinked", type=click.Path(path_type=Path))
+@click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
+              help="The documents delink was given: shown beside each output, every edit marked.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Reviewed JSONL [default: DELINKED with .reviewed.jsonl]; the review state "
+              "lies beside it (OUTPUT.review.sqlite) and is resumed when it exists.")
+@click.option("--reviewer", default=None,
+              help="Name recorded with every action [default: $USER].")
+@click.option("--explain-docs", is_flag=True,
+              help="Name the collection documents a refused phrase links to (ids may be sensitive).")
+@click.option("--port", default=0, type=click.IntRange(0, 65535), help="[default: a free one]")
+@_clean_errors
+def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: int | None,
+           delinked: Path, input_path: Path | None, output: Path | None, reviewer: str | None,
+           explain_docs: bool, port: int) -> None:
+    """Review DELINKED (a delink output) in a local web page: check, edit, sign off.
+
+    Serves on 127.0.0.1 and prints the page's address with its access token. Every change
+    is verified against the index and the attack panel before it is saved.
+    """
+    from presidio_delink.review import ReviewSession, Verifier
+    from presidio_delink.review.session import check_paths
+
+    output = output or delinked.with_name(delinked.stem + ".reviewed.jsonl")
+    check_paths(output, delinked, input_path, index_dir)
+    idx = _load_index(index_dir, key_file)
+    verifier = Verifier(idx, k=k, arity=arity, max_n=max_n, explain_docs=explain_docs)
+    who = reviewer or os.environ.get("USER") or "reviewer"
+    session = ReviewSession(delinked, verifier, output, input_path=input_path, reviewer=who)
+    from presidio_delink.review.server import ReviewServer
+
+    server = ReviewServer(session, port=port)
+    click.echo(f"review {len(session.records)} documents at {server.url}", err=True)
+    click.echo("Ctrl-C stops the server; every answered action is already saved.", err=True)
+    try:
+        server.serve_forever()
+    finally:
+        session.close()
+
+
 def _register_eval() -> None:
     from presidio_delink.eval.cli import eval_command
 
