@@ -825,7 +825,8 @@ def data_convert(
 @click.option("--reviewer", default=None,
               help="Name recorded with every action [default: $USER].")
 @click.option("--explain-docs", is_flag=True,
-              help="Name the collection documents a refused phrase links to (ids may be sensitive).")
+              help="Name the collection documents a refused phrase links to (their ids may "
+              "be sensitive).")
 @click.option("--port", default=0, type=click.IntRange(0, 65535), help="[default: a free one]")
 @_clean_errors
 def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: int | None,

@@ -32,8 +32,13 @@ def verifier(sample_index):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def session(files, verifier, tmp_path):  # type: ignore[no-untyped-def]
-    s = ReviewSession(files["delinked"], verifier, tmp_path / "reviewed.jsonl",
-                      input_path=files["input"], reviewer="ann")
+    s = ReviewSession(
+        files["delinked"],
+        verifier,
+        tmp_path / "reviewed.jsonl",
+        input_path=files["input"],
+        reviewer="ann",
+    )
     yield s
     s.close()
 
@@ -48,8 +53,15 @@ def first_doc(session: ReviewSession) -> dict:  # type: ignore[type-arg]
 
 def linking_rewrite(doc: dict) -> dict:  # type: ignore[type-arg]
     """A rewrite whose original (its input text) links: the N-gram that forced it has df 1."""
-    return next(c for c in doc["chunks"] if c["kind"] == "rewrite" and c["df"] == 1
-                and c["ngram"] and c["before"] and c["ngram"].split()[0] in c["before"].lower())
+    return next(
+        c
+        for c in doc["chunks"]
+        if c["kind"] == "rewrite"
+        and c["df"] == 1
+        and c["ngram"]
+        and c["before"]
+        and c["ngram"].split()[0] in c["before"].lower()
+    )
 
 
 def test_chunks_rebuild_the_output_and_mark_every_edit(files) -> None:  # type: ignore[no-untyped-def]
@@ -73,8 +85,11 @@ def test_chunks_rebuild_the_output_and_mark_every_edit(files) -> None:  # type: 
 def test_replace_range_only_inside_unchanged_text() -> None:
     from presidio_delink.review.document import Chunk
 
-    chunks = [Chunk("same", "one two "), Chunk("rewrite", "x", "y", "x", "pending"),
-              Chunk("same", " three")]
+    chunks = [
+        Chunk("same", "one two "),
+        Chunk("rewrite", "x", "y", "x", "pending"),
+        Chunk("same", " three"),
+    ]
     out, at = replace_range(chunks, 4, 7, "[REDACTED]")
     assert joined(out) == "one [REDACTED] x three" and out[at].kind == "reviewer"
     with pytest.raises(ValueError):
@@ -105,7 +120,11 @@ def test_accept_edit_refused_with_phrase_and_df(session) -> None:  # type: ignor
     assert res["ok"] and res["document"]["chunks"][c["i"]]["text"] == "some number of"
     trail = session.store.trail(doc["id"])
     assert [(t["action"], t["ok"]) for t in trail] == [
-        ("accept", True), ("edit", False), ("revert", False), ("edit", True)]
+        ("accept", True),
+        ("edit", False),
+        ("revert", False),
+        ("edit", True),
+    ]
     assert trail[1]["before"] == c["text"] and trail[1]["after"] == c["before"]
     assert trail[1]["verification"]["reasons"] and trail[0]["reviewer"] == "ann"
 
@@ -132,8 +151,10 @@ def test_redact_more_then_revert_it(session) -> None:  # type: ignore[no-untyped
     assert res["ok"]
     new = res["document"]
     rev = next(c for c in new["chunks"] if c["kind"] == "reviewer")
-    assert rev["text"] == "[REDACTED]" and rev["before"] == doc["chunks"][same["i"]]["text"][
-        a - same["start"] : b - same["start"]]
+    assert (
+        rev["text"] == "[REDACTED]"
+        and rev["before"] == doc["chunks"][same["i"]]["text"][a - same["start"] : b - same["start"]]
+    )
     res = session.act(doc["id"], 1, "revert", chunk=rev["i"])
     assert res["ok"]
     assert joined_text(res["document"]) == joined_text(doc)
@@ -172,7 +193,8 @@ def test_queue_orders_by_risk_and_filters(session) -> None:  # type: ignore[no-u
     risks = [d["risk"] for d in q["documents"]]
     assert risks == sorted(risks, reverse=True) and q["total"] == len(session.records)
     assert {d["id"] for d in session.queue("unreviewed")["documents"]} == {
-        r["id"] for r in session.records}
+        r["id"] for r in session.records
+    }
     risky = session.queue("risky")["documents"]
     assert all(d["risk"] >= 1 for d in risky)
     assert risky, "containment still ranks sources first after arity-1 delinking"
@@ -218,9 +240,9 @@ def test_state_survives_a_crash(files, tmp_path) -> None:  # type: ignore[no-unt
 import os, sys
 from presidio_delink import NgramIndex
 from presidio_delink.review import ReviewSession, Verifier
-idx = NgramIndex.build([(d, t) for d, t in __import__('presidio_delink.io', fromlist=['x']).read_many([{str(ROOT / 'samples' / 'collection.jsonl')!r}])], {str(tmp_path / 'idx')!r})
-s = ReviewSession({str(files['delinked'])!r}, Verifier(idx, attacks={{}}), {str(out)!r},
-                  input_path={str(files['input'])!r}, reviewer='crash')
+idx = NgramIndex.build([(d, t) for d, t in __import__('presidio_delink.io', fromlist=['x']).read_many([{str(ROOT / "samples" / "collection.jsonl")!r}])], {str(tmp_path / "idx")!r})
+s = ReviewSession({str(files["delinked"])!r}, Verifier(idx, attacks={{}}), {str(out)!r},
+                  input_path={str(files["input"])!r}, reviewer='crash')
 doc = s.document(s.records[1]['id'])
 c = next(c for c in doc['chunks'] if c['kind'] == 'rewrite')
 assert s.act(doc['id'], 0, 'accept', chunk=c['i'])['ok']
@@ -232,8 +254,12 @@ os._exit(9)  # no close, no cleanup
     assert p.returncode == 9, p.stderr[-2000:]
     from presidio_delink import NgramIndex
 
-    s = ReviewSession(files["delinked"], Verifier(NgramIndex.load(tmp_path / "idx"),
-                      attacks={}), out, input_path=files["input"])
+    s = ReviewSession(
+        files["delinked"],
+        Verifier(NgramIndex.load(tmp_path / "idx"), attacks={}),
+        out,
+        input_path=files["input"],
+    )
     doc = s.document(s.records[1]["id"])
     assert doc["version"] == 1 and doc["chunks"][int(p.stdout)]["status"] == "accepted"
     assert [t["reviewer"] for t in s.store.trail(doc["id"])] == ["crash"]
@@ -253,9 +279,12 @@ def test_bad_records_get_clear_errors(verifier, tmp_path) -> None:  # type: igno
     from presidio_delink.errors import InputError
 
     bad = tmp_path / "bad.jsonl"
-    for content, msg in [("{nope\n", "invalid JSON"), ('{"id": 1}\n', "needs 'id' and 'text'"),
-                         ("", "no records"),
-                         ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate id")]:
+    for content, msg in [
+        ("{nope\n", "invalid JSON"),
+        ('{"id": 1}\n', "needs 'id' and 'text'"),
+        ("", "no records"),
+        ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate id"),
+    ]:
         bad.write_text(content)
         with pytest.raises(InputError, match=msg):
             ReviewSession(bad, verifier, tmp_path / "o.jsonl")
@@ -268,6 +297,8 @@ def test_cli_review_refuses_output_over_its_input(files, tmp_path) -> None:  # t
 
     r = CliRunner().invoke(main, ["review", "--help"])
     assert r.exit_code == 0 and "--reviewer" in r.output and "--input" in r.output
-    r = CliRunner().invoke(main, ["review", "--index", str(tmp_path), str(files["delinked"]),
-                                  "-o", str(files["delinked"])])
+    r = CliRunner().invoke(
+        main,
+        ["review", "--index", str(tmp_path), str(files["delinked"]), "-o", str(files["delinked"])],
+    )
     assert r.exit_code == 2 and "error:" in r.output

@@ -106,8 +106,9 @@ def make_app(session: ReviewSession, token: str, port: list[int]) -> ASGIApp:
         return JSONResponse(data, status, headers=_HEADERS)
 
     async def index(request: Request) -> Response:
-        html = page.render(token=token, reviewer=session.reviewer, filters=FILTERS,
-                           title=session.records_path.name)
+        html = page.render(
+            token=token, reviewer=session.reviewer, filters=FILTERS, title=session.records_path.name
+        )
         return Response(html, media_type="text/html; charset=utf-8", headers=_HEADERS)
 
     async def static(request: Request) -> Response:
@@ -150,9 +151,15 @@ def make_app(session: ReviewSession, token: str, port: list[int]) -> ASGIApp:
         except Conflict as exc:
             log.info("conflict on a document: version %d, now %d", exc.expected, exc.current)
             doc = await run_in_threadpool(session.document, doc_id)
-            return ok({"error": "conflict: this document was changed elsewhere (another tab?); "
-                                "it has been reloaded, your change was not applied",
-                       "conflict": True, "document": doc}, 409)
+            return ok(
+                {
+                    "error": "conflict: this document was changed elsewhere (another tab?); "
+                    "it has been reloaded, your change was not applied",
+                    "conflict": True,
+                    "document": doc,
+                },
+                409,
+            )
         except ValueError as exc:
             return ok({"error": str(exc)}, 400)
         return ok(res)
@@ -205,8 +212,9 @@ class ReviewServer:
 
     def start(self) -> str:
         """Serve in a background thread; returns :attr:`url` once it answers."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True,
-                                        name="review-server")
+        self._thread = threading.Thread(
+            target=self.serve_forever, daemon=True, name="review-server"
+        )
         self._thread.start()
         for _ in range(500):
             if self._server.started:

@@ -128,13 +128,21 @@ class ReviewSession:
             rec = self.by_id[doc_id]
             text = rec["text"]
             if text is None:
-                self._initial[doc_id] = {"chunks": [], "status": "failed", "verification": None,
-                                         "baseline": {}}
+                self._initial[doc_id] = {
+                    "chunks": [],
+                    "status": "failed",
+                    "verification": None,
+                    "baseline": {},
+                }
             else:
                 src = None if self.inputs is None else self.inputs.get(doc_id)
                 chunks = build_chunks(text, rec.get("audit", []), src)
-                state: dict[str, Any] = {"chunks": [c.to_json() for c in chunks], "status": "unreviewed",
-                         "verification": None, "baseline": {}}
+                state: dict[str, Any] = {
+                    "chunks": [c.to_json() for c in chunks],
+                    "status": "unreviewed",
+                    "verification": None,
+                    "baseline": {},
+                }
                 v = self._verify(doc_id, state, text, baseline=None)
                 state["verification"] = v
                 state["baseline"] = v["attacks"]
@@ -234,16 +242,15 @@ class ReviewSession:
                 if st is None:
                     st = self._initial.get(d)
                 status = "failed" if rec["text"] is None else (st or {}).get("status", "unreviewed")
-                pending = (
-                    sum(1 for c in st["chunks"] if c["status"] == "pending")
-                    if st
-                    else None
-                )
+                pending = sum(1 for c in st["chunks"] if c["status"] == "pending") if st else None
                 risk = self._risk(d, st)
-                rows.append({"id": d, "n": n, "status": status, "risk": round(risk, 3),
-                             "pending": pending})
-            counts = {s: sum(1 for r in rows if r["status"] == s)
-                      for s in ("unreviewed", "in_review", "signed_off", "failed")}
+                rows.append(
+                    {"id": d, "n": n, "status": status, "risk": round(risk, 3), "pending": pending}
+                )
+            counts = {
+                s: sum(1 for r in rows if r["status"] == s)
+                for s in ("unreviewed", "in_review", "signed_off", "failed")
+            }
             keep = {
                 "all": lambda r: True,
                 "unreviewed": lambda r: r["status"] == "unreviewed",
@@ -326,8 +333,11 @@ class ReviewSession:
             if action == "signoff":
                 if ok and any(c.status == "pending" for c in chunks):
                     ok = False
-                    v = {**v, "ok": False, "reasons": ["accept, edit or revert every pending "
-                                                       "edit first"]}
+                    v = {
+                        **v,
+                        "ok": False,
+                        "reasons": ["accept, edit or revert every pending edit first"],
+                    }
                 if ok:
                     new_state["status"] = "signed_off"
             row = {
@@ -341,8 +351,12 @@ class ReviewSession:
                 "verification": {k: v[k] for k in ("ok", "reasons", "attacks", "seconds")},
             }
             self.store.save(doc_id, version, new_state if ok else None, row)
-            return {"ok": ok, "reasons": v["reasons"], "verification": v,
-                    "document": self.document(doc_id)}
+            return {
+                "ok": ok,
+                "reasons": v["reasons"],
+                "verification": v,
+                "document": self.document(doc_id),
+            }
 
     # -- export -------------------------------------------------------------------------
     def export(self) -> dict[str, Any]:
@@ -393,4 +407,3 @@ def check_paths(output: Path, records: Path, input_path: Path | None, index_dir:
     check_output_paths({"-o": output, "state": state_path_for(output)}, ins, {"index": index_dir})
     if output.resolve() == records.resolve():
         raise ConfigError("-o must not be the delinked file under review")
-
