@@ -50,7 +50,7 @@ class Chunk:
         ngram: the N-gram that forced the edit ("" when unknown).
         df: its document frequency (0 when unknown).
         arity: the size of its linkable combination.
-        method: the audit's method (``llm``, ``redacted``...), "" when unknown.
+        method: the audit's methods, in order (``llm``, ``redacted``...), "" when unknown.
         passes: the delinker's passes that touched it.
     """
 
@@ -145,7 +145,7 @@ def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
             c.ngram = str(es[0].get("ngram", ""))
             c.df = int(es[0].get("df", 0))
             c.arity = int(es[0].get("arity", 1))
-            c.method = str(es[-1].get("method", ""))
+            c.method = ", ".join(dict.fromkeys(str(x.get("method", "")) for x in es))
             c.passes = sorted({int(x.get("pass_no", 1)) for x in es})
         c.kind = _kind(c)
 
