@@ -827,23 +827,30 @@ def data_convert(
 @click.option("--explain-docs", is_flag=True,
               help="Name the collection documents a refused phrase links to (their ids may "
               "be sensitive).")
+@click.option("--semantic-monitor", "monitor_inputs", multiple=True,
+              type=click.Path(path_type=Path),
+              help="The collection's texts: add the semantic attack to the panel ('eval' extra).")
 @click.option("--port", default=0, type=click.IntRange(0, 65535), help="[default: a free one]")
 @_clean_errors
 def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: int | None,
            delinked: Path, input_path: Path | None, output: Path | None, reviewer: str | None,
-           explain_docs: bool, port: int) -> None:
+           explain_docs: bool, monitor_inputs: tuple[Path, ...], port: int) -> None:
     """Review DELINKED (a delink output) in a local web page: check, edit, sign off.
 
     Serves on 127.0.0.1 and prints the page's address with its access token. Every change
     is verified against the index and the attack panel before it is saved.
     """
-    from presidio_delink.review import ReviewSession, Verifier
+    from presidio_delink.review import ReviewSession, Verifier, default_attacks
     from presidio_delink.review.session import check_paths
 
     output = output or delinked.with_name(delinked.stem + ".reviewed.jsonl")
     check_paths(output, delinked, input_path, index_dir)
     idx = _load_index(index_dir, key_file)
-    verifier = Verifier(idx, k=k, arity=arity, max_n=max_n, explain_docs=explain_docs)
+    attacks = default_attacks(idx, k)
+    if monitor_inputs:
+        attacks["semantic"] = _semantic_monitor(idx, k, monitor_inputs, output)
+    verifier = Verifier(idx, k=k, arity=arity, max_n=max_n, attacks=attacks,
+                        explain_docs=explain_docs)
     who = reviewer or os.environ.get("USER") or "reviewer"
     session = ReviewSession(delinked, verifier, output, input_path=input_path, reviewer=who)
     from presidio_delink.review.server import ReviewServer

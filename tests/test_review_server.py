@@ -154,3 +154,45 @@ def test_conflict_over_http(server) -> None:  # type: ignore[no-untyped-def]
     r = httpx.post(url, json={**body, "action": "revert"}, headers=hdr, timeout=30)
     assert r.status_code == 409 and r.json()["conflict"]
     assert r.json()["document"]["chunks"][c["i"]]["status"] == "accepted"
+
+
+def test_cli_serves_until_interrupted(tmp_path, sample_docs, sample_index, sample_deid) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from presidio_delink import NgramIndex
+
+    NgramIndex.build(sample_docs[:10], tmp_path / "idx")
+    files = make_review_files(tmp_path, sample_index, sample_deid[:1])
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "presidio_delink",
+        "review",
+        "--index",
+        str(tmp_path / "idx"),
+        str(files["delinked"]),
+        "--input",
+        str(files["input"]),
+        "--reviewer",
+        "dee",
+    ]
+    p = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stderr is not None
+        line = p.stderr.readline()
+        m = re.search(r"(http://127\.0\.0\.1:\d+/\?token=\S+)", line)
+        assert m, line
+        r = httpx.get(m.group(1), timeout=30)
+        assert r.status_code == 200 and "reviewer: dee" in r.text
+        assert httpx.get(m.group(1).split("?")[0], timeout=30).status_code == 403
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(30)
+    assert (tmp_path / "delinked.reviewed.jsonl.review.sqlite").exists()
