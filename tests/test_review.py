@@ -302,3 +302,35 @@ def test_cli_review_refuses_output_over_its_input(files, tmp_path) -> None:  # t
         ["review", "--index", str(tmp_path), str(files["delinked"]), "-o", str(files["delinked"])],
     )
     assert r.exit_code == 2 and "error:" in r.output
+
+
+def test_ranked_attack_joins_the_panel_when_installed(sample_index, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import types
+
+    from presidio_delink.attacks.base import Ranked, Verdict
+    from presidio_delink.review import default_attacks
+
+    calls = []
+
+    class RankedAttack:
+        name = "ranked"
+
+        def __init__(self, index, k):  # type: ignore[no-untyped-def]
+            self.k = k
+
+        def verdict(self, text: str) -> Verdict:
+            calls.append(text)
+            return Verdict("ranked", (Ranked("g1", 2.0, "d1"), Ranked("g2", 1.0, "d2")), True)
+
+    mod = types.ModuleType("presidio_delink.attacks.ranked")
+    mod.RankedAttack = RankedAttack  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "presidio_delink.attacks.ranked", mod)
+    attacks = default_attacks(sample_index, 2)
+    assert set(attacks) == {"containment", "ranked"}
+    v = Verifier(sample_index, attacks={"ranked": attacks["ranked"]})
+    base = v.verify("some text", group="g2").attacks
+    assert base["ranked"]["source_rank"] == 2 and not base["ranked"]["regressed"]
+    # The source moves to first place where the delink output had it second: refused.
+    r = v.verify("some text", group="g1", baseline=base)
+    assert not r.ok and r.attacks["ranked"]["regressed"] and "ranked attack" in r.reasons[0]
+    assert calls

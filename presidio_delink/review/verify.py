@@ -178,7 +178,7 @@ class Verifier:
             v.reasons.append(f"re-exposes removed PII: {s!r}")
         if group is not None:
             for name, attack in self.attacks.items():
-                verdict = attack.verdict(text, top=self.top)
+                verdict = _verdict(attack, text, self.top)
                 rank = rank_of(verdict.ranking, group)
                 base = (baseline or {}).get(name, {}).get("source_rank", "none")
                 regressed = rank == 1 and base not in ("none", 1)
@@ -244,3 +244,11 @@ class PiiGuard:
 def _count(words: list[str], needle: list[str]) -> int:
     n = len(needle)
     return sum(1 for i in range(len(words) - n + 1) if words[i : i + n] == needle)
+
+
+def _verdict(attack: Any, text: str, top: int) -> Any:
+    """``attack.verdict`` with the ranking ``top`` deep where the attack takes it."""
+    try:
+        return attack.verdict(text, top=top)
+    except TypeError:  # an attack whose verdict has no depth
+        return attack.verdict(text)
