@@ -334,3 +334,25 @@ def test_ranked_attack_joins_the_panel_when_installed(sample_index, monkeypatch)
     r = v.verify("some text", group="g1", baseline=base)
     assert not r.ok and r.attacks["ranked"]["regressed"] and "ranked attack" in r.reasons[0]
     assert calls
+
+
+def test_failed_record_is_listed_and_not_editable(verifier, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "d.jsonl"
+    rows = [
+        {"id": "ok", "text": "plain words here", "audit": []},
+        {"id": "bad", "text": None, "failed": True, "error": "still linkable", "audit": []},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = ReviewSession(path, verifier, tmp_path / "o.jsonl")
+    q = s.queue("failed")
+    assert [d["id"] for d in q["documents"]] == ["bad"] and q["documents"][0]["risk"] == 2.0
+    assert s.queue()["documents"][0]["id"] == "bad"  # highest residual risk first
+    assert s.document("bad")["failed"]
+    with pytest.raises(ValueError, match="failed in delink"):
+        s.act("bad", 0, "signoff")
+    with pytest.raises(KeyError):
+        s.document("nope")
+    s.export()
+    out = records(tmp_path / "o.jsonl")
+    assert out[1]["text"] is None and out[1]["review"]["status"] == "failed"
+    s.close()
