@@ -90,6 +90,7 @@ def main() -> None:
         reviewer="bench",
     )
     opened, acted, verified, refused = [], [], [], 0
+    per_doc: list[dict[str, object]] = []
     parts: dict[str, list[float]] = {"analyze": []}
     words = []
     for rec in session.records:
@@ -97,6 +98,7 @@ def main() -> None:
         doc = session.document(rec["id"])
         opened.append(time.perf_counter() - t0)
         words.append(rec.get("words", 0))
+        mine: list[float] = []
         for n in range(a.actions):
             edits = [c for c in doc["chunks"] if c["kind"] != "same"]
             same = [c for c in doc["chunks"] if c["kind"] == "same" and " " in c["text"][1:-1]]
@@ -120,6 +122,7 @@ def main() -> None:
             r = session.act(rec["id"], doc["version"], kind, **kw)  # type: ignore[arg-type]
             acted.append(time.perf_counter() - t0)
             verified.append(r["verification"]["seconds"])
+            mine.append(r["verification"]["seconds"])
             refused += not r["ok"]
             doc = r["document"]
         text = "".join(c["text"] for c in doc["chunks"])
@@ -137,6 +140,9 @@ def main() -> None:
         for name, t in t_at.items():
             parts.setdefault(name, []).append(t)
         del group
+        per_doc.append(
+            {"id": rec["id"], "words": words[-1], "open_s": opened[-1], "verify_s": mine}
+        )
     session.close()
     load1 = _uptime()
     med_an = statistics.median(parts["analyze"])
@@ -153,6 +159,8 @@ def main() -> None:
     print(f"verification / analyze alone: {med_v / med_an:.2f}x")
     within = sum(1 for x in verified if x <= 0.3)
     print(f"verifications within 300 ms: {within} of {len(verified)}")
+    big = [x for d in per_doc if int(d["words"]) >= 1000 for x in d["verify_s"]]  # type: ignore[call-overload, attr-defined]
+    print(f"verification, documents of 1,000 words or more: {_ms(big)}")
     print("load after:", load1)
     if a.json:
         with atomic_output(a.json) as f:

@@ -356,3 +356,23 @@ def test_failed_record_is_listed_and_not_editable(verifier, tmp_path) -> None:  
     out = records(tmp_path / "o.jsonl")
     assert out[1]["text"] is None and out[1]["review"]["status"] == "failed"
     s.close()
+
+
+_WORDS = ["the", "applicant", "court", "[REDACTED]", "<PERSON>", ",", ".", "\n", " ", "  ", "a"]
+
+
+def test_chunks_cover_both_texts_exactly() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    words = st.lists(st.sampled_from(_WORDS), max_size=40).map("".join)
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(words, words)
+    def check(a: str, b: str) -> None:
+        chunks = build_chunks(b, [], a)
+        assert joined(chunks) == b
+        assert "".join(c.before if c.kind != "same" else c.text for c in chunks) == a
+        assert all(c.text != c.before for c in chunks if c.kind != "same")
+
+    check()

@@ -33,6 +33,8 @@ KINDS = ("same", "rewrite", "generalisation", "redaction", "pii", "reviewer")
 # One token: a bracketed upper-case label or a Presidio <ENTITY>, a word, a run of spaces,
 # one other character.
 _TOKEN_RE = re.compile(r"\[[A-Z][A-Z0-9_ ]*\]|<[A-Z][A-Z0-9_]*>|\w+|\s+|[^\w\s]")
+# Sentence pieces: split after sentence punctuation and line breaks (kept in the piece).
+_SENTENCE_RE = re.compile(r"(?<=[.!?;:\n])")
 _PII_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
 _PLACEHOLDER_RE = re.compile(r"\[[A-Z][A-Z0-9_ ]*\]|\*{3,}|█+")
 
@@ -86,36 +88,51 @@ def build_chunks(output: str, audit: list[dict[str, Any]], input_text: str | Non
     """The chunks of one delinked record (see the module docstring)."""
     if input_text is None or input_text == output:
         return [Chunk("same", output)] if output else []
-    a, b = _tokens(input_text), _tokens(output)
-    if "".join(a) != input_text or "".join(b) != output:  # cannot happen: every char is a token
-        raise ValueError("tokenisation lost characters")
-    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
-    # Merge edits separated only by spaces: "Sinop" -> "the county" is one edit.
+    # Sentences first (the edits are local), then words inside the sentences that differ:
+    # word-level matching of a whole document is quadratic in its common words.
+    pieces: list[list[Any]] = []  # [tag, before, after], tag "equal" or "change"
+    for tag, before, after in _ops(input_text, output):
+        if pieces and pieces[-1][0] == tag:
+            pieces[-1][1] += before
+            pieces[-1][2] += after
+        else:
+            pieces.append([tag, before, after])
+    # Edits separated only by spaces are one edit: "Sinop" -> "the county".
     merged: list[list[Any]] = []
-    for tag, i1, i2, j1, j2 in ops:
-        if (
-            tag == "equal"
-            and merged
-            and merged[-1][0] != "equal"
-            and "".join(a[i1:i2]).isspace()
-            and i2 < len(a)
-        ):
-            merged[-1][0] = "change"
-            merged[-1][2], merged[-1][4] = i2, j2
-            continue
-        if tag != "equal" and merged and merged[-1][0] != "equal":
-            merged[-1][2], merged[-1][4] = i2, j2
-            continue
-        merged.append([tag if tag == "equal" else "change", i1, i2, j1, j2])
+    for i, p in enumerate(pieces):
+        between = p[0] == "equal" and p[1].isspace() and i < len(pieces) - 1
+        if merged and merged[-1][0] == "change" and (p[0] == "change" or between):
+            merged[-1][1] += p[1]
+            merged[-1][2] += p[2]
+        else:
+            merged.append(list(p))
     chunks: list[Chunk] = []
-    for tag, i1, i2, j1, j2 in merged:
-        before, after = "".join(a[i1:i2]), "".join(b[j1:j2])
+    for tag, before, after in merged:
         if tag == "equal":
             chunks.append(Chunk("same", after))
         else:
             chunks.append(Chunk("rewrite", after, before, after, "pending"))
     _explain([c for c in chunks if c.kind != "same"], audit)
     return chunks
+
+
+def _ops(a_text: str, b_text: str) -> list[tuple[str, str, str]]:
+    """``(tag, before, after)`` pieces covering both texts in order, word-level."""
+    sa, sb = _SENTENCE_RE.split(a_text), _SENTENCE_RE.split(b_text)
+    out: list[tuple[str, str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes():
+        x, y = "".join(sa[i1:i2]), "".join(sb[j1:j2])
+        if tag == "equal":
+            out.append(("equal", x, y))
+            continue
+        a, b = _tokens(x), _tokens(y)
+        if "".join(a) != x or "".join(b) != y:  # cannot happen: every char is a token
+            raise ValueError("tokenisation lost characters")
+        for t, k1, k2, m1, m2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            out.append(
+                ("equal" if t == "equal" else "change", "".join(a[k1:k2]), "".join(b[m1:m2]))
+            )
+    return [o for o in out if o[1] or o[2]]
 
 
 def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
