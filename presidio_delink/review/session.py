@@ -273,7 +273,8 @@ class ReviewSession:
         start: int | None = None,
         end: int | None = None,
     ) -> dict[str, Any]:
-        """Apply one review action, verified; returns ``{"ok", "reasons", "document"}``.
+        """Apply one review action, verified; returns ``{"ok", "chunk", "reasons",
+        "verification", "document"}`` (``chunk``: the edit acted on, None for the document).
 
         Actions: ``accept`` / ``revert`` / ``edit`` (with ``text``) one edit ``chunk``;
         ``accept_all`` pending edits; ``redact`` the range ``[start, end)`` of the current
@@ -353,6 +354,7 @@ class ReviewSession:
             self.store.save(doc_id, version, new_state if ok else None, row)
             return {
                 "ok": ok,
+                "chunk": at if ok else chunk,
                 "reasons": v["reasons"],
                 "verification": v,
                 "document": self.document(doc_id),

@@ -163,7 +163,7 @@
       } else if (status !== 200) {
         message("err", data.error || "refused");
       } else {
-        const keep = S.sel;
+        const keep = data.chunk != null ? data.chunk : S.sel;
         S.doc = data.document;
         S.sel = keep != null && S.doc.chunks[keep] && S.doc.chunks[keep].kind !== "same" ? keep : null;
         render();
