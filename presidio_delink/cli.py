@@ -663,6 +663,7 @@ def delink(
         strict=strict,
         monitor=monitor,
         llm_concurrency=llm_concurrency,
+        protect=protect,
     )
     from presidio_delink.attacks.audit import source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack
@@ -670,18 +671,19 @@ def delink(
     containment = ContainmentAttack(idx, k=k)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = _source_map(inputs, source_field) if source_field else {}
+
+    def source_group(doc_id: str) -> str | None:
+        return group_of.get(sources.get(doc_id, doc_id))
     results = []
     failed = known = first = 0
     # Both files appear together, and only when the whole run succeeded.
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_output(output))
         report = stack.enter_context(atomic_output(report_path)) if report_path else None
-        for res in delinker.delink_many(read_many(inputs), progress=progress):
-            group = group_of.get(sources.get(res.id, res.id))
-            if protect and group is not None and res.text is not None:
-                from presidio_delink.protect import protect_result
-
-                protect_result(delinker, containment, res, group)
+        for res in delinker.delink_many(
+            read_many(inputs), progress=progress, group_of=source_group
+        ):
+            group = source_group(res.id)
             rec = res.to_json()
             if group is not None and res.text is not None:
                 rec["source_ranks"] = ranks = source_ranks(res.text, group, containment, monitor)
