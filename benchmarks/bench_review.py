@@ -11,6 +11,12 @@ verification on each final text (``analyze``, each attack) as the baseline: ``an
 the delinker's own check.  Target: at most 300 ms per verification.
 
     python benchmarks/bench_review.py --docs 20 --actions 8 [--json OUT]
+
+``--demo-flow DIR`` instead times the whole review in a headless Chromium (the system's,
+through Playwright) on the demo's outputs (``DIR/index``, ``DIR/delinked.jsonl`` from
+``samples/demo.sh`` or its ``delink`` step, inputs ``samples/deidentified.jsonl``): accept
+an LLM rewrite, edit it back to its input (refused; the screenshot ``DIR/review.png`` is
+taken then), accept the rest, sign off every document, export.
 """
 
 from __future__ import annotations
@@ -56,12 +62,100 @@ def _ms(xs: list[float]) -> str:
     )
 
 
+def demo_flow(folder: Path) -> None:
+    """The browser flow on the demo outputs (see the module docstring)."""
+    import os
+
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    from playwright.sync_api import sync_playwright
+
+    from presidio_delink.review.server import ReviewServer
+
+    print("load:", _uptime())
+    out = folder / "reviewed.jsonl"
+    for old in folder.glob("reviewed.jsonl*"):
+        old.unlink()
+    t0, c0 = time.perf_counter(), time.process_time()
+    session = ReviewSession(
+        folder / "delinked.jsonl",
+        Verifier(NgramIndex.load(folder / "index"), k=2),
+        out,
+        input_path=ROOT / "samples" / "deidentified.jsonl",
+        reviewer="A. Officer",
+    )
+    srv = ReviewServer(session)
+    srv.start()
+
+    def msg(page, cls: str, *parts: str) -> None:  # type: ignore[no-untyped-def]
+        page.wait_for_function(
+            "([c, p]) => { const m = document.getElementById('msg');"
+            " return m.className === c && p.every(x => m.textContent.includes(x)); }",
+            arg=[cls, list(parts)],
+            timeout=30000,
+        )
+
+    kinds: dict[str, int] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=os.environ.get("PRESIDIO_DELINK_CHROMIUM", "/usr/bin/chromium"),
+            headless=True,
+            args=["--no-sandbox"],
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(srv.url)
+        page.wait_for_selector("#queue-list li")
+        shot = False
+        for rec in session.records:
+            d = rec["id"]
+            page.click(f'#queue-list li[data-id="{d}"]')
+            page.wait_for_function(
+                "id => document.getElementById('doc-title').textContent.startsWith(id)", arg=d
+            )
+            doc = session.document(d)
+            for c in doc["chunks"]:
+                kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+            llm = [c for c in doc["chunks"] if "llm" in c["method"] and c["df"] == 1]
+            if llm and not shot:
+                c = llm[0]
+                page.click(f'#output .edit[data-i="{c["i"]}"]')
+                page.keyboard.press("a")
+                msg(page, "ok", "accept: verified")
+                page.keyboard.press("e")
+                page.fill("#edit-text", c["before"])
+                page.keyboard.press("Control+Enter")
+                msg(page, "err", "edit refused")
+                page.screenshot(path=str(folder / "review.png"))
+                shot = True
+                page.keyboard.press("Escape")
+            page.keyboard.press("Shift+A")
+            msg(page, "ok", "accept_all")
+            page.keyboard.press("s")
+            msg(page, "ok", "signed off")
+        page.keyboard.press("x")
+        n = len(session.records)
+        msg(page, "ok", f"exported {n} documents ({n} signed off)")
+        browser.close()
+    srv.stop()
+    session.close()
+    print(f"edits by kind over the {n} outputs: {kinds}")
+    print(
+        f"whole flow: {time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s "
+        "CPU in this process (Chromium's own not counted)"
+    )
+    print("screenshot:", folder / "review.png" if shot else "none (no LLM rewrite)")
+    print("load after:", _uptime())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=20)
     ap.add_argument("--actions", type=int, default=8, help="actions timed per document")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--demo-flow", type=Path, default=None, metavar="DIR")
     a = ap.parse_args()
+    if a.demo_flow:
+        demo_flow(a.demo_flow)
+        return
     load0 = _uptime()
     print("load:", load0)
     work = Path(tempfile.mkdtemp(prefix="bench-review-"))
