@@ -376,3 +376,13 @@ def test_chunks_cover_both_texts_exactly() -> None:
         assert all(c.text != c.before for c in chunks if c.kind != "same")
 
     check()
+
+
+def test_server_import_guard_says_what_to_install(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import importlib
+
+    monkeypatch.setitem(sys.modules, "starlette", None)
+    monkeypatch.delitem(sys.modules, "presidio_delink.review.server", raising=False)
+    with pytest.raises(ConfigError, match=r"pip install 'presidio-delink\[review\]'"):
+        importlib.import_module("presidio_delink.review.server")
+    monkeypatch.delitem(sys.modules, "presidio_delink.review.server", raising=False)
