@@ -381,6 +381,8 @@ def test_chunks_cover_both_texts_exactly() -> None:
 def test_server_import_guard_says_what_to_install(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import importlib
 
+    for name in [m for m in sys.modules if m == "starlette" or m.startswith("starlette.")]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "starlette", None)
     monkeypatch.delitem(sys.modules, "presidio_delink.review.server", raising=False)
     with pytest.raises(ConfigError, match=r"pip install 'presidio-delink\[review\]'"):
