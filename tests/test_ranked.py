@@ -3,18 +3,22 @@ contributions, groups, placeholders, and the CLI / delink audit that use it."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from presidio_delink import NgramIndex
 from presidio_delink.attacks import Attack, rank_of
 from presidio_delink.attacks.fts5 import MEMBERS, STOP_WORDS
 from presidio_delink.attacks.ranked import RankedAttack, lead
+from presidio_delink.cli import main
 from presidio_delink.errors import ConfigError
 
 
@@ -249,3 +253,143 @@ def test_engine_built_once_per_index(index: NgramIndex) -> None:
     a, b = RankedAttack(index), RankedAttack(index, k=3)
     assert a._engine is b._engine
     assert np.isfinite(a.scores(CORPUS[0][1]).leads()).all()
+
+
+# -- command line: attack --method ranked, delink's audit, exit code, report ------------------
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    d = tmp_path_factory.mktemp("rankedcli")
+    coll = d / "coll.jsonl"
+    coll.write_text(
+        "".join(json.dumps({"id": i, "text": t, "group": g}) + "\n" for i, t, g in CORPUS)
+    )
+    res = _run("index", "build", str(coll), "-o", str(d / "idx"), "--no-progress")
+    assert res.exit_code == 0, res.output
+    q = d / "q.jsonl"
+    q.write_text(
+        json.dumps({"id": "d3", "text": _query_text(3)})
+        + "\n"
+        + json.dumps({"id": "new", "text": _query_text(8), "src": "d8"})
+        + "\n"
+    )
+    return d / "idx", q, d
+
+
+def _unrelated() -> str:
+    rng = random.Random(99)
+    words = ["".join(rng.choice("xyzqvw") for _ in range(9)) for _ in range(40)]
+    return " ".join(words).capitalize() + "."
+
+
+def test_cli_attack_ranked(cli_files) -> None:  # type: ignore[no-untyped-def]
+    idx, q, d = cli_files
+    res = _run("attack", "--index", str(idx), "--method", "ranked", str(q))
+    assert res.exit_code == 1, res.output  # the sources are claimed
+    recs = [json.loads(line) for line in res.output.splitlines()]
+    assert [r["id"] for r in recs] == ["d3", "new"]
+    for r, src in zip(recs, ["d3", "g4"], strict=True):
+        assert set(r) == {"id", "method", "ranking", "linked", "claim", "members"}
+        assert r["method"] == "ranked" and r["linked"] is True
+        assert r["ranking"][0]["group"] == src and r["claim"]["group"] == src
+        assert set(r["members"]) == set(MEMBERS) and len(r["members"]["fts5-porter"]) <= 3
+        assert set(r["ranking"][0]) == {"doc_id", "group", "score"}
+    clean = d / "clean.jsonl"
+    clean.write_text(json.dumps({"id": "z", "text": _unrelated()}) + "\n")
+    res = _run("attack", "--index", str(idx), "--method", "ranked", str(clean))
+    assert res.exit_code == 0
+    rec = json.loads(res.output)
+    assert rec["linked"] is False and rec["ranking"] == [] and rec["claim"] is None
+    res = _run("attack", "--index", str(idx), "--method", "all", str(q))
+    methods = [json.loads(line)["method"] for line in res.output.splitlines()]
+    assert methods == ["ngram", "containment", "ranked"] * 2
+
+
+def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ignore[no-untyped-def]
+    idx, q, d = cli_files
+    out, rep = d / "out.jsonl", d / "report.html"
+    res = CliRunner().invoke(
+        main,
+        [
+            "delink",
+            "--index",
+            str(idx),
+            "--llm",
+            "none",
+            "--no-progress",
+            "--source-field",
+            "src",
+            "-o",
+            str(out),
+            "--report",
+            str(rep),
+            str(q),
+        ],
+    )
+    assert res.exit_code == 3, res.stderr  # written, phrase-clean, but ranked search finds them
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    for r, src in zip(recs, ["d3", "g4"], strict=True):
+        rk = r["source_ranks"]["ranked"]
+        assert {"source_rank", "top_group", "margin", "linked", "claimed", "members"} <= set(rk)
+        assert rk["source_rank"] == 1 and rk["source_first"] and rk["top_group"] == src
+        assert 0 < rk["margin"] <= 1
+        assert set(rk["members"]) == set(MEMBERS)
+        assert "containment" in r["source_ranks"]
+    assert "risk, ranked search" in res.stderr and "2 of 2 documents" in res.stderr
+    assert "risk, containment search" in res.stderr
+    assert "covers phrase search only" in res.stderr
+    assert "still rank" not in res.stderr
+    for r in recs:  # counts, never text, on stderr
+        assert r["text"][:40] not in res.stderr
+    html = rep.read_text()
+    assert html.count("source ranked first by") == 2
+    assert ">linkage-free" not in html and "linkage-free under phrase search;" not in html
+    assert html.count("<th>source rank</th>") == 2
+    # no known source: not audited, exit 0, labelled as phrase-only
+    clean = d / "clean.jsonl"
+    clean.write_text(json.dumps({"id": "z", "text": _unrelated()}) + "\n")
+    res = CliRunner().invoke(
+        main,
+        [
+            "delink",
+            "--index",
+            str(idx),
+            "--llm",
+            "none",
+            "--no-progress",
+            "-o",
+            str(d / "z.jsonl"),
+            "--report",
+            str(d / "z.html"),
+            str(clean),
+        ],
+    )
+    assert res.exit_code == 0, res.stderr
+    assert "source_ranks" not in json.loads((d / "z.jsonl").read_text())
+    assert "risk," not in res.stderr
+    assert "source unknown: not audited" in (d / "z.html").read_text()
+    # a known source that no search finds: audited, exit 0
+    clean.write_text(json.dumps({"id": "z", "text": _unrelated(), "src": "d5"}) + "\n")
+    res = CliRunner().invoke(
+        main,
+        [
+            "delink",
+            "--index",
+            str(idx),
+            "--llm",
+            "none",
+            "--no-progress",
+            "--source-field",
+            "src",
+            "-o",
+            str(d / "z2.jsonl"),
+            str(clean),
+        ],
+    )
+    assert res.exit_code == 0, res.stderr
+    rk = json.loads((d / "z2.jsonl").read_text())["source_ranks"]["ranked"]
+    assert rk["source_rank"] is None and rk["linked"] is False
+    assert "0 of 1 documents" in res.stderr

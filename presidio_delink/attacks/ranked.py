@@ -294,6 +294,10 @@ class RankedAttack:
         self._engine = engine(index, chosen)
 
     # -- helpers for PanelScores ------------------------------------------------------
+    def has_group(self, group: str) -> bool:
+        """Whether the index has this group."""
+        return group in self._ordinal
+
     def group_ordinal(self, group: str) -> int:
         """Ordinal of a group id (ConfigError when the index has no such group)."""
         try:
