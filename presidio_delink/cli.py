@@ -723,6 +723,9 @@ def delink(
     claimed = {"containment": 0, "ranked": 0}
     # Both files appear together, and only when the whole run succeeded.
     with contextlib.ExitStack() as stack:
+        close = getattr(rewriter, "close", None)
+        if callable(close):  # the rewriter's HTTP connections, at the end of the run
+            stack.callback(close)
         out = stack.enter_context(atomic_output(output))
         report = stack.enter_context(atomic_output(report_path)) if report_path else None
         for res in delinker.delink_many(read_many(inputs), progress=progress):
