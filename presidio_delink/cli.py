@@ -746,7 +746,8 @@ def delink(
                 known += 1
                 for name in first:
                     first[name] += ranks[name]["source_rank"] == 1
-                    claimed[name] += bool(ranks[name]["linked"])
+                    r = ranks[name]  # the margin decision claims the source itself
+                    claimed[name] += bool(r["linked"]) and r.get("claimed", r["top_group"]) == group
                 linked_docs += bool(linked_by(ranks))
                 all_ranks[res.id] = ranks
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -773,14 +774,14 @@ def delink(
         click.echo(
             f"risk, ranked search (BM25, {len(ranked.members) if ranked else 0} tokenisers, "
             f"whole text or one sentence): source ranked first for {first['ranked']} of "
-            f"{known} documents with a known source; {claimed['ranked']} claimed at the "
-            "calibrated margin",
+            f"{known} documents with a known source; the calibrated margin claims it for "
+            f"{claimed['ranked']}",
             err=True,
         )
         click.echo(
             "risk, containment search (near-verbatim alignment): source ranked first for "
-            f"{first['containment']} of {known} documents; {claimed['containment']} claimed "
-            "at the calibrated margin",
+            f"{first['containment']} of {known} documents; the calibrated margin claims it for "
+            f"{claimed['containment']}",
             err=True,
         )
     if failed:
