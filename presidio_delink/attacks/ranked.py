@@ -36,10 +36,11 @@ Definitions.
   says.  That is what the audit reports as "ranked first"; the margin decision is
   reported beside it.
 
-Cost.  The engine is built once per index and process (about 2 s for TAB, see
-:mod:`.fts5`).  :meth:`RankedAttack.scores` runs ``(1 + sentences) x members`` queries,
-each one weighted ``bincount`` over its terms' postings, then one group maximum each:
-about 30 ms for an 850-word TAB text and four members.
+Cost.  The engine is built once per index and process (about 2.5 s of CPU for TAB, see
+:mod:`.fts5`).  :meth:`RankedAttack.scores` maps the text's words to terms once per member,
+then runs ``(1 + sentences) x members`` queries, each one weighted ``bincount`` over its
+terms' postings, and one group maximum for all: about 40 ms of CPU for an 850-word TAB text
+and four members.
 """
 
 from __future__ import annotations
