@@ -9,8 +9,9 @@ A reviewed text *verifies* when three things hold:
 2. **No PII back.** No string that PII redaction removed (the ``before`` of the document's
    ``pii`` edits) is in the text, compared as folded words (case, diacritics, look-alike
    letters), nor an uncommon word of one that the delinker's own output did not contain.
-3. **No attack gains.** Each attack of the panel (``containment``; ``ranked`` when
-   :mod:`presidio_delink.attacks.ranked` is installed; ``semantic`` when a monitor is given)
+3. **No attack gains.** Each attack of the panel (``containment``; ``ranked``, BM25 search,
+   when :mod:`presidio_delink.attacks.ranked` is importable; ``semantic`` when a monitor is
+   given)
    ranks the source's group no better than it ranked it in the delinker's output, when
    the source is known: an attack that did not put the source first there may not put it
    first now.  The panel cannot demand more than the release had: ``delink`` without
