@@ -381,11 +381,13 @@ def check(
 @_detection_options
 @click.option(
     "--method",
-    type=click.Choice(["ngram", "containment", "semantic", "all"]),
+    type=click.Choice(["ngram", "containment", "ranked", "semantic", "all"]),
     default="ngram",
     show_default=True,
     help="ngram: rare phrases and combinations; containment: near-verbatim alignment; "
-    "semantic: nearest by embedding (needs --semantic-monitor); all: each in turn.",
+    "ranked: BM25 search for the whole text and each sentence (SQLite FTS5, four "
+    "tokenisers); semantic: nearest by embedding (needs --semantic-monitor); all: each in "
+    "turn.",
 )
 @click.option(
     "--semantic-monitor",
@@ -408,8 +410,10 @@ def attack(
 ) -> None:
     """The adversary's view: which collection documents each document of INPUT... links to.
 
-    ngram (default): through which N-grams (all combinations enumerated).  containment and
-    semantic: {"id", "method", "ranking": top 10 groups, best first, "linked"}.
+    ngram (default): through which N-grams (all combinations enumerated).  containment,
+    ranked and semantic: {"id", "method", "ranking": top 10 groups, best first, "linked"}.
+    ranked adds "claim" (the group, member, query and lead of the calibrated margin
+    decision, or null) and "members": each member's top 3 groups for the whole text.
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
@@ -417,7 +421,7 @@ def attack(
 
     check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
-    methods = ["ngram", "containment", "semantic"] if method == "all" else [method]
+    methods = ["ngram", "containment", "ranked", "semantic"] if method == "all" else [method]
     if method == "all" and not monitor_inputs:
         methods.remove("semantic")
     attacks = _make_attacks(idx, k, methods, monitor_inputs, output)
@@ -446,6 +450,9 @@ def attack(
                     }
                     if method == "all":
                         rec = {"id": doc_id, "method": "ngram", **rec}
+                elif m == "ranked":
+                    rec = _ranked_record(attacks[m], doc_id, text)
+                    any_linkable |= bool(rec["linked"])
                 else:
                     verdict = attacks[m].verdict(text, top=10)
                     any_linkable |= verdict.linked
@@ -454,10 +461,41 @@ def attack(
     sys.exit(1 if any_linkable else 0)
 
 
+def _ranked_record(attack: Any, doc_id: str, text: str) -> dict[str, Any]:
+    """The ranked attack's JSONL record: its verdict, the claim and each member's top 3."""
+    ps = attack.scores(text)
+    claim = ps.claim()
+    ranking = ps.combined()
+    if claim is not None:  # the claimed group first, as Verdict has it
+        ranking = [r for r in ranking if r.group == claim[0]] + [
+            r for r in ranking if r.group != claim[0]
+        ]
+    rec: dict[str, Any] = {
+        "id": doc_id,
+        "method": "ranked",
+        "ranking": [r.to_json() for r in ranking[:10]],
+        "linked": claim is not None,
+        "claim": None
+        if claim is None
+        else {
+            "group": claim[0],
+            "member": claim[1][0],
+            "query": claim[1][1],
+            "lead": round(claim[2], 4),
+        },
+        "members": {},
+    }
+    for m in attack.members:
+        row = ps.row(m)
+        top = ps.ranking(row, 3) if row is not None else []
+        rec["members"][m] = [r.to_json() for r in top]
+    return rec
+
+
 def _make_attacks(
     idx: Any, k: int, methods: list[str], monitor_inputs: tuple[Path, ...], near: Path | None
 ) -> dict[str, Any]:
-    """The containment / semantic attacks that ``methods`` need."""
+    """The containment / ranked / semantic attacks that ``methods`` need."""
     from presidio_delink.errors import ConfigError
 
     out: dict[str, Any] = {}
@@ -465,6 +503,10 @@ def _make_attacks(
         from presidio_delink.attacks.containment import ContainmentAttack
 
         out["containment"] = ContainmentAttack(idx, k=k)
+    if "ranked" in methods:
+        from presidio_delink.attacks.ranked import RankedAttack
+
+        out["ranked"] = RankedAttack(idx, k=k)
     if "semantic" in methods:
         if not monitor_inputs:
             raise ConfigError("--method semantic needs the collection: --semantic-monitor INPUT")
@@ -615,11 +657,14 @@ def delink(
 ) -> None:
     """Rewrite each document of INPUT... until no N-gram links below K; JSONL to OUTPUT.
 
-    When a document's source is known (its id is in the collection, or --source-field),
-    the record's "source_ranks" gives the source's containment (and semantic) rank, and a
-    risk summary ends the run.
+    The guarantee covers phrase search.  When a document's source is known (its id is in
+    the collection, or --source-field), the output is also audited: the record's
+    "source_ranks" gives the source's rank under ranked (BM25) search, containment (and
+    semantic) search, and one risk line per attack ends the run.
 
-    Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
+    Exit code 0 when every document came out linkage-free and no audit attack ranks a known
+    source first, 1 when some document failed, 3 when none failed but an audit attack
+    ranks some document's source first, 2 on error.
     """
     from presidio_delink.io import atomic_output, check_output_paths, read_many
     from presidio_delink.llm import make_rewriter
@@ -663,30 +708,50 @@ def delink(
         strict=strict,
         monitor=monitor,
         llm_concurrency=llm_concurrency,
+        protect=protect,
     )
-    from presidio_delink.attacks.audit import source_ranks
+    from presidio_delink.attacks.audit import linked_by, source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack
 
     containment = ContainmentAttack(idx, k=k)
+    ranked = None  # built on the first document with a known source (seconds, once)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = _source_map(inputs, source_field) if source_field else {}
+
+    def source_group(doc_id: str) -> str | None:
+        return group_of.get(sources.get(doc_id, doc_id))
     results = []
-    failed = known = first = 0
+    all_ranks: dict[str, dict[str, Any]] = {}
+    failed = known = linked_docs = 0
+    first = {"containment": 0, "ranked": 0}
+    claimed = {"containment": 0, "ranked": 0}
     # Both files appear together, and only when the whole run succeeded.
     with contextlib.ExitStack() as stack:
+        close = getattr(rewriter, "close", None)
+        if callable(close):  # the rewriter's HTTP connections, at the end of the run
+            stack.callback(close)
         out = stack.enter_context(atomic_output(output))
         report = stack.enter_context(atomic_output(report_path)) if report_path else None
-        for res in delinker.delink_many(read_many(inputs), progress=progress):
-            group = group_of.get(sources.get(res.id, res.id))
-            if protect and group is not None and res.text is not None:
-                from presidio_delink.protect import protect_result
-
-                protect_result(delinker, containment, res, group)
+        for res in delinker.delink_many(
+            read_many(inputs), progress=progress, group_of=source_group
+        ):
+            group = source_group(res.id)
             rec = res.to_json()
             if group is not None and res.text is not None:
-                rec["source_ranks"] = ranks = source_ranks(res.text, group, containment, monitor)
+                if ranked is None:
+                    from presidio_delink.attacks.ranked import RankedAttack
+
+                    ranked = RankedAttack(idx, k=k)
+                rec["source_ranks"] = ranks = source_ranks(
+                    res.text, group, containment, monitor, ranked
+                )
                 known += 1
-                first += ranks["containment"]["source_rank"] == 1
+                for name in first:
+                    first[name] += ranks[name]["source_rank"] == 1
+                    r = ranks[name]  # the margin decision claims the source itself
+                    claimed[name] += bool(r["linked"]) and r.get("claimed", r["top_group"]) == group
+                linked_docs += bool(linked_by(ranks))
+                all_ranks[res.id] = ranks
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
             failed += res.failed
             if report is not None:
@@ -694,7 +759,7 @@ def delink(
         if report is not None:
             from presidio_delink.report import render
 
-            report.write(render(results))
+            report.write(render(results, source_ranks=all_ranks))
     n = len(results) if report_path else None
     click.echo(
         f"wrote {output}"
@@ -702,13 +767,28 @@ def delink(
         + (f"; {failed} failed" if failed else ""),
         err=True,
     )
+    click.echo(
+        f"phrase search: no phrase of the {'other ' if failed else ''}outputs occurs in fewer "
+        f"than {k} collection groups (the guarantee covers phrase search only)",
+        err=True,
+    )
     if known:
         click.echo(
-            f"{first} documents still rank their source first under containment search "
-            f"(of {known} with a known source)",
+            f"risk, ranked search (BM25, {len(ranked.members) if ranked else 0} tokenisers, "
+            f"whole text or one sentence): source ranked first for {first['ranked']} of "
+            f"{known} documents with a known source; the calibrated margin claims it for "
+            f"{claimed['ranked']}",
             err=True,
         )
-    sys.exit(1 if failed else 0)
+        click.echo(
+            "risk, containment search (near-verbatim alignment): source ranked first for "
+            f"{first['containment']} of {known} documents; the calibrated margin claims it for "
+            f"{claimed['containment']}",
+            err=True,
+        )
+    if failed:
+        sys.exit(1)
+    sys.exit(3 if linked_docs else 0)
 
 
 def _source_map(inputs: tuple[Path, ...], field: str) -> dict[str, str]:
@@ -808,6 +888,60 @@ def data_convert(
     written = convert(output, tab_files, wiki_files, wiki_background, masks, progress)
     for p in written:
         click.echo(f"wrote {p}", err=True)
+
+
+@main.command("review")
+@_index_opt
+@_key_opt
+@_k_opt
+@_arity_opt
+@_maxn_opt
+@click.argument("delinked", type=click.Path(path_type=Path))
+@click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
+              help="The documents delink was given: shown beside each output, every edit marked.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Reviewed JSONL [default: DELINKED with .reviewed.jsonl]; the review state "
+              "lies beside it (OUTPUT.review.sqlite) and is resumed when it exists.")
+@click.option("--reviewer", default=None,
+              help="Name recorded with every action [default: $USER].")
+@click.option("--explain-docs", is_flag=True,
+              help="Name the collection documents a refused phrase links to (their ids may "
+              "be sensitive).")
+@click.option("--semantic-monitor", "monitor_inputs", multiple=True,
+              type=click.Path(path_type=Path),
+              help="The collection's texts: add the semantic attack to the panel ('eval' extra).")
+@click.option("--port", default=0, type=click.IntRange(0, 65535), help="[default: a free one]")
+@_clean_errors
+def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: int | None,
+           delinked: Path, input_path: Path | None, output: Path | None, reviewer: str | None,
+           explain_docs: bool, monitor_inputs: tuple[Path, ...], port: int) -> None:
+    """Review DELINKED (a delink output) in a local web page: check, edit, sign off.
+
+    Serves on 127.0.0.1 and prints the page's address with its access token. Every change
+    is verified against the index and the attack panel before it is saved.
+    """
+    from presidio_delink.review import ReviewSession, Verifier, default_attacks
+    from presidio_delink.review.session import check_paths
+
+    output = output or delinked.with_name(delinked.stem + ".reviewed.jsonl")
+    check_paths(output, delinked, input_path, index_dir)
+    idx = _load_index(index_dir, key_file)
+    attacks = default_attacks(idx, k)
+    if monitor_inputs:
+        attacks["semantic"] = _semantic_monitor(idx, k, monitor_inputs, output)
+    verifier = Verifier(idx, k=k, arity=arity, max_n=max_n, attacks=attacks,
+                        explain_docs=explain_docs)
+    who = reviewer or os.environ.get("USER") or "reviewer"
+    session = ReviewSession(delinked, verifier, output, input_path=input_path, reviewer=who)
+    from presidio_delink.review.server import ReviewServer
+
+    server = ReviewServer(session, port=port)
+    click.echo(f"review {len(session.records)} documents at {server.url}", err=True)
+    click.echo("Ctrl-C stops the server; every answered action is already saved.", err=True)
+    try:
+        server.serve_forever()
+    finally:
+        session.close()
 
 
 def _register_eval() -> None:

@@ -5,7 +5,9 @@
 #  2. check the 5 de-identified samples against it (they link: exit code 1 is expected);
 #  3. delink the two shortest of them (deterministic generalisations, LLM rewrites, verified
 #     redaction fallback) -> samples/out/delinked.jsonl, with an HTML report
-#     samples/out/report.html, and print a few before/after sentences;
+#     samples/out/report.html, and print a few before/after sentences; the audit says how
+#     ranked (BM25) and near-verbatim search still rank the sources (exit code 3 when they
+#     rank them first);
 #  4. check the output again: nothing links (exit code 0).
 # Takes about 5 minutes on 2 quiet cores (longer on a busy machine: the LLM calls dominate).
 # DEMO_DOCS=N delinks the N shortest samples instead. Writes only into samples/out/.
@@ -36,7 +38,8 @@ PY
 unset PRESIDIO_DELINK_EMBEDDED_MODEL
 echo "== delinking the ${DEMO_DOCS:-2} shortest samples with the default embedded model (--llm embedded)"
 $CLI delink --index "$OUT/index" -k 2 --llm embedded --passes 2 "$OUT/demo-input.jsonl" \
-  -o "$OUT/delinked.jsonl" --report "$OUT/report.html" --cache "$OUT/llm-cache.sqlite"
+  -o "$OUT/delinked.jsonl" --report "$OUT/report.html" --cache "$OUT/llm-cache.sqlite" \
+  || [ $? -eq 3 ]  # 3: written and phrase-clean, but ranked search still finds the sources
 .venv/bin/python - "$OUT/delinked.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
@@ -54,4 +57,4 @@ for line in open(sys.argv[1]):
 PY
 echo "== after: the output checked again"
 $CLI check --index "$OUT/index" -k 2 "$OUT/delinked.jsonl" -o "$OUT/after.jsonl"
-echo "nothing links below k=2; report: $OUT/report.html"
+echo "no phrase links below k=2 (the phrase guarantee; ranked and near-verbatim search: see the audit lines above); report: $OUT/report.html"
