@@ -73,20 +73,90 @@ class ProtectOutcome:
     rounds: int = 0
     words_cut: int = 0
     words_relinked: int = 0  # redacted because a cut made an N-gram linkable
+    words_rewritten: int = 0  # rewritten by an editor instead of cut
     source_rank: int | None = None
     audit: list[AuditEntry] = field(default_factory=list)
     marks: list[tuple[int, int, str]] = field(default_factory=list)
 
 
+#: The chain scoring rules the stop condition checks (see :func:`rule_scores`).
+RULES = ("cover", "longest", "sumsq")
+
+
+def rule_scores(
+    attack: ContainmentAttack, text: str
+) -> tuple[dict[str, dict[str, float]], dict[str, set[int]]]:
+    """Per rule ``{group: score}``, and the text positions each group's chains cover.
+
+    Rules: ``cover`` (share of the text's words covered by the group's kept chains, the
+    attack's own score), ``longest`` (words of the group's longest chain) and ``sumsq``
+    (sum of squared chain lengths: a few long runs outweigh many short ones).
+    """
+    q = attack.seed
+    cover: dict[str, set[int]] = {}
+    longest: dict[str, float] = {}
+    sumsq: dict[str, float] = {}
+    n_words = max(1, len(attack.prepare(text).words))
+    groups = attack.index.doc_groups
+    for ch in attack.chains(text):
+        g = groups[ch.doc]
+        pos = cover.setdefault(g, set())
+        for p in ch.positions:
+            pos.update(range(p, p + q))
+        longest[g] = max(longest.get(g, 0.0), float(ch.covered))
+        sumsq[g] = sumsq.get(g, 0.0) + float(ch.covered) ** 2
+    scores = {
+        "cover": {g: len(p) / n_words for g, p in cover.items()},
+        "longest": longest,
+        "sumsq": sumsq,
+    }
+    return scores, cover
+
+
+def _failing(
+    attack: ContainmentAttack, text: str, group: str, safety: float
+) -> tuple[str | None, dict[str, set[int]]]:
+    """The competitor group under the first rule whose goal fails (None: all hold).
+
+    Goal under a rule: the source scores 0, or at most ``(1 - safety)`` times the best
+    other group and strictly less (argmax: the source is not first, with a margin)."""
+    scores, cover = rule_scores(attack, text)
+    for rule in RULES:
+        sc = scores[rule]
+        src = sc.get(group, 0.0)
+        if src <= 0:
+            continue
+        others = [(v, g) for g, v in sc.items() if g != group]
+        best, comp = max(others, default=(0.0, None))
+        if not (src <= (1.0 - safety) * best and src < best):
+            return comp or "", cover
+    return None, cover
+
+
 def _goal(
     attack: ContainmentAttack, text: str, group: str, safety: float
 ) -> tuple[bool, list[Ranked]]:
-    ranking = attack.scores(text)
-    src = next((r for r in ranking if r.group == group), None)
-    if src is None:
-        return True, ranking
-    best_other = next((r.score for r in ranking if r.group != group), 0.0)
-    return src.score <= (1.0 - safety) * best_other and src.score < best_other, ranking
+    comp, _ = _failing(attack, text, group, safety)
+    return comp is None, attack.scores(text)
+
+
+def variants(attack: ContainmentAttack) -> list[ContainmentAttack]:
+    """The defence's own detectors: seeds of ``attack.seed`` to 5 words (as the index's
+    ``max_n`` allows), each with the attack's chaining and the :func:`sensitive` one."""
+    out: list[ContainmentAttack] = []
+    for q in range(attack.seed, max(attack.seed, min(5, attack.index.max_n)) + 1):
+        base = attack if q == attack.seed else ContainmentAttack(
+            attack.index,
+            k=attack.k,
+            seed=q,
+            gap=max(attack.gap, q + 1),
+            drift=attack.drift,
+            min_chain=max(attack.min_chain, q + 1),
+            candidates=attack.candidates,
+            max_df=attack.max_df,
+        )
+        out += [base, sensitive(base)]
+    return out
 
 
 def protect_containment(
@@ -121,34 +191,25 @@ def protect_containment(
     if not 0 <= safety < 1:
         raise ConfigError(f"safety must lie in [0, 1), got {safety!r}")
     index = attack.index
-    q = attack.seed
     out = ProtectOutcome(text=text, marks=list(marks))
-    docs_of: dict[str, list[int]] = {}
-    attacks = [attack, *(also if also is not None else [sensitive(attack)])]
+    attacks = [attack, *(also if also is not None else variants(attack)[1:])]
     for _ in range(max_rounds):
         for att in attacks:
-            done, ranking = _goal(att, out.text, group, safety)
-            if not done:
+            comp, cover = _failing(att, out.text, group, safety)
+            if comp is not None:
                 break
-        if done:
+        else:
             break
         out.rounds += 1
         segs = index.tokenizer.segments(out.text)
         tokens = [t for s in segs for t in s]
-        prep = att.prepare(out.text)
-        others = [r.group for r in ranking if r.group != group]
-        src_docs = docs_of.setdefault(group, attack.group_docs(group))
-        cov = att.coverage(prep, src_docs)
-        s_pos: set[int] = set().union(*cov.values()) if cov else set()
-        c_pos: set[int] = set()
-        if others:
-            comp = att.coverage(prep, docs_of.setdefault(others[0], attack.group_docs(others[0])))
-            c_pos = set().union(*comp.values()) if comp else set()
-        best_other = len(c_pos)
-        need = len(s_pos) - int((1.0 - safety) * best_other)
-        chosen = _cuts(s_pos - c_pos, q, need) or _cuts(s_pos, q, need)
+        s_pos = cover.get(group, set())
+        c_pos = cover.get(comp, set()) if comp else set()
+        need = len(s_pos) - int((1.0 - safety) * len(c_pos))
+        chosen = _cuts(s_pos - c_pos, att.seed, need) or _cuts(s_pos, att.seed, need)
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
             break
+        chosen = [i for i in chosen if i < len(tokens)]
         edits = [(tokens[i].start, tokens[i].end, REDACTED) for i in chosen]
         for i in chosen:
             out.audit.append(
