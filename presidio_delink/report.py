@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from presidio_delink.pipeline import DelinkResult
 
@@ -52,8 +53,54 @@ def _highlight(
     return "".join(out)
 
 
-def render(results: Iterable[DelinkResult], title: str = "presidio-delink report") -> str:
-    """A self-contained HTML page."""
+def _status(r: DelinkResult, ranks: Mapping[str, Any] | None) -> str:
+    """The document's label: never "linkage-free" alone while an audit attack ranks its
+    source first (the guarantee covers phrase search only)."""
+    if r.failed:
+        return "<span class='fail'>FAILED: " + html.escape(r.error or "") + "</span>"
+    if ranks is None:
+        return "linkage-free under phrase search (source unknown: not audited)"
+    first = [name for name, v in ranks.items() if v.get("source_rank") == 1]
+    if first:
+        return (
+            "<span class='fail'>linked: source ranked first by "
+            + html.escape(", ".join(first))
+            + " search</span> (no linkable phrase)"
+        )
+    return "linkage-free under phrase search; no audit attack ranks the source first"
+
+
+def _ranks_table(ranks: Mapping[str, Any]) -> str:
+    rows = [
+        "<table><tr><th>attack</th><th>source rank</th><th>top group</th><th>margin</th>"
+        "<th>claimed at the calibrated margin</th></tr>"
+    ]
+    for name, v in ranks.items():
+        margin = v.get("margin", v.get("top_score"))
+        rows.append(
+            f"<tr><td>{html.escape(name)}</td><td>{v.get('source_rank')}</td>"
+            f"<td>{html.escape(str(v.get('top_group')))}</td><td>{margin}</td>"
+            f"<td>{'yes' if v.get('linked') else 'no'}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def render(
+    results: Iterable[DelinkResult],
+    title: str = "presidio-delink report",
+    source_ranks: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """A self-contained HTML page.
+
+    Args:
+        results: the documents.
+        title: the page title.
+        source_ranks: ``{document id: source_ranks record}`` of the audit (documents with
+            a known source); shown per document, and a document whose source an attack
+            ranks first is labelled so.
+    """
+    source_ranks = source_ranks or {}
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -63,16 +110,15 @@ def render(results: Iterable[DelinkResult], title: str = "presidio-delink report
     ]
     for r in results:
         parts.append(f"<h2>{html.escape(r.id)}</h2>")
-        status = (
-            "<span class='fail'>FAILED: " + html.escape(r.error or "") + "</span>"
-            if r.failed
-            else "linkage-free"
-        )
+        ranks = source_ranks.get(r.id)
+        status = _status(r, ranks)
         parts.append(
             f"<p class='meta'>{status} &middot; {r.passes} pass(es) &middot; {r.n_words} words, "
             f"{r.words_rewritten} rewritten, {r.words_redacted} redacted (optimum "
             f"{r.optimum_words}) &middot; {r.llm_calls} LLM calls, {r.seconds:.2f} s</p>"
         )
+        if ranks:
+            parts.append(_ranks_table(ranks))
         before = []
         dfs: dict[tuple[int, int], int] = {}
         if r.first_report is not None:

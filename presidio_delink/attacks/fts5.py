@@ -1,0 +1,244 @@
+"""The BM25 engine of the ranked attack: SQLite FTS5 (standard library) over the index's
+documents, with the postings that score many queries fast.
+
+Definitions.  Document ``d`` of the index is its normalised words
+(``NgramIndex.doc_words``; the raw text is not stored in the index: the words are
+NFKC-casefolded and diacritic-folded, which is what a search engine's own folding does)
+joined by spaces.  A *member* of the panel is an FTS5 tokenizer (``unicode61``, or
+``porter`` over it) and a stop-word choice (:data:`STOP_WORDS` dropped from documents
+and queries alike, as Lucene's ``StopFilter`` does before stemming).  A word's *terms*
+are what the member's FTS5 tokenizer makes of it, asked of FTS5 itself (a helper table
+and its ``fts5vocab`` instance table; cached per word).
+
+Scores are FTS5's ``bm25()`` (``k1 = 1.2, b = 0.75``), negated so that higher is better::
+
+    score(D) = sum_t idf(t) * f(t, D) (k1 + 1) / (f(t, D) + k1 (1 - b + b |D| / avgdl))
+    idf(t) = log((N - n_t + 0.5) / (n_t + 0.5)), or 1e-6 where that is not positive
+
+with ``|D|`` the document's terms, ``avgdl`` their mean over the ``N`` documents and
+``n_t`` the documents holding ``t``.  Why postings and not FTS5 queries: one whole-text
+OR query costs FTS5 about 35 ms per member on TAB (every document holds "the"), and the
+audit asks one query per sentence per member (about 120 per document, 1.7 s).  So each
+member's summands ``w(t, d)`` (every factor above but the sum) are computed once from
+FTS5's tokenisation of the collection, and a query's scores are one weighted
+``bincount`` of its terms' postings.  The FTS5 table of each member is still built on
+demand (:meth:`Engine.fts5_search`), and the tests check that both give the same scores.
+
+Cost.  Building: the collection's words once (about 1 M for TAB), their terms under
+each FTS5 tokenizer (one insert of the distinct words), and per member one sort of its
+(term, document) pairs: about 2 s for TAB's 1,635 documents and four members, once per
+index and process.  A query of ``T`` terms: the sum of their posting lengths.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from collections.abc import Sequence
+
+import numpy as np
+
+from presidio_delink.index import NgramIndex
+
+__all__ = ["MEMBERS", "STOP_WORDS", "Engine", "engine"]
+
+_K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
+
+_STOP = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves
+"""
+#: English stop words of the ``-stop`` members (a classic IR list: articles, pronouns,
+#: auxiliaries, prepositions and conjunctions).
+STOP_WORDS = frozenset(_STOP.split())
+
+_TOKENIZERS = {
+    "unicode61": "unicode61 remove_diacritics 2",
+    "porter": "porter unicode61 remove_diacritics 2",
+}
+
+#: Panel members: name -> (FTS5 tokenizer, stop words dropped).
+MEMBERS: dict[str, tuple[str, bool]] = {
+    "fts5-unicode61": ("unicode61", False),
+    "fts5-porter": ("porter", False),
+    "fts5-unicode61-stop": ("unicode61", True),
+    "fts5-porter-stop": ("porter", True),
+}
+
+
+class _Member:
+    """One member's BM25 postings: per engine term, the documents holding it and the
+    term's BM25 summand in each (FTS5's formula on FTS5's own tokenisation)."""
+
+    def __init__(
+        self, term_ids: dict[str, int], ptr: np.ndarray, docs: np.ndarray, weights: np.ndarray
+    ) -> None:
+        self.term_ids = term_ids
+        self.ptr, self.docs, self.weights = ptr, docs, weights
+
+    def postings(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and summands of ``terms`` (concatenated; unknown terms have none)."""
+        ids = [self.term_ids[t] for t in terms if t in self.term_ids]
+        if not ids:
+            return np.empty(0, dtype=np.int32), np.empty(0)
+        sl = [slice(self.ptr[i], self.ptr[i + 1]) for i in ids]
+        return (
+            np.concatenate([self.docs[x] for x in sl]),
+            np.concatenate([self.weights[x] for x in sl]),
+        )
+
+
+class Engine:
+    """The engine of one index: FTS5 helper tables that tokenise words (one per FTS5
+    tokenizer), each member's postings, and (on demand, for checks) one FTS5 table per
+    member holding the collection.  Built once per index (see :func:`engine`)."""
+
+    def __init__(self, index: NgramIndex, members: Sequence[str]) -> None:
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.lock = threading.RLock()
+        self.index = index
+        self.n_docs = index.n_docs
+        self.tables: dict[str, str] = {}
+        self.term_cache: dict[str, dict[str, tuple[str, ...]]] = {}
+        for tok in {MEMBERS[m][0] for m in members}:
+            self.db.execute(
+                f"CREATE VIRTUAL TABLE tok_{tok} USING fts5(body, tokenize='{_TOKENIZERS[tok]}')"
+            )
+            self.db.execute(f"CREATE VIRTUAL TABLE tokv_{tok} USING fts5vocab(tok_{tok}, instance)")
+            self.term_cache[tok] = {}
+        # The collection's words as ids, once for every member.
+        vocab: dict[str, int] = {}
+        ids: list[int] = []
+        lens = np.zeros(self.n_docs, dtype=np.int64)
+        for d in range(self.n_docs):
+            ws = [vocab.setdefault(w, len(vocab)) for w in index.doc_words(d) if w]
+            ids.extend(ws)
+            lens[d] = len(ws)
+        self.words = list(vocab)
+        word_ids = np.asarray(ids, dtype=np.int64)
+        doc_of = np.repeat(np.arange(self.n_docs, dtype=np.int64), lens)
+        self.members = {m: self._member(m, word_ids, doc_of) for m in members}
+
+    def _member(self, member: str, word_ids: np.ndarray, doc_of: np.ndarray) -> _Member:
+        tok, stop = MEMBERS[member]
+        mapped = self.terms(tok, self.words)
+        term_ids: dict[str, int] = {}
+        per_word = [
+            []
+            if stop and w in STOP_WORDS
+            else [term_ids.setdefault(t, len(term_ids)) for t in mapped[w]]
+            for w in self.words
+        ]
+        n_of = np.fromiter((len(x) for x in per_word), dtype=np.int64, count=len(per_word))
+        flat = np.fromiter((t for x in per_word for t in x), dtype=np.int64, count=int(n_of.sum()))
+        start = np.concatenate(([0], np.cumsum(n_of)[:-1])).astype(np.int64)
+        reps = n_of[word_ids]
+        tdoc = np.repeat(doc_of, reps)
+        # the j-th term of each token's word: its word's start + 0..n-1
+        first = np.repeat(start[word_ids], reps)
+        within = np.arange(len(tdoc)) - np.repeat(np.cumsum(reps) - reps, reps)
+        terms = flat[first + within]
+        n = self.n_docs
+        dl = np.bincount(tdoc, minlength=n).astype(np.float64)  # FTS5's column size
+        avgdl = dl.sum() / n if n else 0.0
+        keys, tf = np.unique(terms * n + tdoc, return_counts=True)
+        t_of, d_of = keys // n, keys % n
+        ptr = np.searchsorted(t_of, np.arange(len(term_ids) + 1))
+        df = np.diff(ptr).astype(np.float64)
+        idf = np.log((n - df + 0.5) / (df + 0.5))
+        idf[idf <= 0] = 1e-6
+        f = tf.astype(np.float64)
+        w = idf[t_of] * (f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * dl[d_of] / max(avgdl, 1e-12)))
+        return _Member(term_ids, ptr, d_of.astype(np.int32), w)
+
+    def terms(self, tok: str, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The engine's terms of each word under tokenizer ``tok`` (cached)."""
+        cache = self.term_cache[tok]
+        new = [w for w in dict.fromkeys(words) if w not in cache]
+        if new:
+            if len(cache) > 2_000_000:
+                cache.clear()
+            self.db.executemany(
+                f"INSERT INTO tok_{tok}(rowid, body) VALUES (?, ?)", enumerate(new, 1)
+            )
+            got: dict[int, list[tuple[int, str]]] = {}
+            for doc, off, term in self.db.execute(f"SELECT doc, offset, term FROM tokv_{tok}"):
+                got.setdefault(doc, []).append((off, term))
+            self.db.execute(f"DELETE FROM tok_{tok}")
+            for i, w in enumerate(new, 1):
+                cache[w] = tuple(t for _, t in sorted(got.get(i, [])))
+        return {w: cache[w] for w in words}
+
+    def scores(self, member: str, terms: Sequence[str]) -> np.ndarray:
+        """Every document's score for the OR query of distinct ``terms``."""
+        docs, w = self.members[member].postings(terms)
+        return np.bincount(docs, weights=w, minlength=self.n_docs)
+
+    def summands(self, member: str, terms: Sequence[str], doc: int) -> list[float]:
+        """Each term's summand of document ``doc``'s score (0.0 where absent)."""
+        m = self.members[member]
+        out = []
+        for t in terms:
+            i = m.term_ids.get(t)
+            if i is None:
+                out.append(0.0)
+                continue
+            a, b = int(m.ptr[i]), int(m.ptr[i + 1])
+            j = a + int(np.searchsorted(m.docs[a:b], doc))
+            out.append(float(m.weights[j]) if j < b and m.docs[j] == doc else 0.0)
+        return out
+
+    # -- the FTS5 tables themselves (checks) --------------------------------------------
+    def fts5_table(self, member: str) -> str:
+        """The member's FTS5 table of the collection, built on first use."""
+        table = self.tables.get(member)
+        if table is None:
+            tok, stop = MEMBERS[member]
+            table = f"m{len(self.tables)}"
+            self.db.execute(
+                f"CREATE VIRTUAL TABLE {table} USING fts5(body, tokenize='{_TOKENIZERS[tok]}', "
+                "detail=column)"
+            )
+            rows = (
+                (
+                    d + 1,
+                    " ".join(
+                        w for w in self.index.doc_words(d) if w and not (stop and w in STOP_WORDS)
+                    ),
+                )
+                for d in range(self.n_docs)
+            )
+            self.db.executemany(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)", rows)
+            self.tables[member] = table
+        return table
+
+    def fts5_search(self, member: str, match: str) -> list[tuple[int, float]]:
+        """``(ordinal, -bm25)`` of every document FTS5 matches."""
+        table = self.fts5_table(member)
+        rows = self.db.execute(
+            f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?", (match,)
+        )
+        return [(r - 1, -s) for r, s in rows]
+
+
+_ENGINES: weakref.WeakKeyDictionary[NgramIndex, dict[tuple[str, ...], Engine]] = (
+    weakref.WeakKeyDictionary()
+)
+_ENGINES_LOCK = threading.Lock()
+
+
+def engine(index: NgramIndex, members: tuple[str, ...]) -> Engine:
+    """The engine of ``index`` for ``members``, built on first use in this process."""
+    with _ENGINES_LOCK:
+        per = _ENGINES.setdefault(index, {})
+        eng = per.get(members)
+        if eng is None:
+            eng = per[members] = Engine(index, members)
+        return eng

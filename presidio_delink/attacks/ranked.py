@@ -1,0 +1,488 @@
+"""Ranked-retrieval attack: paste the text (or one sentence) into a BM25 search engine.
+
+Every search engine people use ranks its results by BM25 (or a close relative), so the
+adversary of the threat model ("copy, paste and search") needs no rare phrase: the whole
+released text as one OR query, or a single sentence of it, often brings its source to the
+top.  This attack runs those searches with SQLite FTS5's BM25 (:mod:`.fts5`) against the
+collection of the N-gram index, and ranks its groups.
+
+Definitions.
+
+* **Panel.**  The members of :data:`~presidio_delink.attacks.fts5.MEMBERS`, as the views
+  are for phrases: ``fts5-unicode61`` (no stemming), ``fts5-porter`` (Porter stemmer) and
+  their ``-stop`` variants (English stop words dropped).
+* **Queries.**  The text's words are the index tokenizer's tokens with their character
+  offsets; redaction placeholders (``[REDACTED]``, ``<PERSON>``, ...) are no tokens, so
+  they are dropped.  Words that give the same engine term (``applicant`` /
+  ``applicants`` under Porter) are one query term, whose occurrences are all their
+  spans.  The ``"text"`` query ORs every distinct term of the text; ``"sentence:<i>"``
+  those of sentence ``i`` (:func:`presidio_delink.edits.sentence_bounds`).
+* **Ranking.**  A group's score is its best document's BM25 score; groups with no
+  matching document are not ranked; ties are ordered by group id.
+* **Contributions.**  A document's score is a sum over the query's terms, each summand
+  depending on its term only; :meth:`RankedAttack.contributions` gives each summand with
+  the spans of the term in the text.  They add up to the score, and removing every
+  occurrence of a term removes exactly its summand (the collection's statistics do not
+  depend on the query).
+* **Decision.**  The *lead* of a ranking is ``(s_1 - s_k) / s_1`` (``s_k = 0`` with fewer
+  than ``k`` groups).  ``linked`` when some member's whole-text ranking leads by at least
+  ``margin``, or some member's ranking for a sentence of at least
+  :data:`MIN_SENTENCE_TERMS` terms by at least ``sentence_margin``.  The defaults are
+  calibrated on held-in data only (TAB train/dev documents and Wikipedia biographies
+  queried with their source removed from the collection): :data:`CALIBRATION`, written
+  by ``benchmarks/ranked/calibrate.py``, holds the margins and their false-claim rates.
+* **Cautious reading.**  :meth:`PanelScores.source_rank` is the best rank of a group over
+  every member and query: 1 when any of these searches puts it first, whatever the margin
+  says.  That is what the audit reports as "ranked first"; the margin decision is
+  reported beside it.
+
+Cost.  The engine is built once per index and process (about 2 s for TAB, see
+:mod:`.fts5`).  :meth:`RankedAttack.scores` runs ``(1 + sentences) x members`` queries,
+each one weighted ``bincount`` over its terms' postings, then one group maximum each:
+about 30 ms for an 850-word TAB text and four members.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from presidio_delink.attacks.base import Ranked, Verdict
+from presidio_delink.attacks.fts5 import MEMBERS, STOP_WORDS, engine
+from presidio_delink.edits import sentence_bounds
+from presidio_delink.errors import ConfigError
+from presidio_delink.index import NgramIndex
+from presidio_delink.text import Token
+
+__all__ = [
+    "CALIBRATION",
+    "DEFAULT_MARGIN",
+    "DEFAULT_SENTENCE_MARGIN",
+    "MEMBERS",
+    "MIN_SENTENCE_TERMS",
+    "PanelScores",
+    "RankedAttack",
+    "TermContribution",
+    "lead",
+]
+
+#: Sentences with fewer distinct terms do not take part in the margin decision (their
+#: rankings are still computed and count for the cautious reading).
+MIN_SENTENCE_TERMS = 5
+
+_CALIBRATION_FILE = Path(__file__).with_name("ranked_calibration.json")
+
+
+def _load_calibration() -> dict[str, object]:
+    with open(_CALIBRATION_FILE, encoding="utf-8") as f:
+        data: dict[str, object] = json.load(f)
+    return data
+
+
+#: The shipped calibration (written by ``benchmarks/ranked/calibrate.py``).
+CALIBRATION: dict[str, object] = _load_calibration()
+#: Whole-text margin (relative lead of the best group over the k-th).
+DEFAULT_MARGIN = float(CALIBRATION["margin"])  # type: ignore[arg-type]
+#: Sentence margin.
+DEFAULT_SENTENCE_MARGIN = float(CALIBRATION["sentence_margin"])  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TermContribution:
+    """One query term's part of a document's BM25 score.
+
+    Attributes:
+        term: the engine's term.
+        words: the text's normalised words that give it.
+        spans: character spans of its occurrences in the text (within the query).
+        score: its summand of the document's score (> 0).
+    """
+
+    term: str
+    words: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    score: float
+
+
+@dataclass
+class _Query:
+    """Distinct engine terms of a query, each with an FTS5 phrase that gives exactly that
+    term, its words and the spans of its occurrences."""
+
+    terms: dict[str, tuple[str, list[str], list[tuple[int, int]]]] = field(default_factory=dict)
+
+    def match(self) -> str:
+        """The FTS5 OR query."""
+        return " OR ".join(p for p, _, _ in self.terms.values())
+
+
+def lead(ranking: Sequence[Ranked], k: int) -> float:
+    """``(s_1 - s_k) / s_1`` for a ranking best first (0 when empty)."""
+    if not ranking or ranking[0].score <= 0:
+        return 0.0
+    kth = ranking[k - 1].score if len(ranking) >= k else 0.0
+    return (ranking[0].score - kth) / ranking[0].score
+
+
+class PanelScores:
+    """Every member's and query's scores for one text, by group: what rankings, the
+    cautious reading and the decision are read from.
+
+    Attributes:
+        keys: ``(member, query)`` of each row, whole-text queries first.
+        n_terms: distinct terms of each query.
+        group_scores: ``(len(keys), n_groups)`` best-document score of each group.
+        doc_scores: ``(len(keys), n_docs)`` score of each document.
+    """
+
+    def __init__(
+        self,
+        attack: RankedAttack,
+        keys: list[tuple[str, str]],
+        n_terms: list[int],
+        doc_scores: np.ndarray,
+    ) -> None:
+        self.attack = attack
+        self.keys = keys
+        self.n_terms = n_terms
+        self.doc_scores = doc_scores
+        g = np.zeros((len(keys), attack.n_groups))
+        for row in range(len(keys)):
+            np.maximum.at(g[row], attack.group_index, doc_scores[row])
+        self.group_scores = g
+
+    def row(self, member: str, query: str = "text") -> int | None:
+        """Row of ``(member, query)`` (None when that query has no term)."""
+        try:
+            return self.keys.index((member, query))
+        except ValueError:
+            return None
+
+    def ranking(self, row: int, depth: int | None = None) -> list[Ranked]:
+        """Row ``row``'s matching groups, best first (the first ``depth``)."""
+        return self.attack.materialise(self.group_scores[row], self.doc_scores[row], depth)
+
+    def rankings(self, depth: int | None = None) -> dict[tuple[str, str], list[Ranked]]:
+        """Every row's ranking."""
+        return {key: self.ranking(i, depth) for i, key in enumerate(self.keys)}
+
+    def rank_of(self, row: int, group: str) -> int | None:
+        """1-based rank of ``group`` in row ``row`` (ties with a better-placed group count
+        as found; None when no document of it matches)."""
+        gi = self.attack.group_ordinal(group)
+        s = self.group_scores[row]
+        if s[gi] <= 0:
+            return None
+        return 1 + int(np.count_nonzero(s > s[gi]))
+
+    def source_rank(self, group: str) -> int | None:
+        """The cautious rank: the best over every member and query."""
+        ranks = [r for i in range(len(self.keys)) if (r := self.rank_of(i, group)) is not None]
+        return min(ranks) if ranks else None
+
+    def first_by(self, group: str) -> list[tuple[str, str]]:
+        """The ``(member, query)`` pairs that rank ``group`` first."""
+        return [key for i, key in enumerate(self.keys) if self.rank_of(i, group) == 1]
+
+    def leads(self) -> np.ndarray:
+        """:func:`lead` of every row."""
+        k = self.attack.k
+        s = np.sort(self.group_scores, axis=1)[:, ::-1]
+        s1 = s[:, 0]
+        sk = s[:, k - 1] if s.shape[1] >= k else np.zeros(len(s))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(s1 > 0, (s1 - sk) / np.where(s1 > 0, s1, 1.0), 0.0)
+        return out
+
+    def claim(self) -> tuple[str, tuple[str, str], float] | None:
+        """The margin decision: ``(group, (member, query), lead)`` of the largest lead
+        over its margin (whole text first on ties), or None."""
+        att = self.attack
+        best: tuple[float, int, int] | None = None
+        for i, ((_m, q), ld) in enumerate(zip(self.keys, self.leads().tolist(), strict=True)):
+            if q == "text":
+                ok = ld >= att.margin
+            else:
+                ok = ld >= att.sentence_margin and self.n_terms[i] >= MIN_SENTENCE_TERMS
+            if ok and (best is None or (ld, q == "text") > (best[0], best[1] == 1)):
+                best = (ld, int(q == "text"), i)
+        if best is None:
+            return None
+        i = best[2]
+        top = int(np.argmax(self.group_scores[i]))
+        return att.group_names[top], self.keys[i], best[0]
+
+    def combined(self, depth: int | None = None) -> list[Ranked]:
+        """The cautious combined ranking: each group scored by its best relative score
+        ``s / s_1`` over every row (1.0: some member ranks it first for the whole text or
+        a sentence); ties broken by the best relative whole-text score, then group id.
+        The document is the group's best whole-text hit."""
+        g = self.group_scores
+        if not len(g):
+            return []
+        s1 = g.max(axis=1, keepdims=True)
+        rel = np.divide(g, s1, out=np.zeros_like(g), where=s1 > 0)
+        best = rel.max(axis=0)
+        text_rows = [i for i, (_m, q) in enumerate(self.keys) if q == "text"]
+        best_text = rel[text_rows].max(axis=0) if text_rows else np.zeros_like(best)
+        att = self.attack
+        hit = np.flatnonzero(best > 0)
+        order = hit[np.lexsort((att.name_rank[hit], -best_text[hit], -best[hit]))]
+        if depth is not None:
+            order = order[:depth]
+        doc_best = self.doc_scores[text_rows].max(axis=0) if text_rows else self.doc_scores.max(0)
+        return [
+            Ranked(att.group_names[gi], float(best[gi]), att.best_doc(gi, doc_best))
+            for gi in order.tolist()
+        ]
+
+
+class RankedAttack:
+    """Rank the collection's groups by BM25 for the text and each of its sentences, under
+    every member of a panel (see the module docstring).
+
+    Args:
+        index: the collection's N-gram index (its documents are the engine's; its
+            tokenizer gives the query words and their offsets).
+        k: the decision compares the best group with the ``k``-th (>= 2).
+        members: panel member names (default: all of :data:`MEMBERS`).
+        margin: whole-text decision margin in (0, 1] (default: calibrated).
+        sentence_margin: sentence decision margin in (0, 1] (default: calibrated).
+    """
+
+    name = "ranked"
+
+    def __init__(
+        self,
+        index: NgramIndex,
+        k: int = 2,
+        members: Sequence[str] | None = None,
+        margin: float | None = None,
+        *,
+        sentence_margin: float | None = None,
+    ) -> None:
+        if not isinstance(k, int) or k < 2:
+            raise ConfigError(f"k must be an integer >= 2, got {k!r}")
+        chosen = tuple(dict.fromkeys(members)) if members is not None else tuple(MEMBERS)
+        bad = [m for m in chosen if m not in MEMBERS]
+        if bad or not chosen:
+            raise ConfigError(f"unknown ranked-search members {bad}; choose from {list(MEMBERS)}")
+        self.margin = DEFAULT_MARGIN if margin is None else float(margin)
+        self.sentence_margin = (
+            DEFAULT_SENTENCE_MARGIN if sentence_margin is None else float(sentence_margin)
+        )
+        if not 0 < self.margin <= 1 or not 0 < self.sentence_margin <= 1:
+            raise ConfigError("margin and sentence_margin must lie in (0, 1]")
+        self.index = index
+        self.k = k
+        self.members: tuple[str, ...] = chosen
+        groups = index.doc_groups
+        self.group_names: list[str] = list(dict.fromkeys(groups))
+        ordinal = {g: i for i, g in enumerate(self.group_names)}
+        self.n_groups = len(self.group_names)
+        self.group_index = np.fromiter((ordinal[g] for g in groups), dtype=np.int64)
+        self.name_rank = np.argsort(np.argsort(np.asarray(self.group_names, dtype=object)))
+        self._ordinal = ordinal
+        self._docs_of: list[list[int]] = [[] for _ in self.group_names]
+        for d, gi in enumerate(self.group_index.tolist()):
+            self._docs_of[gi].append(d)
+        self._ids = index.doc_ids
+        self._engine = engine(index, chosen)
+
+    # -- helpers for PanelScores ------------------------------------------------------
+    def has_group(self, group: str) -> bool:
+        """Whether the index has this group."""
+        return group in self._ordinal
+
+    def group_ordinal(self, group: str) -> int:
+        """Ordinal of a group id (ConfigError when the index has no such group)."""
+        try:
+            return self._ordinal[group]
+        except KeyError:
+            raise ConfigError(f"group {group!r} is not in the index") from None
+
+    def best_doc(self, gi: int, doc_scores: np.ndarray) -> str:
+        """Id of group ``gi``'s best-scoring document (the first on ties)."""
+        docs = self._docs_of[gi]
+        return self._ids[max(docs, key=lambda d: (doc_scores[d], -d))]
+
+    def materialise(
+        self, group_scores: np.ndarray, doc_scores: np.ndarray, depth: int | None
+    ) -> list[Ranked]:
+        """Matching groups best first (ties: group id) as :class:`Ranked`."""
+        hit = np.flatnonzero(group_scores > 0)
+        order = hit[np.lexsort((self.name_rank[hit], -group_scores[hit]))]
+        if depth is not None:
+            order = order[:depth]
+        return [
+            Ranked(self.group_names[gi], float(group_scores[gi]), self.best_doc(gi, doc_scores))
+            for gi in order.tolist()
+        ]
+
+    # -- queries --------------------------------------------------------------------
+    def queries(self, text: str) -> dict[str, tuple[int, int]]:
+        """Query names and their character spans: ``"text"`` and ``"sentence:<i>"``."""
+        out = {"text": (0, len(text))}
+        for i, b in enumerate(sentence_bounds(text)):
+            out[f"sentence:{i}"] = b
+        return out
+
+    def _query(self, member: str, tokens: Sequence[Token]) -> _Query:
+        tok, stop = MEMBERS[member]
+        if stop:
+            tokens = [t for t in tokens if t.word not in STOP_WORDS]
+        mapped = self._engine.terms(tok, [t.word for t in tokens])
+        q = _Query()
+        for t in tokens:
+            key = mapped[t.word]
+            for term in key:
+                got = q.terms.get(term)
+                if got is None:
+                    # the word itself when it gives just this term (FTS5 stems the query
+                    # again; a stem is not always its own stem), else the term
+                    word = t.word if len(key) == 1 else term
+                    q.terms[term] = ('"' + word.replace('"', '""') + '"', [t.word], [])
+                    got = q.terms[term]
+                if t.word not in got[1]:
+                    got[1].append(t.word)
+                got[2].append((t.start, t.end))
+        return q
+
+    def _tokens(self, text: str, query: str) -> list[Token]:
+        toks = self.index.tokenizer.tokens(text)
+        if query == "text":
+            return toks
+        bounds = self.queries(text).get(query)
+        if bounds is None:
+            raise ConfigError(f"unknown query {query!r}: 'text' or 'sentence:<i>'")
+        a, b = bounds
+        return [t for t in toks if a <= t.start and t.end <= b]
+
+    def _check(self, member: str) -> None:
+        if member not in self.members:
+            raise ConfigError(f"{member!r} is not a member of this panel {list(self.members)}")
+
+    # -- public ---------------------------------------------------------------------
+    def scores(self, text: str, sentences: bool = True) -> PanelScores:
+        """Every member's scores for the whole text and (unless ``sentences`` is False)
+        each sentence; queries without a term are left out."""
+        toks = self.index.tokenizer.tokens(text)
+        spans = self.queries(text) if sentences else {"text": (0, len(text))}
+        keys: list[tuple[str, str]] = []
+        n_terms: list[int] = []
+        rows: list[np.ndarray] = []
+        selected = {
+            name: toks if name == "text" else [t for t in toks if a <= t.start and t.end <= b]
+            for name, (a, b) in spans.items()
+        }
+        with self._engine.lock:
+            for name, sel in selected.items():
+                for m in self.members:
+                    q = self._query(m, sel)
+                    if q.terms:
+                        keys.append((m, name))
+                        n_terms.append(len(q.terms))
+                        rows.append(self._engine.scores(m, list(q.terms)))
+        mat = np.vstack(rows) if rows else np.zeros((0, self.index.n_docs))
+        return PanelScores(self, keys, n_terms, mat)
+
+    def rankings(self, text: str, depth: int | None = 100) -> dict[tuple[str, str], list[Ranked]]:
+        """``{(member, query): ranking}`` for the whole text (``query == "text"``) and
+        every sentence (``"sentence:<i>"``), each the first ``depth`` groups."""
+        return self.scores(text).rankings(depth)
+
+    def ranking(self, text: str, member: str, query: str = "text") -> list[Ranked]:
+        """Every matching group for one member and one query, best first."""
+        self._check(member)
+        q = self._query(member, self._tokens(text, query))
+        if not q.terms:
+            return []
+        with self._engine.lock:
+            ds = self._engine.scores(member, list(q.terms))
+        gs = np.zeros(self.n_groups)
+        np.maximum.at(gs, self.group_index, ds)
+        return self.materialise(gs, ds, None)
+
+    def rank(self, text: str, top: int = 10) -> list[Ranked]:
+        """The panel's cautious combined ranking (:meth:`PanelScores.combined`)."""
+        return self.scores(text).combined(top)
+
+    def verdict(self, text: str, top: int = 10) -> Verdict:
+        """Combined ranking plus the margin decision; a claimed group comes first."""
+        ps = self.scores(text)
+        ranking = ps.combined()
+        claim = ps.claim()
+        if claim is not None:
+            ranking = [r for r in ranking if r.group == claim[0]] + [
+                r for r in ranking if r.group != claim[0]
+            ]
+        return Verdict(self.name, tuple(ranking[:top]), claim is not None)
+
+    def contributions(
+        self,
+        text: str,
+        member: str,
+        group: str | None = None,
+        *,
+        query: str = "text",
+        doc: int | None = None,
+    ) -> list[TermContribution]:
+        """Each query term's BM25 summand for one document, largest first.
+
+        Args:
+            text: the released text.
+            member: the panel member.
+            group: explain this group's best document for the member and query.
+            query: ``"text"`` or ``"sentence:<i>"``.
+            doc: explain this document ordinal instead.
+
+        Returns:
+            One :class:`TermContribution` per query term the document holds; the scores
+            add up to :meth:`doc_score`.  Empty when the document does not match.
+        """
+        self._check(member)
+        q = self._query(member, self._tokens(text, query))
+        if not q.terms:
+            return []
+        terms = list(q.terms)
+        with self._engine.lock:
+            if doc is None:
+                if group is None:
+                    raise ConfigError("give a group or a document ordinal")
+                ds = self._engine.scores(member, terms)
+                mine = [d for d in self._docs_of[self.group_ordinal(group)] if ds[d] > 0]
+                if not mine:
+                    return []
+                doc = max(mine, key=lambda d: (ds[d], -d))
+            parts = self._engine.summands(member, terms, doc)
+        out = [
+            TermContribution(t, tuple(q.terms[t][1]), tuple(q.terms[t][2]), s)
+            for t, s in zip(terms, parts, strict=True)
+            if s > 0
+        ]
+        out.sort(key=lambda c: (-c.score, c.term))
+        return out
+
+    def doc_score(self, text: str, member: str, doc: int, query: str = "text") -> float:
+        """Document ordinal ``doc``'s score for one member's query."""
+        self._check(member)
+        q = self._query(member, self._tokens(text, query))
+        if not q.terms:
+            return 0.0
+        with self._engine.lock:
+            return float(self._engine.scores(member, list(q.terms))[doc])
+
+    def fts5_scores(self, text: str, member: str, query: str = "text") -> dict[int, float]:
+        """``{document ordinal: score}`` computed by FTS5's own ``bm25()`` over the
+        member's FTS5 table of the collection (built on first call): the check that the
+        postings reproduce the engine.  Tens of ms per whole-text query."""
+        self._check(member)
+        q = self._query(member, self._tokens(text, query))
+        if not q.terms:
+            return {}
+        with self._engine.lock:
+            return dict(self._engine.fts5_search(member, q.match()))

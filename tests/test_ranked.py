@@ -1,0 +1,395 @@
+"""Ranked-retrieval attack (BM25 on SQLite FTS5) against a brute-force BM25, its
+contributions, groups, placeholders, and the CLI / delink audit that use it."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from presidio_delink import NgramIndex
+from presidio_delink.attacks import Attack, rank_of
+from presidio_delink.attacks.fts5 import MEMBERS, STOP_WORDS
+from presidio_delink.attacks.ranked import RankedAttack, lead
+from presidio_delink.cli import main
+from presidio_delink.errors import ConfigError
+
+
+def _corpus(seed: int = 3, n_docs: int = 24, words: int = 120) -> list[tuple[str, str, str]]:
+    """Random-word documents; documents 2i and 2i+1 share group ``g<i>`` when i is even."""
+    rng = random.Random(seed)
+    vocab = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8)))
+        for _ in range(600)
+    ]
+    common = ["the", "of", "and", "to", "in", "applicant", "applicants", "court"]
+    docs = []
+    for d in range(n_docs):
+        ws = [
+            rng.choice(common) if rng.random() < 0.3 else rng.choice(vocab)
+            for _ in range(rng.randint(words // 2, words))
+        ]
+        sents = [" ".join(ws[i : i + 12]).capitalize() + "." for i in range(0, len(ws), 12)]
+        group = f"g{d // 2}" if (d // 2) % 2 == 0 else f"d{d}"
+        docs.append((f"d{d}", " ".join(sents), group))
+    return docs
+
+
+CORPUS = _corpus()
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> NgramIndex:
+    return NgramIndex.build(CORPUS, tmp_path_factory.mktemp("ranked") / "idx")
+
+
+@pytest.fixture(scope="module")
+def attack(index: NgramIndex) -> RankedAttack:
+    return RankedAttack(index)
+
+
+# -- a brute-force BM25 with FTS5's formula (its own tokenizer: lower-case ASCII words) ----
+def _words(text: str, stop: bool) -> list[str]:
+    text = re.sub(r"\[[A-Z][A-Z0-9_ \-]*\]|<[A-Z][A-Z0-9_]*>", " ", text)
+    ws = re.findall(r"[a-z0-9]+", text.lower())
+    return [w for w in ws if not (stop and w in STOP_WORDS)]
+
+
+def _brute(query: str, stop: bool) -> dict[str, float]:
+    docs = {d: Counter(_words(t, stop)) for d, t in ((d, t) for d, t, _ in CORPUS)}
+    n = len(docs)
+    avgdl = sum(sum(c.values()) for c in docs.values()) / n
+    out: dict[str, float] = {}
+    for d, c in docs.items():
+        dl = sum(c.values())
+        s = 0.0
+        for term in set(_words(query, stop)):
+            f = c.get(term, 0)
+            if not f:
+                continue
+            df = sum(1 for o in docs.values() if term in o)
+            idf = math.log((n - df + 0.5) / (df + 0.5))
+            idf = idf if idf > 0 else 1e-6
+            s += idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
+        if s > 0:
+            out[d] = s
+    return out
+
+
+def _query_text(src: int) -> str:
+    """Source document with a few words masked in two placeholder styles."""
+    ws = CORPUS[src][1].split(" ")
+    for i in range(3, len(ws), 11):
+        ws[i] = "[REDACTED]" if i % 2 else "<PERSON>"
+    return " ".join(ws)
+
+
+@pytest.mark.parametrize("member", ["fts5-unicode61", "fts5-unicode61-stop"])
+@pytest.mark.parametrize("src", [0, 7, 13])
+def test_scores_match_brute_force_bm25(attack: RankedAttack, member: str, src: int) -> None:
+    text = _query_text(src)
+    want = _brute(text, stop=MEMBERS[member][1])
+    ps = attack.scores(text, sentences=False)
+    row = ps.row(member)
+    assert row is not None
+    got = {attack.index.doc_ids[d]: s for d, s in enumerate(ps.doc_scores[row]) if s > 0}
+    assert got.keys() == want.keys()
+    for d, s in want.items():
+        assert got[d] == pytest.approx(s, rel=1e-9)
+    # groups: a group's score is its best document's
+    best: dict[str, float] = {}
+    for d, _t, g in CORPUS:
+        if d in want:
+            best[g] = max(best.get(g, 0.0), want[d])
+    ranking = attack.ranking(text, member)
+    assert [r.group for r in ranking] == sorted(best, key=lambda g: (-best[g], g))
+    for r in ranking:
+        assert r.score == pytest.approx(best[r.group], rel=1e-9)
+        assert want[r.doc_id] == pytest.approx(best[r.group], rel=1e-9)
+
+
+@pytest.mark.parametrize("member", list(MEMBERS))
+def test_postings_reproduce_fts5_bm25(attack: RankedAttack, member: str) -> None:
+    text = _query_text(4) + " " + CORPUS[9][1][:200]
+    for query in ("text", "sentence:1"):
+        fts = attack.fts5_scores(text, member, query)
+        ps = attack.scores(text)
+        row = ps.row(member, query)
+        assert row is not None
+        mine = {d: s for d, s in enumerate(ps.doc_scores[row]) if s > 0}
+        assert fts.keys() == mine.keys()
+        for d, s in fts.items():
+            assert mine[d] == pytest.approx(s, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("member", list(MEMBERS))
+def test_contributions_sum_to_engine_score(attack: RankedAttack, member: str) -> None:
+    text = _query_text(6)
+    group = CORPUS[6][2]
+    parts = attack.contributions(text, member, group)
+    assert parts and all(p.score > 0 for p in parts)
+    top = attack.ranking(text, member)[0]
+    assert top.group == group
+    doc = attack.index.doc_ids.index(top.doc_id)
+    total = attack.fts5_scores(text, member)[doc]
+    assert sum(p.score for p in parts) == pytest.approx(total, rel=1e-9)
+    assert sum(p.score for p in parts) == pytest.approx(attack.doc_score(text, member, doc))
+    # every span is an occurrence of one of the term's words in the text
+    for p in parts:
+        for a, b in p.spans:
+            assert text[a:b].lower() in p.words
+    # removing every occurrence of the top term removes exactly its summand
+    first = parts[0]
+    cut = text
+    for a, b in sorted(first.spans, reverse=True):
+        cut = cut[:a] + "zzzzqq" + cut[b:]
+    assert attack.doc_score(cut, member, doc) == pytest.approx(total - first.score, rel=1e-9)
+
+
+def test_placeholders_are_dropped(attack: RankedAttack) -> None:
+    text = _query_text(2)
+    for member in attack.members:
+        terms = {p.term for p in attack.contributions(text, member, CORPUS[2][2])}
+        assert not terms & {"redacted", "person"}
+        words = {w for p in attack.contributions(text, member, CORPUS[2][2]) for w in p.words}
+        assert not words & {"redacted", "person"}
+    assert attack.rank("[REDACTED] <PERSON> [CASE NO]") == []
+    assert attack.scores("[REDACTED]").keys == []
+
+
+def test_porter_merges_forms_and_stop_members_drop_stop_words(attack: RankedAttack) -> None:
+    text = "The applicant and the applicants went to court."
+    groups = attack.index.doc_groups
+    d = next(i for i, (_, t, _g) in enumerate(CORPUS) if "applicants" in t.split())
+    porter = {p.term: p for p in attack.contributions(text, "fts5-porter", doc=d)}
+    plain = {p.term: p for p in attack.contributions(text, "fts5-unicode61", doc=d)}
+    assert "applic" in porter and set(porter["applic"].words) == {"applicant", "applicants"}
+    assert len(porter["applic"].spans) == 2
+    assert "applicants" in plain and "applicant" not in porter
+    stop = {p.term for p in attack.contributions(text, "fts5-unicode61-stop", doc=d)}
+    assert "the" in plain and "the" not in stop and "to" not in stop
+    assert groups[d]
+
+
+def test_source_ranked_first_and_claimed(attack: RankedAttack) -> None:
+    assert isinstance(attack, Attack)
+    for src in (0, 1, 10, 21):
+        text = _query_text(src)
+        group = CORPUS[src][2]
+        ps = attack.scores(text)
+        assert ps.source_rank(group) == 1
+        assert ("fts5-porter", "text") in ps.first_by(group)
+        v = attack.verdict(text)
+        assert v.method == "ranked" and v.linked and v.ranking[0].group == group
+        assert rank_of(attack.rank(text), group) == 1
+        rk = attack.rankings(text)
+        assert ("fts5-unicode61", "text") in rk and ("fts5-unicode61", "sentence:0") in rk
+
+
+def test_group_ranking_and_cautious_combination(attack: RankedAttack) -> None:
+    # a query half from d0 and half from d1 (one group g0): the group wins as a whole
+    text = CORPUS[0][1][:300] + " " + CORPUS[1][1][:300]
+    top = attack.ranking(text, "fts5-unicode61")[0]
+    assert top.group == "g0" and top.doc_id in ("d0", "d1")
+    # sentence of another document appended: its group is first for that sentence,
+    # so the cautious rank of that group is 1 even though the whole text points at g0
+    other = CORPUS[5]
+    sent = other[1].split(".")[1].strip() + "."
+    ps = attack.scores(text + "\n\n" + sent)
+    assert ps.source_rank("g0") == 1
+    assert ps.source_rank(other[2]) == 1
+    combined = ps.combined()
+    assert {r.group for r in combined[:2]} == {"g0", other[2]}
+    assert combined[0].group == "g0"  # ties broken by the whole-text score
+    assert ps.rank_of(ps.row("fts5-unicode61"), other[2]) != 1
+
+
+def test_margin_decision(index: NgramIndex) -> None:
+    text = _query_text(3)
+    strict = RankedAttack(index, margin=1.0, sentence_margin=1.0)
+    assert not strict.verdict(text).linked
+    loose = RankedAttack(index, margin=0.01, sentence_margin=1.0)
+    ps = loose.scores(text)
+    row = ps.row("fts5-unicode61")
+    assert row is not None
+    ranking = ps.ranking(row)
+    assert lead(ranking, 2) == pytest.approx(
+        (ranking[0].score - ranking[1].score) / ranking[0].score
+    )
+    assert ps.leads()[row] == pytest.approx(lead(ranking, 2))
+    assert loose.verdict(text).linked
+    claim = ps.claim()
+    assert claim is not None and claim[0] == CORPUS[3][2] and claim[1][1] == "text"
+    # words of no document: nothing ranked, nothing claimed
+    v = loose.verdict("Qqzzx wwvvk ppqqr.")
+    assert v.ranking == () and not v.linked
+
+
+def test_bad_arguments(index: NgramIndex) -> None:
+    with pytest.raises(ConfigError):
+        RankedAttack(index, k=1)
+    with pytest.raises(ConfigError):
+        RankedAttack(index, members=["bm25-lucene"])
+    with pytest.raises(ConfigError):
+        RankedAttack(index, margin=0)
+    a = RankedAttack(index, members=["fts5-porter"])
+    assert a.members == ("fts5-porter",)
+    with pytest.raises(ConfigError):
+        a.ranking("text", "fts5-unicode61")
+    with pytest.raises(ConfigError):
+        a.contributions("some text", "fts5-porter", "no-such-group")
+    with pytest.raises(ConfigError):
+        a.ranking("some text.", "fts5-porter", "sentence:9")
+
+
+def test_engine_built_once_per_index(index: NgramIndex) -> None:
+    a, b = RankedAttack(index), RankedAttack(index, k=3)
+    assert a._engine is b._engine
+    assert np.isfinite(a.scores(CORPUS[0][1]).leads()).all()
+
+
+# -- command line: attack --method ranked, delink's audit, exit code, report ------------------
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    d = tmp_path_factory.mktemp("rankedcli")
+    coll = d / "coll.jsonl"
+    coll.write_text(
+        "".join(json.dumps({"id": i, "text": t, "group": g}) + "\n" for i, t, g in CORPUS)
+    )
+    res = _run("index", "build", str(coll), "-o", str(d / "idx"), "--no-progress")
+    assert res.exit_code == 0, res.output
+    q = d / "q.jsonl"
+    q.write_text(
+        json.dumps({"id": "d3", "text": _query_text(3)})
+        + "\n"
+        + json.dumps({"id": "new", "text": _query_text(8), "src": "d8"})
+        + "\n"
+    )
+    return d / "idx", q, d
+
+
+def _unrelated() -> str:
+    rng = random.Random(99)
+    words = ["".join(rng.choice("xyzqvw") for _ in range(9)) for _ in range(40)]
+    return " ".join(words).capitalize() + "."
+
+
+def test_cli_attack_ranked(cli_files) -> None:  # type: ignore[no-untyped-def]
+    idx, q, d = cli_files
+    res = _run("attack", "--index", str(idx), "--method", "ranked", str(q))
+    assert res.exit_code == 1, res.output  # the sources are claimed
+    recs = [json.loads(line) for line in res.output.splitlines()]
+    assert [r["id"] for r in recs] == ["d3", "new"]
+    for r, src in zip(recs, ["d3", "g4"], strict=True):
+        assert set(r) == {"id", "method", "ranking", "linked", "claim", "members"}
+        assert r["method"] == "ranked" and r["linked"] is True
+        assert r["ranking"][0]["group"] == src and r["claim"]["group"] == src
+        assert set(r["members"]) == set(MEMBERS) and len(r["members"]["fts5-porter"]) <= 3
+        assert set(r["ranking"][0]) == {"doc_id", "group", "score"}
+    clean = d / "clean.jsonl"
+    clean.write_text(json.dumps({"id": "z", "text": _unrelated()}) + "\n")
+    res = _run("attack", "--index", str(idx), "--method", "ranked", str(clean))
+    assert res.exit_code == 0
+    rec = json.loads(res.output)
+    assert rec["linked"] is False and rec["ranking"] == [] and rec["claim"] is None
+    res = _run("attack", "--index", str(idx), "--method", "all", str(q))
+    methods = [json.loads(line)["method"] for line in res.output.splitlines()]
+    assert methods == ["ngram", "containment", "ranked"] * 2
+
+
+def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ignore[no-untyped-def]
+    idx, q, d = cli_files
+    out, rep = d / "out.jsonl", d / "report.html"
+    res = CliRunner().invoke(
+        main,
+        [
+            "delink",
+            "--index",
+            str(idx),
+            "--llm",
+            "none",
+            "--no-progress",
+            "--source-field",
+            "src",
+            "-o",
+            str(out),
+            "--report",
+            str(rep),
+            str(q),
+        ],
+    )
+    assert res.exit_code == 3, res.stderr  # written, phrase-clean, but ranked search finds them
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    for r, src in zip(recs, ["d3", "g4"], strict=True):
+        rk = r["source_ranks"]["ranked"]
+        assert {"source_rank", "top_group", "margin", "linked", "claimed", "members"} <= set(rk)
+        assert rk["source_rank"] == 1 and rk["source_first"] and rk["top_group"] == src
+        assert 0 < rk["margin"] <= 1
+        assert set(rk["members"]) == set(MEMBERS)
+        assert "containment" in r["source_ranks"]
+    assert "risk, ranked search" in res.stderr and "2 of 2 documents" in res.stderr
+    assert "risk, containment search" in res.stderr
+    assert "covers phrase search only" in res.stderr
+    assert "still rank" not in res.stderr
+    for r in recs:  # counts, never text, on stderr
+        assert r["text"][:40] not in res.stderr
+    html = rep.read_text()
+    assert html.count("source ranked first by") == 2
+    assert ">linkage-free" not in html and "linkage-free under phrase search;" not in html
+    assert html.count("<th>source rank</th>") == 2
+    # no known source: not audited, exit 0, labelled as phrase-only
+    clean = d / "clean.jsonl"
+    clean.write_text(json.dumps({"id": "z", "text": _unrelated()}) + "\n")
+    res = CliRunner().invoke(
+        main,
+        [
+            "delink",
+            "--index",
+            str(idx),
+            "--llm",
+            "none",
+            "--no-progress",
+            "-o",
+            str(d / "z.jsonl"),
+            "--report",
+            str(d / "z.html"),
+            str(clean),
+        ],
+    )
+    assert res.exit_code == 0, res.stderr
+    assert "source_ranks" not in json.loads((d / "z.jsonl").read_text())
+    assert "risk," not in res.stderr
+    assert "source unknown: not audited" in (d / "z.html").read_text()
+    # a known source that no search finds: audited, exit 0
+    clean.write_text(json.dumps({"id": "z", "text": _unrelated(), "src": "d5"}) + "\n")
+    res = CliRunner().invoke(
+        main,
+        [
+            "delink",
+            "--index",
+            str(idx),
+            "--llm",
+            "none",
+            "--no-progress",
+            "--source-field",
+            "src",
+            "-o",
+            str(d / "z2.jsonl"),
+            str(clean),
+        ],
+    )
+    assert res.exit_code == 0, res.stderr
+    rk = json.loads((d / "z2.jsonl").read_text())["source_ranks"]["ranked"]
+    assert rk["source_rank"] is None and rk["linked"] is False
+    assert "0 of 1 documents" in res.stderr
