@@ -608,10 +608,12 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 )
 @click.option(
     "--protect",
-    type=click.Choice(["containment"]),
     default=None,
-    help="Also edit each output until the containment attack no longer ranks its known "
-    "source first (fewest words; the output stays linkage-free).",
+    metavar="LIST",
+    help="Also edit each output, when its source is known, until the named attacks no "
+    "longer rank that source first: 'containment' (near-verbatim alignment), 'ranked' "
+    "(BM25 search of the whole text and of each sentence), a comma list, or 'all' "
+    "(fewest words; the output stays linkage-free).",
 )
 @click.option(
     "--source-field",
@@ -714,6 +716,11 @@ def delink(
 
     containment = ContainmentAttack(idx, k=k)
     ranked = None  # built on the first document with a known source (seconds, once)
+    protector = None
+    if protect:
+        from presidio_delink.protect import Protector
+
+        protector = Protector(delinker, protect, containment=containment)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = _source_map(inputs, source_field) if source_field else {}
     results = []
@@ -727,16 +734,16 @@ def delink(
         report = stack.enter_context(atomic_output(report_path)) if report_path else None
         for res in delinker.delink_many(read_many(inputs), progress=progress):
             group = group_of.get(sources.get(res.id, res.id))
-            if protect and group is not None and res.text is not None:
-                from presidio_delink.protect import protect_result
+            if group is not None and res.text is not None and ranked is None:
+                from presidio_delink.attacks.ranked import RankedAttack
 
-                protect_result(delinker, containment, res, group)
+                ranked = RankedAttack(idx, k=k)
+                if protector is not None:
+                    protector.ranked = ranked
+            if protector is not None and group is not None and res.text is not None:
+                protector.protect(res, group)
             rec = res.to_json()
             if group is not None and res.text is not None:
-                if ranked is None:
-                    from presidio_delink.attacks.ranked import RankedAttack
-
-                    ranked = RankedAttack(idx, k=k)
                 rec["source_ranks"] = ranks = source_ranks(
                     res.text, group, containment, monitor, ranked
                 )

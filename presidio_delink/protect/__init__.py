@@ -84,17 +84,12 @@ class Protector:
         self.modes = parse_modes(modes)
         if not self.modes:
             raise ConfigError("no protection chosen")
-        idx = delinker.index
-        self.containment = containment
-        self.ranked = ranked
         if "containment" in self.modes and containment is None:
             from presidio_delink.attacks.containment import ContainmentAttack
 
-            self.containment = ContainmentAttack(idx, k=delinker.k)
-        if "ranked" in self.modes and ranked is None:
-            from presidio_delink.attacks.ranked import RankedAttack
-
-            self.ranked = RankedAttack(idx, k=delinker.k)
+            containment = ContainmentAttack(delinker.index, k=delinker.k)
+        self.containment = containment
+        self.ranked = ranked  # built on first use (a few seconds, once per index)
         self.max_rounds = max_rounds
 
     def protect(self, res: DelinkResult, group: str) -> DelinkResult:
@@ -115,6 +110,10 @@ class Protector:
             if "ranked" in self.modes:
                 from presidio_delink.protect import ranked as pr
 
+                if self.ranked is None:
+                    from presidio_delink.attacks.ranked import RankedAttack
+
+                    self.ranked = RankedAttack(d.index, k=d.k)
                 rout = pr.protect_ranked(
                     res.text, group, self.ranked, k=d.k, arity=d.arity, max_n=d.max_n,
                     marks=res.marks,

@@ -142,21 +142,28 @@ def _goal(
 
 def variants(attack: ContainmentAttack) -> list[ContainmentAttack]:
     """The defence's own detectors: seeds of ``attack.seed`` to 5 words (as the index's
-    ``max_n`` allows), each with the attack's chaining and the :func:`sensitive` one."""
+    ``max_n`` allows), each with the attack's chaining and the :func:`sensitive` one; and
+    one that keeps single seeds (``min_chain = seed``: a bag of shared ``q``-grams, as a
+    fingerprint detector that does not chain counts them)."""
     out: list[ContainmentAttack] = []
     for q in range(attack.seed, max(attack.seed, min(5, attack.index.max_n)) + 1):
-        base = attack if q == attack.seed else ContainmentAttack(
-            attack.index,
-            k=attack.k,
-            seed=q,
-            gap=max(attack.gap, q + 1),
-            drift=attack.drift,
-            min_chain=max(attack.min_chain, q + 1),
-            candidates=attack.candidates,
-            max_df=attack.max_df,
-        )
+        base = attack
+        if q != attack.seed:
+            base = _like(
+                attack, seed=q, gap=max(attack.gap, q + 1), min_chain=max(attack.min_chain, q + 1)
+            )
         out += [base, sensitive(base)]
+    out.append(_like(attack, gap=3 * attack.gap, min_chain=attack.seed))
     return out
+
+
+def _like(attack: ContainmentAttack, **kw: int) -> ContainmentAttack:
+    args = {
+        "k": attack.k, "seed": attack.seed, "gap": attack.gap, "drift": attack.drift,
+        "min_chain": attack.min_chain, "candidates": attack.candidates, "max_df": attack.max_df,
+    }
+    args.update(kw)
+    return ContainmentAttack(attack.index, **args)
 
 
 def protect_containment(

@@ -37,8 +37,6 @@ check; a TAB document takes a handful of rounds.
 from __future__ import annotations
 
 import logging
-import weakref
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -53,10 +51,15 @@ from presidio_delink.protect.containment import ProtectOutcome, _relink
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_RANKED_SAFETY", "Editor", "edit_spans", "protect_ranked"]
+__all__ = [
+    "DEFAULT_RANKED_SAFETY", "DEFAULT_SENTENCE_SAFETY", "Editor", "edit_spans", "protect_ranked",
+]
 
-#: Relative margin below the competitor (see the module docstring).
-DEFAULT_RANKED_SAFETY = 0.2
+#: Relative margin below the competitor for the whole text (see the module docstring):
+#: the source at most 90 % of the best other group's score.
+DEFAULT_RANKED_SAFETY = 0.1
+#: For sentences: strictly below the best other group.
+DEFAULT_SENTENCE_SAFETY = 0.0
 
 
 class Editor(Protocol):
@@ -77,87 +80,35 @@ class _Failure:
     score: float  # the competitor's score
 
 
-class _Scores:
-    """Source and best-other scores per (member, query), straight from the attack's engine.
-
-    :meth:`RankedAttack.rankings` builds the full ranking of every matching group for every
-    query; the stop rule needs two numbers per query, so this computes the group maxima with
-    one vectorised pass (``np.maximum.at``) over the engine's document scores.  It falls back
-    to ``rankings`` for an attack without that engine."""
-
-    def __init__(self, attack: Any) -> None:
-        self.attack = attack
-        groups = np.asarray(attack.index.doc_groups, dtype=object)
-        names, gid = np.unique(groups, return_inverse=True)
-        self.names = [str(x) for x in names]
-        self.gid = gid.astype(np.int64)
-        self.of = {g: i for i, g in enumerate(self.names)}
-        eng = getattr(attack, "_engine", None)
-        self.fast = eng is not None and hasattr(attack, "_query") and hasattr(eng, "scores")
-
-    def table(
-        self, text: str, group: str
-    ) -> dict[tuple[str, str], tuple[float, str, float, int]]:
-        """``{(member, query): (source score, best other group, its score, terms)}``."""
-        att = self.attack
-        if not self.fast:
-            out = {}
-            for key, ranking in att.rankings(text).items():
-                src = next((r.score for r in ranking if r.group == group), 0.0)
-                comp = next((r for r in ranking if r.group != group), None)
-                out[key] = (
-                    src,
-                    comp.group if comp else "",
-                    comp.score if comp else 0.0,
-                    att.n_terms(text, *key),
-                )
-            return out
-        toks = att.index.tokenizer.tokens(text)
-        starts = [t.start for t in toks]
-        me = self.of.get(group, -1)
-        out = {}
-        eng = att._engine
-        with eng.lock:
-            for name, (a, b) in att.queries(text).items():
-                sel = toks
-                if name != "text":
-                    sel = toks[bisect_left(starts, a) : bisect_left(starts, b)]
-                    sel = [t for t in sel if t.end <= b]
-                for m in att.members:
-                    q = att._query(m, sel)
-                    if not q.terms:
-                        continue
-                    s = eng.scores(m, list(q.terms))
-                    gmax = np.zeros(len(self.names))
-                    np.maximum.at(gmax, self.gid, s)
-                    src = float(gmax[me]) if me >= 0 else 0.0
-                    if me >= 0:
-                        gmax[me] = -1.0
-                    c = int(np.argmax(gmax))
-                    comp = self.names[c] if gmax[c] > 0 else ""
-                    out[(m, name)] = (src, comp, max(0.0, float(gmax[c])), len(q.terms))
-        return out
-
-
-_SCORES: weakref.WeakKeyDictionary[Any, _Scores] = weakref.WeakKeyDictionary()
-
-
-def _scores_of(attack: Any) -> _Scores:
-    got = _SCORES.get(attack)
-    if got is None:
-        got = _SCORES[attack] = _Scores(attack)
-    return got
+def _table(attack: Any, text: str, group: str) -> list[tuple[str, str, float, str, float, int]]:
+    """``(member, query, source score, best other group, its score, terms)`` per query,
+    from one :meth:`RankedAttack.scores` pass (group maxima as one matrix)."""
+    ps = attack.scores(text)
+    g = ps.group_scores
+    if not len(ps.keys):
+        return []
+    gi = attack.group_ordinal(group) if attack.has_group(group) else -1
+    src = g[:, gi] if gi >= 0 else np.zeros(len(ps.keys))
+    other = g.copy()
+    if gi >= 0:
+        other[:, gi] = -1.0
+    comp = np.argmax(other, axis=1)
+    best = other[np.arange(len(comp)), comp]
+    return [
+        (m, q, float(src[r]), attack.group_names[comp[r]] if best[r] > 0 else "",
+         max(0.0, float(best[r])), ps.n_terms[r])
+        for r, (m, q) in enumerate(ps.keys)
+    ]
 
 
 def _failures(
-    scores: _Scores, text: str, group: str, safety: float, sentence_safety: float, min_terms: int
+    attack: Any, text: str, group: str, safety: float, sentence_safety: float, min_terms: int
 ) -> list[_Failure]:
     """The (member, query) pairs whose goal fails, worst first; the whole text before the
     sentences (an edit for the whole text also lowers the sentences' scores)."""
-    attack = scores.attack
     spans = attack.queries(text)
     out: list[tuple[int, float, _Failure]] = []
-    for (member, query), (src, comp, c, n_terms) in scores.table(text, group).items():
+    for member, query, src, comp, c, n_terms in _table(attack, text, group):
         if src <= 0:
             continue
         whole = query == "text"
@@ -269,9 +220,10 @@ def protect_ranked(
         k, arity, max_n: the linkage guarantee to keep.
         safety: whole-text margin: the source's score at most ``1 - safety`` times the
             best other group's (0 <= safety < 1).
-        sentence_safety: the same for sentence queries (default: ``safety``).
+        sentence_safety: the same for sentence queries (default
+            :data:`DEFAULT_SENTENCE_SAFETY`).
         min_terms: sentences with fewer terms (for a member) are left as they are
-            (default: the attack's ``MIN_SENTENCE_TERMS``).
+            (default 1: every sentence, as the audit's cautious reading counts them).
         max_rounds: bound on panel rounds.
         marks: the pipeline's edit marks, carried along.
         editor: proposes rewrites of the chosen words (default: redaction).
@@ -279,18 +231,15 @@ def protect_ranked(
     Returns:
         The protected text and what was changed; the text is linkage-free.
     """
-    ss = safety if sentence_safety is None else sentence_safety
+    ss = DEFAULT_SENTENCE_SAFETY if sentence_safety is None else sentence_safety
     if not 0 <= safety < 1 or not 0 <= ss < 1:
         raise ConfigError(f"safety must lie in [0, 1), got {safety!r} / {ss!r}")
     if min_terms is None:
-        from presidio_delink.attacks.ranked import MIN_SENTENCE_TERMS
-
-        min_terms = MIN_SENTENCE_TERMS
+        min_terms = 1
     index: NgramIndex = attack.index
     out = ProtectOutcome(text=text, marks=list(marks))
-    scores = _scores_of(attack)
     for _ in range(max_rounds):
-        fails = _failures(scores, out.text, group, safety, ss, min_terms)
+        fails = _failures(attack, out.text, group, safety, ss, min_terms)
         if not fails:
             break
         out.rounds += 1
