@@ -11,16 +11,22 @@ a longer fingerprint only matches where ``q``-grams do).  For the current text `
 
 * ``S`` = text positions covered by the kept chains of the source group's documents;
   ``C`` = those covered by the best *other* group (the *competitor*);
-* score ``s(T) = |S| / L`` and ``c(T) = |C| / L`` (the attack's scores);
-* goal: ``s(T) <= (1 - safety) * c(T)`` and ``s(T) < c(T)`` (or ``s(T) = 0``), i.e. the
-  source is not first, with a relative safety factor; and the same under a *sensitive*
-  variant of the attack (chains jumping three times as far, two overlapping seeds
-  enough), so that detectors with other fingerprint lengths (3..5 words), sparse winnowed
-  fingerprints and wider chaining do not put it first either: without the variant,
-  scattered matches left between the cuts still added up for a 3-word winnowing
-  detector (7 of 127 TAB documents; 1 with it).
+* scores of a group under three chain rules (:func:`rule_scores`): ``cover`` = ``|S| / L``
+  (the attack's own score), ``longest`` = words of its longest chain, ``sumsq`` = sum of
+  its chains' squared lengths;
+* goal, under every rule: the source scores 0, or ``s <= (1 - safety) * c`` and ``s < c``
+  where ``c`` is the best other group's score under that rule: the source is not the
+  argmax, with a relative safety factor.  A text-reuse detector answers with its argmax,
+  whatever margin a decision rule would ask for, so the stop rule is the argmax too;
+* the goal must hold for every variant of the attack (:func:`variants`): seeds of 3, 4 and
+  5 words, each with the attack's chaining and a *sensitive* one (chains jumping three
+  times as far, two overlapping seeds enough), and one that keeps single seeds (a bag of
+  shared 3-grams).  Detectors with other fingerprint lengths, sparse winnowed
+  fingerprints, wider chaining or no chaining then do not put the source first either:
+  with the one attack alone, scattered matches left between the cuts still added up for
+  a 3-word winnowing detector.
 
-Method.  Each round takes the first attack whose goal fails.  A word changed inside a
+Method.  Each round takes the first variant and rule whose goal fails.  A word changed inside a
 run of ``S \\ C`` (positions only the source explains) lowers ``s`` without lowering
 ``c``.  Every ``q``-gram of a run is broken by changing every ``q``-th word of it
 (positions ``start + q - 1, start + 2q - 1, ...``), and no fewer changes break them all
@@ -36,9 +42,9 @@ set).  The guarantee (linkage-free at the delinker's ``k`` and arity) therefore 
 
 Escalation order.  Arity 2 and 3 change 66 to 70 % of the words of a TAB document (our
 count; 75-77 % in the outside check) and the cuts about 37 % in all, so ``arities``
-(tried first, when given) is empty by default.  Complexity: each round is two attacks
-(``O(L + C |D|)`` each, see the attack) plus one linkage check; rounds are few (each
-cuts at least one run; about 0.7 s per TAB document in all).
+(tried first, when given) is empty by default.  Complexity: a round runs the variants
+until one fails (``O(L + C |D|)`` each, see the attack; seven when all hold) plus one
+linkage check; rounds are few (each cuts at least one run; 1-2 s per TAB document in all).
 """
 
 from __future__ import annotations
