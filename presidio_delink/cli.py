@@ -710,19 +710,18 @@ def delink(
         strict=strict,
         monitor=monitor,
         llm_concurrency=llm_concurrency,
+        protect=protect,
     )
     from presidio_delink.attacks.audit import linked_by, source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack
 
     containment = ContainmentAttack(idx, k=k)
     ranked = None  # built on the first document with a known source (seconds, once)
-    protector = None
-    if protect:
-        from presidio_delink.protect import Protector
-
-        protector = Protector(delinker, protect, containment=containment)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = _source_map(inputs, source_field) if source_field else {}
+
+    def source_group(doc_id: str) -> str | None:
+        return group_of.get(sources.get(doc_id, doc_id))
     results = []
     all_ranks: dict[str, dict[str, Any]] = {}
     failed = known = linked_docs = 0
@@ -732,18 +731,16 @@ def delink(
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_output(output))
         report = stack.enter_context(atomic_output(report_path)) if report_path else None
-        for res in delinker.delink_many(read_many(inputs), progress=progress):
-            group = group_of.get(sources.get(res.id, res.id))
-            if group is not None and res.text is not None and ranked is None:
-                from presidio_delink.attacks.ranked import RankedAttack
-
-                ranked = RankedAttack(idx, k=k)
-                if protector is not None:
-                    protector.ranked = ranked
-            if protector is not None and group is not None and res.text is not None:
-                protector.protect(res, group)
+        for res in delinker.delink_many(
+            read_many(inputs), progress=progress, group_of=source_group
+        ):
+            group = source_group(res.id)
             rec = res.to_json()
             if group is not None and res.text is not None:
+                if ranked is None:
+                    from presidio_delink.attacks.ranked import RankedAttack
+
+                    ranked = RankedAttack(idx, k=k)
                 rec["source_ranks"] = ranks = source_ranks(
                     res.text, group, containment, monitor, ranked
                 )

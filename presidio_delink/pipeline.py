@@ -10,110 +10,30 @@ cannot be made linkage-free is reported as failed and its text withheld.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from presidio_delink.edits import (
-    REDACTED,
-    Run,
-    apply,
-    choose_tokens,
-    fit,
-    lower_words,
-    neighbours,
-    passage_groups,
-    pick,
-    runs,
-    trigrams,
-    whole_words,
+from presidio_delink.core import (
+    DEFAULT_MAX_CHARS,
+    AuditEntry,
+    DelinkLoop,
+    DelinkResult,
 )
-from presidio_delink.errors import ConfigError, DelinkError, InputError, LLMError
+from presidio_delink.errors import DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
-from presidio_delink.linkage import LinkageReport, analyze
-from presidio_delink.llm.base import (
-    CircuitBreaker,
-    LLMUnavailable,
-    Rewriter,
-    default_concurrency,
-    find_breaker,
-)
-from presidio_delink.llm.prompt import example_texts, mark
-from presidio_delink.text import Tokenizer
+from presidio_delink.llm.base import Rewriter
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_CHARS = 5_000_000
+__all__ = ["DEFAULT_MAX_CHARS", "AuditEntry", "DelinkResult", "Delinker"]
 
 
-@dataclass
-class AuditEntry:
-    """One edit: what was there, why, what replaced it, when and how."""
-
-    original: str
-    df: int
-    arity: int
-    ngram: str
-    replacement: str
-    pass_no: int
-    method: str  # "llm" or "redacted"
-    n_words: int
-    reason: str | None = None  # why the LLM's answer was not used
-
-
-@dataclass
-class DelinkResult:
-    """The outcome for one document."""
-
-    id: str
-    text: str | None  # None when failed: a linkable text is never returned
-    input_text: str
-    passes: int
-    linkable_after: bool
-    failed: bool = False
-    error: str | None = None
-    audit: list[AuditEntry] = field(default_factory=list)
-    marks: list[tuple[int, int, str]] = field(default_factory=list)
-    first_report: LinkageReport | None = None
-    llm_calls: int = 0
-    llm_seconds: float = 0.0
-    seconds: float = 0.0
-    n_words: int = 0
-    optimum_words: int = 0
-    words_rewritten: int = 0
-    words_redacted: int = 0
-    pii_redacted: int = 0
-    warnings: list[str] = field(default_factory=list)
-    semantic: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSONL record (``text``, ``linkable_after``, ``audit``, figures)."""
-        return {
-            "id": self.id,
-            "text": self.text,
-            "linkable_after": self.linkable_after,
-            "failed": self.failed,
-            "error": self.error,
-            "passes": self.passes,
-            "audit": [asdict(a) for a in self.audit],
-            "llm_calls": self.llm_calls,
-            "llm_seconds": round(self.llm_seconds, 3),
-            "seconds": round(self.seconds, 3),
-            "words": self.n_words,
-            "optimum_words": self.optimum_words,
-            "words_rewritten": self.words_rewritten,
-            "words_redacted": self.words_redacted,
-            "pii_redacted": self.pii_redacted,
-            "warnings": self.warnings,
-            "semantic": self.semantic,
-        }
-
-
-class Delinker:
+class Delinker(DelinkLoop):
     """Removes search-based linkage from de-identified documents.
+
+    An adapter over :class:`~presidio_delink.core.DelinkLoop` (which does all of the
+    delinking) that adds the optional Presidio PII step first and a stream interface.
 
     Args:
         index: the reference collection's index.
@@ -143,6 +63,9 @@ class Delinker:
             the embedded engine, which serialises calls anyway).
         passage_chars: longest passage (consecutive sentences) sent in one LLM request.
         passage_spans: most spans asked for in one LLM request.
+        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: a document
+            whose source group is given to :meth:`delink` is also edited until those
+            attacks no longer rank that group first (:mod:`presidio_delink.protect`).
     """
 
     def __init__(
@@ -162,44 +85,35 @@ class Delinker:
         llm_concurrency: int | None = None,
         passage_chars: int = 700,
         passage_spans: int = 8,
+        protect: str | None = None,
     ) -> None:
-        analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
-        if passes < 0:
-            raise ConfigError(f"passes must be >= 0, got {passes}")
-        if llm_concurrency is not None and (
-            not isinstance(llm_concurrency, int) or llm_concurrency < 1
-        ):
-            raise ConfigError(f"llm_concurrency must be an integer >= 1, got {llm_concurrency!r}")
-        if passage_chars < 1 or passage_spans < 1:
-            raise ConfigError(
-                f"passage_chars and passage_spans must be >= 1, got {passage_chars}, "
-                f"{passage_spans}"
-            )
-        self.index = index
-        self.k, self.arity, self.max_n = k, arity, max_n
-        if rewriter is not None and find_breaker(rewriter) is None:
-            rewriter = CircuitBreaker(rewriter)
-        self.rewriter = rewriter
-        self.llm_concurrency = (
-            llm_concurrency if llm_concurrency is not None else default_concurrency(rewriter)
+        super().__init__(
+            index,
+            k=k,
+            arity=arity,
+            max_n=max_n,
+            rewriter=rewriter,
+            passes=passes,
+            strict=strict,
+            monitor=monitor,
+            llm_concurrency=llm_concurrency,
+            passage_chars=passage_chars,
+            passage_spans=passage_spans,
+            protect=protect,
         )
-        self.passage_chars = passage_chars
-        self.passage_spans = passage_spans
-        self.passes = passes
         self.analyzer = analyzer
         self.risk_filter = risk_filter
-        self.strict = strict
         self.max_chars = max_chars
-        self.monitor = monitor
-        self.tokenizer = index.tokenizer
-        # Written words (inner hyphens and apostrophes kept): edits never split one.
-        self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
 
     # -- public -----------------------------------------------------------------------
-    def check(self, text: str) -> LinkageReport:
-        return analyze(self.index, text, k=self.k, arity=self.arity, max_n=self.max_n)
-
-    def delink(self, text: str, doc_id: str = "", forbidden: Iterable[str] = ()) -> DelinkResult:
+    def delink(
+        self,
+        text: str,
+        doc_id: str = "",
+        forbidden: Iterable[str] = (),
+        *,
+        group: str | None = None,
+    ) -> DelinkResult:
         """Delink one document.
 
         Args:
@@ -207,6 +121,7 @@ class Delinker:
             doc_id: its id, for the result.
             forbidden: strings an earlier PII redaction removed (a rewrite that puts one
                 back is refused); the built-in PII step adds its own.
+            group: the source's group in the index (for ``protect``).
 
         Raises:
             InputError: ``text`` is not a string or is too long.
@@ -230,51 +145,23 @@ class Delinker:
             res.pii_redacted = len(removed)
             forbidden += removed
         res.input_text = current
-        res.n_words = sum(len(s) for s in self.tokenizer.segments(current))
-        marks: list[tuple[int, int, str]] = []
-        rep = self.check(current)
-        res.first_report = rep
-        limit = res.n_words + 2
-        pass_no = 0
-        while rep.linkable:
-            pass_no += 1
-            if pass_no > limit:  # cannot happen: each round removes at least one word
-                break
-            segs = self.tokenizer.segments(current)
-            tokens = [t for s in segs for t in s]
-            chosen = choose_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
-            if pass_no == 1:
-                res.optimum_words = len(chosen)
-            chosen = whole_words(chosen, tokens, self._words.tokens(current))
-            use_llm = self.rewriter is not None and pass_no <= self.passes
-            edits = self._edits(current, runs(chosen, segs), rep, pass_no, use_llm, forbidden, res)
-            current, marks = apply(current, edits, marks)
-            rep = self.check(current)
-        res.passes = pass_no
-        res.linkable_after = rep.linkable
-        res.marks = marks
-        if rep.linkable:
-            res.failed = True
-            res.error = "still linkable after every fallback"
-        else:
-            res.text = current
-            if self.monitor is not None:
-                res.semantic = dict(self.monitor.assess(current))
         res.seconds = time.perf_counter() - t0
-        log.info(
-            "document %s: %d passes, %d words rewritten, %d redacted, %d LLM calls",
-            doc_id,
-            res.passes,
-            res.words_rewritten,
-            res.words_redacted,
-            res.llm_calls,
-        )
-        return res
+        return self.run(current, doc_id, forbidden, res=res, group=group)
 
     def delink_many(
-        self, docs: Iterable[tuple[str, str]], *, progress: bool = False
+        self,
+        docs: Iterable[tuple[str, str]],
+        *,
+        progress: bool = False,
+        group_of: Callable[[str], str | None] | None = None,
     ) -> Iterator[DelinkResult]:
-        """Delink a stream; every input document gets a result (failed ones say why)."""
+        """Delink a stream; every input document gets a result (failed ones say why).
+
+        Args:
+            docs: ``(id, text)`` pairs.
+            progress: show a progress bar.
+            group_of: a document id's source group (or None), for ``protect``.
+        """
         bar = None
         if progress:
             from tqdm import tqdm
@@ -283,7 +170,8 @@ class Delinker:
         try:
             for doc_id, text in docs:
                 try:
-                    yield self.delink(text, doc_id)
+                    group = group_of(doc_id) if group_of is not None else None
+                    yield self.delink(text, doc_id, group=group)
                 except LLMError:
                     raise  # strict mode asked for it
                 except DelinkError as exc:
@@ -301,160 +189,3 @@ class Delinker:
         finally:
             if bar is not None:
                 bar.close()
-
-    # -- internals ----------------------------------------------------------------------
-    def _edits(
-        self,
-        text: str,
-        rs: list[Run],
-        rep: LinkageReport,
-        pass_no: int,
-        use_llm: bool,
-        forbidden: list[str],
-        res: DelinkResult,
-    ) -> list[tuple[int, int, str]]:
-        """Replacement of each run: the LLM's (validated) or the placeholder."""
-        why = {(a, b): f for a, b, f in rep.spans()}
-        info = {}
-        for r in rs:
-            # The flagged N-gram this run breaks (any one covering it).
-            f = next((f for (a, b), f in why.items() if a <= r.start and r.end <= b), None)
-            info[(r.start, r.end)] = f
-        answers: dict[tuple[int, int], tuple[str | None, str | None]] = {}
-        if use_llm:
-            answers = self._ask_llm(text, rs, forbidden, res)
-        edits = []
-        for r in rs:
-            original = text[r.start : r.end]
-            new, reason = answers.get((r.start, r.end), (None, None))
-            method = "llm" if new is not None and new != REDACTED else "redacted"
-            replacement = new if new is not None else REDACTED
-            if method == "llm":
-                res.words_rewritten += r.n_words
-            else:
-                res.words_redacted += r.n_words
-            f = info[(r.start, r.end)]
-            res.audit.append(
-                AuditEntry(
-                    original=original,
-                    df=f.df if f else 0,
-                    arity=f.arity if f else 1,
-                    ngram=f.key if f else "",
-                    replacement=replacement,
-                    pass_no=pass_no,
-                    method=method,
-                    n_words=r.n_words,
-                    reason=reason if use_llm and method == "redacted" else None,
-                )
-            )
-            edits.append((r.start, r.end, replacement))
-        return edits
-
-    def _ask_llm(
-        self, text: str, rs: list[Run], forbidden: list[str], res: DelinkResult
-    ) -> dict[tuple[int, int], tuple[str | None, str | None]]:
-        """One LLM call per passage (:func:`passage_groups`), up to ``llm_concurrency`` in
-        flight; answers validated and applied in document order."""
-        assert self.rewriter is not None
-        out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
-        run_at = {(r.start, r.end): r for r in rs}
-        groups = [
-            (a, b, [run_at[s] for s in group])
-            for (a, b), group in passage_groups(
-                text,
-                [(r.start, r.end) for r in rs],
-                max_chars=self.passage_chars,
-                max_spans=self.passage_spans,
-            )
-        ]
-        requests = []
-        for a, b, group in groups:
-            context = mark(text[a:b], [(r.start - a, r.end - a) for r in group])
-            spans = list(dict.fromkeys(text[r.start : r.end] for r in group))
-            requests.append((context, spans))
-        answers = self._call_all(requests)
-        copy_grams = trigrams([text, *example_texts()], self.tokenizer)
-        known_lower = lower_words(text)
-        for (a, b, group), (_ctx, spans), (answer, exc, seconds) in zip(
-            groups, requests, answers, strict=True
-        ):
-            res.llm_seconds += seconds
-            if exc is not None:
-                if self.strict:
-                    raise LLMError(f"document {res.id!r}: {exc}") from exc
-                if isinstance(exc, LLMUnavailable):
-                    msg = "LLM backend down (failed calls in a row); redacted instead"
-                else:
-                    res.llm_calls += 1
-                    msg = f"LLM failed ({type(exc).__name__}); redacted instead"
-                    log.info("document %s: %s; redacting that passage's spans", res.id, exc)
-                if msg not in res.warnings:
-                    res.warnings.append(msg)
-                for r in group:
-                    out[(r.start, r.end)] = (None, "llm error")
-                continue
-            res.llm_calls += 1
-            if not isinstance(answer, dict):
-                answer = {}
-            context = text[a:b]
-            for r in group:
-                span = text[r.start : r.end]
-                new, why = pick(
-                    span,
-                    answer.get(span),
-                    self.tokenizer,
-                    forbidden,
-                    [x for x in spans if x != span],
-                    context,
-                    copy_grams=copy_grams,
-                    around=neighbours(text, r.start, r.end),
-                    known_lower=known_lower,
-                )
-                if new is None:
-                    log.debug("replacement rejected: %s", why)
-                    out[(r.start, r.end)] = (None, why)
-                else:
-                    out[(r.start, r.end)] = (fit(new, text, r.start, r.end), None)
-        return out
-
-    def _call_all(
-        self, requests: list[tuple[str, list[str]]]
-    ) -> list[tuple[Any, LLMError | None, float]]:
-        """``rewrite`` of every request, up to ``llm_concurrency`` at once (a bounded pool);
-        results in request order as ``(answer, error, seconds)``.
-
-        In strict mode a failure stops the requests not yet started (they report
-        :class:`_Skipped`); the caller raises the first real error in request order.
-        """
-        assert self.rewriter is not None
-        rewriter = self.rewriter
-        stop = threading.Event()
-
-        def one(req: tuple[str, list[str]]) -> tuple[Any, LLMError | None, float]:
-            if stop.is_set():
-                return None, _Skipped("not sent: an earlier request failed (strict)"), 0.0
-            t0 = time.perf_counter()
-            try:
-                answer = rewriter.rewrite(*req)
-            except LLMError as exc:
-                if self.strict:
-                    stop.set()
-                return None, exc, time.perf_counter() - t0
-            return answer, None, time.perf_counter() - t0
-
-        if self.llm_concurrency <= 1 or len(requests) <= 1:
-            out = [one(r) for r in requests]
-        else:
-            workers = min(self.llm_concurrency, len(requests))
-            with ThreadPoolExecutor(workers, thread_name_prefix="delink-llm") as pool:
-                out = list(pool.map(one, requests))
-        if self.strict:
-            real = [e for _a, e, _s in out if e is not None and not isinstance(e, _Skipped)]
-            first = real[0] if real else None
-            if first is not None:
-                return [(a, first if e is not None else None, s) for a, e, s in out]
-        return out
-
-
-class _Skipped(LLMUnavailable):
-    """A request not sent because strict mode already failed."""

@@ -29,35 +29,81 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from presidio_anonymizer.operators import Operator, OperatorType
 
-from presidio_delink.edits import (
-    REDACTED,
-    fit,
-    lower_words,
-    neighbours,
-    passage_groups,
-    pick,
-    rejection,
-    sentence_bounds,
-    trigrams,
-)
-from presidio_delink.errors import LLMError, LLMUnavailable
-from presidio_delink.llm.prompt import example_texts, mark
+from presidio_delink.core import DelinkResult, Rewriting
+from presidio_delink.edits import REDACTED, Run, rejection
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
 
 ENTITY = "LINKABLE_NGRAM"
 _PLANS_KEPT = 16
+Plan = dict[str, "str | None"]
+
+
+class _PlanStore:
+    """The last few plans of each rewriter, thread-safe, never keeping a rewriter alive.
+
+    Presidio makes a new operator object for every span it anonymizes, so the plan of a
+    document (made at its first span) cannot live on the operator object alone: it is
+    kept with the rewriter that made it (a weak reference: the plans go with the
+    rewriter), under a lock; a plan being made is made once, by the first thread asking.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_rewriter: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Plan]]
+        self._by_rewriter = weakref.WeakKeyDictionary()
+        self._making: dict[tuple[int, tuple[Any, ...]], threading.Lock] = {}
+
+    def get(self, rewriter: Any, key: tuple[Any, ...], make: Any) -> Plan:
+        try:
+            weakref.ref(rewriter)
+        except TypeError:  # not weakly referable: plan without keeping it
+            return dict(make())
+        making = (id(rewriter), key)
+        while True:
+            with self._lock:
+                plans = self._by_rewriter.setdefault(rewriter, OrderedDict())
+                plan = plans.get(key)
+                if plan is not None:
+                    plans.move_to_end(key)
+                    return plan
+                mine = self._making.get(making)
+                if mine is None:
+                    mine = self._making[making] = threading.Lock()
+                    mine.acquire()
+                    break
+            with mine:  # another thread is making it: wait, then look again
+                pass
+        try:
+            plan = dict(make())
+            with self._lock:
+                plans = self._by_rewriter.setdefault(rewriter, OrderedDict())
+                plans[key] = plan
+                while len(plans) > _PLANS_KEPT:
+                    plans.popitem(last=False)
+            return plan
+        finally:
+            with self._lock:
+                del self._making[making]
+            mine.release()
 
 
 class DelinkOperator(Operator):
-    """Rewrite a linkable span (LLM or precomputed), else redact it."""
+    """Rewrite a linkable span (LLM or precomputed), else redact it.
+
+    The operator keeps no state of its own between calls; a document's plan is kept per
+    rewriter (see :class:`_PlanStore`), so operators in several threads, engines and
+    rewriters never see each other's plans.
+    """
 
     REWRITES = "rewrites"
     REWRITER = "rewriter"
@@ -66,14 +112,13 @@ class DelinkOperator(Operator):
     FORBIDDEN = "forbidden"
     FALLBACK = "fallback"
 
-    _tokenizer = Tokenizer()
-    # Plans of the last few documents: (rewriter, document digest, spans) -> {span: new}.
-    _plans: OrderedDict[tuple[Any, ...], dict[str, str | None]] = OrderedDict()
+    _tokenizer = Tokenizer()  # immutable settings, safe to share
+    _store = _PlanStore()
 
     def operate(self, text: str, params: dict[str, Any] | None = None) -> str:
         params = params or {}
         fallback = params.get(self.FALLBACK, REDACTED)
-        forbidden = params.get(self.FORBIDDEN, ())
+        forbidden = list(params.get(self.FORBIDDEN, ()))
         proposal = (params.get(self.REWRITES) or {}).get(text)
         rewriter = params.get(self.REWRITER)
         doc = params.get(self.DOCUMENT)
@@ -84,11 +129,10 @@ class DelinkOperator(Operator):
                 if plan[text] is not None:
                     return str(plan[text])  # validated and fitted by the plan
             else:  # not planned (no results, or spans Presidio merged): ask for it alone
-                proposal = self._ask_one(rewriter, doc or text, text)
+                proposal = self._ask_one(rewriter, doc or text, text, forbidden)
         if proposal is None or rejection(text, proposal, self._tokenizer, forbidden):
             return str(fallback)
         return str(proposal).strip()
-
     def validate(self, params: dict[str, Any] | None = None) -> None:
         params = params or {}
         rewrites = params.get(self.REWRITES)
@@ -111,19 +155,15 @@ class DelinkOperator(Operator):
         return OperatorType.Anonymize
 
     # -- internals ----------------------------------------------------------------------
-    def _ask_one(self, rewriter: Any, doc: str, span: str) -> str | None:
-        context = _sentence_of(doc, span)
-        try:
-            answer = rewriter.rewrite(context, [span])
-        except LLMUnavailable:
-            return None  # the circuit breaker has already said so, once
-        except LLMError as exc:
-            log.warning("LLM failed (%s); span redacted", type(exc).__name__)
-            return None
-        if not isinstance(answer, dict):
-            return None
-        new, _why = pick(span, answer.get(span), self._tokenizer, context=context)
-        return new
+    def _ask_one(self, rewriter: Any, doc: str, span: str, forbidden: list[str]) -> str | None:
+        """The span alone, at its first occurrence in ``doc``, in its passage (the loop's
+        own rewriting step: the same prompt and validation)."""
+        at = doc.find(span)
+        if at < 0:
+            doc, at = span, 0
+        answers = self._rewrite(rewriter, doc, [(at, at + len(span))], forbidden)
+        new, _why = answers.get((at, at + len(span)), (None, None))
+        return new.strip() if new is not None else None
 
     def _plan(
         self,
@@ -131,59 +171,33 @@ class DelinkOperator(Operator):
         doc: str,
         spans: list[tuple[int, int]],
         forbidden: Iterable[str],
-    ) -> dict[str, str | None]:
-        """Validated replacements of every span of ``doc``: one request per passage."""
+    ) -> Plan:
+        """Validated replacements of every span of ``doc`` (one request per passage, by the
+        loop's rewriting step), by span text: the first occurrence's answer."""
+        forbidden = list(forbidden)
         digest = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
-        key = (rewriter, digest, tuple(spans), tuple(forbidden))
-        plan = self._plans.get(key)
-        if plan is not None:
-            self._plans.move_to_end(key)
+        key = (digest, tuple(spans), tuple(forbidden))
+
+        def make() -> Plan:
+            plan: Plan = {}
+            answers = self._rewrite(rewriter, doc, spans, forbidden)
+            for s, e in spans:
+                plan.setdefault(doc[s:e], answers.get((s, e), (None, None))[0])
             return plan
-        plan = {}
-        failed = False
-        copy_grams = trigrams([doc, *example_texts()], self._tokenizer)
-        known_lower = lower_words(doc)
-        for (a, b), group in passage_groups(doc, spans):
-            context = doc[a:b]
-            texts = list(dict.fromkeys(doc[s:e] for s, e in group))
-            answer: Any = {}
-            if not failed:
-                try:
-                    answer = rewriter.rewrite(
-                        mark(context, [(s - a, e - a) for s, e in group]), texts
-                    )
-                except LLMUnavailable:
-                    failed = True  # the circuit breaker has already said so, once
-                except LLMError as exc:
-                    log.warning(
-                        "LLM failed (%s); that sentence's spans redacted", type(exc).__name__
-                    )
-            if not isinstance(answer, dict):
-                answer = {}
-            for s, e in group:
-                span = doc[s:e]
-                if span in plan:
-                    continue
-                new, why = pick(
-                    span,
-                    answer.get(span),
-                    self._tokenizer,
-                    forbidden,
-                    [x for x in texts if x != span],
-                    context,
-                    copy_grams=copy_grams,
-                    around=neighbours(doc, s, e),
-                    known_lower=known_lower,
-                )
-                if new is not None:
-                    plan[span] = fit(new, doc, s, e)
-                else:
-                    log.debug("replacement rejected: %s", why)
-                    plan[span] = None
-        self._plans[key] = plan
-        while len(self._plans) > _PLANS_KEPT:
-            self._plans.popitem(last=False)
-        return plan
+
+        return self._store.get(rewriter, key, make)
+
+    def _rewrite(
+        self, rewriter: Any, doc: str, spans: Sequence[tuple[int, int]], forbidden: list[str]
+    ) -> dict[tuple[int, int], tuple[str | None, str | None]]:
+        words = Tokenizer(fold="fine", placeholders=self._tokenizer.placeholders)
+        rs = [Run(s, e, max(1, len(words.tokens(doc[s:e])))) for s, e in spans]
+        scratch = DelinkResult(id="", text=None, input_text=doc, passes=0, linkable_after=True)
+        step = Rewriting(rewriter, self._tokenizer, llm_concurrency=1)
+        out = step._ask_llm(doc, rs, forbidden, scratch)
+        for w in scratch.warnings:
+            log.warning("%s", w)
+        return out
 
 
 def _spans_of(results: Sequence[Any] | None, doc: str | None) -> list[tuple[int, int]]:
@@ -198,12 +212,3 @@ def _spans_of(results: Sequence[Any] | None, doc: str | None) -> list[tuple[int,
                 out.add((a, b))
     return sorted(out)
 
-
-def _sentence_of(doc: str, span: str) -> str:
-    at = doc.find(span)
-    if at < 0:
-        return span
-    for a, b in sentence_bounds(doc):
-        if a <= at < b:
-            return doc[a : max(b, at + len(span))]
-    return span

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from presidio_delink.core import DelinkResult
 from presidio_delink.errors import ConfigError
-from presidio_delink.pipeline import Delinker, DelinkResult
 from presidio_delink.protect.containment import (
     DEFAULT_SAFETY,
     ProtectOutcome,
@@ -27,6 +27,9 @@ from presidio_delink.protect.containment import (
     sensitive,
     variants,
 )
+
+if TYPE_CHECKING:
+    from presidio_delink.pipeline import Delinker
 
 __all__ = [
     "DEFAULT_SAFETY",

@@ -53,14 +53,18 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
+from presidio_delink.core import AuditEntry, DelinkResult
 from presidio_delink.edits import REDACTED, apply, runs, stabbing_tokens
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
-from presidio_delink.pipeline import AuditEntry, Delinker, DelinkResult
+
+if TYPE_CHECKING:
+    from presidio_delink.pipeline import Delinker
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +346,8 @@ def protect_result(
             continue
         if _goal(attack, res.text, group, safety)[0]:
             break
+        from presidio_delink.pipeline import Delinker
+
         step = Delinker(
             delinker.index,
             k=delinker.k,

@@ -43,10 +43,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from presidio_delink.core import AuditEntry
 from presidio_delink.edits import REDACTED, apply
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
-from presidio_delink.pipeline import AuditEntry
 from presidio_delink.protect.containment import ProtectOutcome, _relink
 
 log = logging.getLogger(__name__)

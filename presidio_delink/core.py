@@ -1,0 +1,493 @@
+"""The delink loop, once: every entry point (``Delinker``, ``DelinkEngine``, the
+``delink`` operator) is an adapter over it.
+
+Definitions.  For a text ``T`` and the index, ``check(T)`` is the linkage report at
+``k``/``arity``/``max_n``: the N-grams (and combinations) found in fewer than ``k``
+groups.  One *pass*:
+
+1. *plan*: the fewest tokens hitting every flagged span (a minimum stabbing set of least
+   word cost, :func:`~presidio_delink.edits.choose_tokens`), widened to whole written
+   words (:func:`~presidio_delink.edits.whole_words`) and grouped into contiguous *runs*;
+2. *rewrite*: while the LLM passes last, the runs are grouped into passages
+   (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
+   and ``passage_spans`` spans per request), one request per passage, up to
+   ``llm_concurrency`` in flight, answers used in document order;
+3. *validate*: each answer passes :func:`~presidio_delink.edits.pick` (no PII back, no
+   copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
+4. *apply* all runs at once, then *verify* (``check`` again).
+
+Passes repeat until nothing links; after ``passes`` LLM passes only placeholders are
+written.  Why it ends and is correct: a placeholder breaks every N-gram through it and
+creates none, and every pass changes at least one flagged token, so at most
+``words + 2`` passes run; the result is released only when the final ``check`` finds
+nothing (otherwise it is marked failed and its text withheld).  With ``protect`` and a
+known source group, :func:`presidio_delink.protect.protect_result` edits the
+linkage-free text further and keeps it linkage-free.
+
+Cost per pass: one linkage check (``O(words)`` index look-ups), the dynamic programme
+(``O(tokens + spans)``) and one LLM request per passage.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from presidio_delink.edits import (
+    REDACTED,
+    Run,
+    apply,
+    choose_tokens,
+    fit,
+    lower_words,
+    neighbours,
+    passage_groups,
+    pick,
+    runs,
+    trigrams,
+    whole_words,
+)
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.index import NgramIndex
+from presidio_delink.linkage import LinkageReport, analyze
+from presidio_delink.llm.base import (
+    CircuitBreaker,
+    LLMUnavailable,
+    Rewriter,
+    default_concurrency,
+    find_breaker,
+)
+from presidio_delink.llm.prompt import example_texts, mark
+from presidio_delink.text import Tokenizer
+
+if TYPE_CHECKING:
+    from presidio_delink.pipeline import Delinker
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_CHARS = 5_000_000
+PROTECTIONS = ("containment", "ranked", "all")  # comma lists too: protect.parse_modes
+
+Answers = dict[tuple[int, int], tuple[str | None, str | None]]
+
+
+@dataclass
+class AuditEntry:
+    """One edit: what was there, why, what replaced it, when and how."""
+
+    original: str
+    df: int
+    arity: int
+    ngram: str
+    replacement: str
+    pass_no: int
+    method: str  # "llm" or "redacted"
+    n_words: int
+    reason: str | None = None  # why the LLM's answer was not used
+
+
+@dataclass
+class DelinkResult:
+    """The outcome for one document."""
+
+    id: str
+    text: str | None  # None when failed: a linkable text is never returned
+    input_text: str
+    passes: int
+    linkable_after: bool
+    failed: bool = False
+    error: str | None = None
+    audit: list[AuditEntry] = field(default_factory=list)
+    marks: list[tuple[int, int, str]] = field(default_factory=list)
+    first_report: LinkageReport | None = None
+    llm_calls: int = 0
+    llm_seconds: float = 0.0
+    seconds: float = 0.0
+    n_words: int = 0
+    optimum_words: int = 0
+    words_rewritten: int = 0
+    words_redacted: int = 0
+    pii_redacted: int = 0
+    warnings: list[str] = field(default_factory=list)
+    semantic: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL record (``text``, ``linkable_after``, ``audit``, figures)."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "linkable_after": self.linkable_after,
+            "failed": self.failed,
+            "error": self.error,
+            "passes": self.passes,
+            "audit": [asdict(a) for a in self.audit],
+            "llm_calls": self.llm_calls,
+            "llm_seconds": round(self.llm_seconds, 3),
+            "seconds": round(self.seconds, 3),
+            "words": self.n_words,
+            "optimum_words": self.optimum_words,
+            "words_rewritten": self.words_rewritten,
+            "words_redacted": self.words_redacted,
+            "pii_redacted": self.pii_redacted,
+            "warnings": self.warnings,
+            "semantic": self.semantic,
+        }
+
+
+class Rewriting:
+    """Steps 2-3 of a pass (passages, LLM requests, validation), without an index: what
+    the ``delink`` operator needs on its own and the loop uses for every pass.
+
+    Args:
+        rewriter: the LLM backend; one without a circuit breaker gets one.
+        tokenizer: the word model answers are validated with (the index's).
+        strict: raise :class:`LLMError` instead of redacting when the LLM fails.
+        llm_concurrency: requests in flight (None: the backend's default).
+        passage_chars, passage_spans: the most characters and spans per request.
+    """
+
+    def __init__(
+        self,
+        rewriter: Rewriter | None,
+        tokenizer: Tokenizer,
+        *,
+        strict: bool = False,
+        llm_concurrency: int | None = None,
+        passage_chars: int = 700,
+        passage_spans: int = 8,
+    ) -> None:
+        if llm_concurrency is not None and (
+            not isinstance(llm_concurrency, int) or llm_concurrency < 1
+        ):
+            raise ConfigError(f"llm_concurrency must be an integer >= 1, got {llm_concurrency!r}")
+        if passage_chars < 1 or passage_spans < 1:
+            raise ConfigError(
+                f"passage_chars and passage_spans must be >= 1, got {passage_chars}, "
+                f"{passage_spans}"
+            )
+        if rewriter is not None and find_breaker(rewriter) is None:
+            rewriter = CircuitBreaker(rewriter)
+        self.rewriter = rewriter
+        self.tokenizer = tokenizer
+        self.strict = strict
+        self.llm_concurrency = (
+            llm_concurrency if llm_concurrency is not None else default_concurrency(rewriter)
+        )
+        self.passage_chars = passage_chars
+        self.passage_spans = passage_spans
+
+    def _ask_llm(
+        self, text: str, rs: list[Run], forbidden: list[str], res: DelinkResult
+    ) -> Answers:
+        """One LLM call per passage (:func:`passage_groups`), up to ``llm_concurrency`` in
+        flight; answers validated in document order: ``{(start, end): (replacement or
+        None, why not)}``."""
+        assert self.rewriter is not None
+        out: Answers = {}
+        run_at = {(r.start, r.end): r for r in rs}
+        groups = [
+            (a, b, [run_at[s] for s in group])
+            for (a, b), group in passage_groups(
+                text,
+                [(r.start, r.end) for r in rs],
+                max_chars=self.passage_chars,
+                max_spans=self.passage_spans,
+            )
+        ]
+        requests = []
+        for a, b, group in groups:
+            context = mark(text[a:b], [(r.start - a, r.end - a) for r in group])
+            spans = list(dict.fromkeys(text[r.start : r.end] for r in group))
+            requests.append((context, spans))
+        answers = self._call_all(requests)
+        copy_grams = trigrams([text, *example_texts()], self.tokenizer)
+        known_lower = lower_words(text)
+        for (a, b, group), (_ctx, spans), (answer, exc, seconds) in zip(
+            groups, requests, answers, strict=True
+        ):
+            res.llm_seconds += seconds
+            if exc is not None:
+                if self.strict:
+                    raise LLMError(f"document {res.id!r}: {exc}") from exc
+                if isinstance(exc, LLMUnavailable):
+                    msg = "LLM backend down (failed calls in a row); redacted instead"
+                else:
+                    res.llm_calls += 1
+                    msg = f"LLM failed ({type(exc).__name__}); redacted instead"
+                    log.info("document %s: %s; redacting that passage's spans", res.id, exc)
+                if msg not in res.warnings:
+                    res.warnings.append(msg)
+                for r in group:
+                    out[(r.start, r.end)] = (None, "llm error")
+                continue
+            res.llm_calls += 1
+            if not isinstance(answer, dict):
+                answer = {}
+            context = text[a:b]
+            for r in group:
+                span = text[r.start : r.end]
+                new, why = pick(
+                    span,
+                    answer.get(span),
+                    self.tokenizer,
+                    forbidden,
+                    [x for x in spans if x != span],
+                    context,
+                    copy_grams=copy_grams,
+                    around=neighbours(text, r.start, r.end),
+                    known_lower=known_lower,
+                )
+                if new is None:
+                    log.debug("replacement rejected: %s", why)
+                    out[(r.start, r.end)] = (None, why)
+                else:
+                    out[(r.start, r.end)] = (fit(new, text, r.start, r.end), None)
+        return out
+
+    def _call_all(
+        self, requests: list[tuple[str, list[str]]]
+    ) -> list[tuple[Any, LLMError | None, float]]:
+        """``rewrite`` of every request, up to ``llm_concurrency`` at once (a bounded pool);
+        results in request order as ``(answer, error, seconds)``.
+
+        In strict mode a failure stops the requests not yet started (they report
+        :class:`_Skipped`); the caller raises the first real error in request order.
+        """
+        assert self.rewriter is not None
+        rewriter = self.rewriter
+        stop = threading.Event()
+
+        def one(req: tuple[str, list[str]]) -> tuple[Any, LLMError | None, float]:
+            if stop.is_set():
+                return None, _Skipped("not sent: an earlier request failed (strict)"), 0.0
+            t0 = time.perf_counter()
+            try:
+                answer = rewriter.rewrite(*req)
+            except LLMError as exc:
+                if self.strict:
+                    stop.set()
+                return None, exc, time.perf_counter() - t0
+            return answer, None, time.perf_counter() - t0
+
+        if self.llm_concurrency <= 1 or len(requests) <= 1:
+            out = [one(r) for r in requests]
+        else:
+            workers = min(self.llm_concurrency, len(requests))
+            with ThreadPoolExecutor(workers, thread_name_prefix="delink-llm") as pool:
+                out = list(pool.map(one, requests))
+        if self.strict:
+            real = [e for _a, e, _s in out if e is not None and not isinstance(e, _Skipped)]
+            first = real[0] if real else None
+            if first is not None:
+                return [(a, first if e is not None else None, s) for a, e, s in out]
+        return out
+
+
+class DelinkLoop(Rewriting):
+    """The whole loop (plan, rewrite, validate, apply, verify, repeat, redact, protect).
+
+    Args:
+        index: the reference collection's index.
+        k: nothing may occur in fewer than ``k`` groups (>= 2).
+        arity: combinations of up to ``arity`` N-grams are checked too (1..3).
+        max_n: longest N-gram (default: the index's).
+        rewriter: the LLM backend; None means redaction only.  One without a
+            :class:`~presidio_delink.llm.base.CircuitBreaker` gets one.
+        passes: LLM rewrite passes before the redaction fallback.
+        strict: raise :class:`LLMError` instead of redacting when the LLM fails.
+        monitor: anything with ``assess(text) -> dict``: each released text's semantic
+            risk figure.
+        llm_concurrency, passage_chars, passage_spans: see :class:`Rewriting`.
+        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: a result
+            whose source group is given is also edited until those attacks no longer rank
+            that group first (:class:`presidio_delink.protect.Protector`).
+    """
+
+    def __init__(
+        self,
+        index: NgramIndex,
+        *,
+        k: int = 2,
+        arity: int = 1,
+        max_n: int | None = None,
+        rewriter: Rewriter | None = None,
+        passes: int = 2,
+        strict: bool = False,
+        monitor: Any = None,
+        llm_concurrency: int | None = None,
+        passage_chars: int = 700,
+        passage_spans: int = 8,
+        protect: str | None = None,
+    ) -> None:
+        analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
+        if passes < 0:
+            raise ConfigError(f"passes must be >= 0, got {passes}")
+        if protect is not None:
+            from presidio_delink.protect import parse_modes
+
+            parse_modes(protect)  # raises ConfigError naming a bad one
+        super().__init__(
+            rewriter,
+            index.tokenizer,
+            strict=strict,
+            llm_concurrency=llm_concurrency,
+            passage_chars=passage_chars,
+            passage_spans=passage_spans,
+        )
+        self.index = index
+        self.k, self.arity, self.max_n = k, arity, max_n
+        self.passes = passes
+        self.monitor = monitor
+        self.protect = protect
+        self._protector: Any = None
+        self._attack_lock = threading.Lock()
+        # Written words (inner hyphens and apostrophes kept): edits never split one.
+        self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
+
+    def check(self, text: str) -> LinkageReport:
+        """The linkage report of ``text`` at this loop's ``k``, arity and ``max_n``."""
+        return analyze(self.index, text, k=self.k, arity=self.arity, max_n=self.max_n)
+
+    def plan(self, text: str, rep: LinkageReport) -> tuple[list[Run], int]:
+        """Step 1: the runs to change, and the size of the minimum stabbing set before it
+        was widened to whole words."""
+        segs = self.tokenizer.segments(text)
+        tokens = [t for s in segs for t in s]
+        chosen = choose_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
+        optimum = len(chosen)
+        chosen = whole_words(chosen, tokens, self._words.tokens(text))
+        return runs(chosen, segs), optimum
+
+    def run(
+        self,
+        text: str,
+        doc_id: str = "",
+        forbidden: Sequence[str] = (),
+        *,
+        res: DelinkResult | None = None,
+        marks: Iterable[tuple[int, int, str]] = (),
+        group: str | None = None,
+    ) -> DelinkResult:
+        """Delink ``text`` (PII already removed) until nothing links.
+
+        Args:
+            text: the text.
+            doc_id: its id, for the result and the log.
+            forbidden: strings a rewrite may not put back (removed PII).
+            res: a result to fill (its figures are added to); a new one by default.
+            marks: labelled spans of ``text`` carried to the output (``res.marks``).
+            group: the source's group, for ``protect``.
+
+        Raises:
+            LLMError: only in strict mode, when the LLM fails.
+        """
+        t0 = time.perf_counter()
+        if res is None:
+            res = DelinkResult(id=doc_id, text=None, input_text=text, passes=0, linkable_after=True)
+        forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
+        res.n_words = sum(len(s) for s in self.tokenizer.segments(text))
+        current, cur_marks = text, list(marks)
+        rep = self.check(current)
+        res.first_report = rep
+        limit = res.n_words + 2
+        pass_no = 0
+        while rep.linkable:
+            pass_no += 1
+            if pass_no > limit:  # cannot happen: each round removes at least one word
+                break
+            rs, optimum = self.plan(current, rep)
+            if pass_no == 1:
+                res.optimum_words = optimum
+            use_llm = self.rewriter is not None and pass_no <= self.passes
+            edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res)
+            current, cur_marks = apply(current, edits, cur_marks)
+            rep = self.check(current)
+        res.passes = pass_no
+        res.linkable_after = rep.linkable
+        res.marks = cur_marks
+        if rep.linkable:
+            res.failed = True
+            res.error = "still linkable after every fallback"
+        else:
+            res.text = current
+            if self.monitor is not None:
+                res.semantic = dict(self.monitor.assess(current))
+        res.seconds += time.perf_counter() - t0
+        if self.protect and group is not None and res.text is not None:
+            self._protect(res, group)
+        log.info(
+            "document %s: %d passes, %d words rewritten, %d redacted, %d LLM calls",
+            doc_id,
+            res.passes,
+            res.words_rewritten,
+            res.words_redacted,
+            res.llm_calls,
+        )
+        return res
+
+    # -- internals ----------------------------------------------------------------------
+    def _protect(self, res: DelinkResult, group: str) -> None:
+        from presidio_delink.protect import Protector
+
+        with self._attack_lock:
+            if self._protector is None:
+                # Protector reads only the loop's settings (index, k, arity, max_n,
+                # monitor), which every DelinkLoop has.
+                self._protector = Protector(cast("Delinker", self), self.protect or "")
+        self._protector.protect(res, group)
+
+    def _edits(
+        self,
+        text: str,
+        rs: list[Run],
+        rep: LinkageReport,
+        pass_no: int,
+        use_llm: bool,
+        forbidden: list[str],
+        res: DelinkResult,
+    ) -> list[tuple[int, int, str]]:
+        """Replacement of each run: the LLM's (validated) or the placeholder."""
+        why = {(a, b): f for a, b, f in rep.spans()}
+        info = {}
+        for r in rs:
+            # The flagged N-gram this run breaks (any one covering it).
+            f = next((f for (a, b), f in why.items() if a <= r.start and r.end <= b), None)
+            info[(r.start, r.end)] = f
+        answers: Answers = {}
+        if use_llm:
+            answers = self._ask_llm(text, rs, forbidden, res)
+        edits = []
+        for r in rs:
+            original = text[r.start : r.end]
+            new, reason = answers.get((r.start, r.end), (None, None))
+            method = "llm" if new is not None and new != REDACTED else "redacted"
+            replacement = new if new is not None else REDACTED
+            if method == "llm":
+                res.words_rewritten += r.n_words
+            else:
+                res.words_redacted += r.n_words
+            f = info[(r.start, r.end)]
+            res.audit.append(
+                AuditEntry(
+                    original=original,
+                    df=f.df if f else 0,
+                    arity=f.arity if f else 1,
+                    ngram=f.key if f else "",
+                    replacement=replacement,
+                    pass_no=pass_no,
+                    method=method,
+                    n_words=r.n_words,
+                    reason=reason if use_llm and method == "redacted" else None,
+                )
+            )
+            edits.append((r.start, r.end, replacement))
+        return edits
+
+
+class _Skipped(LLMUnavailable):
+    """A request not sent because strict mode already failed."""

@@ -1,0 +1,175 @@
+"""One delink loop behind `Delinker`, `DelinkEngine` and the `delink` operator: the same
+texts from each entry point, the operator's plans kept per rewriter and thread-safe."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import threading
+import weakref
+
+import pytest
+from presidio_analyzer import AnalyzerEngine
+from presidio_anonymizer import AnonymizerEngine
+from presidio_anonymizer.entities import OperatorConfig
+
+from presidio_delink import NgramIndex
+from presidio_delink.edits import passage_groups
+from presidio_delink.errors import ConfigError
+from presidio_delink.linkage import analyze
+from presidio_delink.pipeline import Delinker
+from presidio_delink.presidio import (
+    ENTITY,
+    DelinkEngine,
+    DelinkOperator,
+    LinkageRiskRecognizer,
+    resolve_overlaps,
+)
+
+WORDS = ["matter", "point", "issue", "question", "aspect", "detail", "element"]
+
+
+class Varied:
+    """A deterministic rewriter whose answers depend on the request (context and spans),
+    some of them unusable (an echo, an empty answer): what a real LLM does, repeatably."""
+
+    def __init__(self, name: str = "varied") -> None:
+        self.name = name
+        self.calls: list[tuple[str, list[str]]] = []
+        self._lock = threading.Lock()
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+        with self._lock:
+            self.calls.append((context, list(spans)))
+        out = {}
+        for s in spans:
+            h = int(hashlib.sha256((context + "\x00" + s).encode()).hexdigest(), 16)
+            if h % 7 == 0:
+                out[s] = s  # an echo: refused
+            elif h % 7 == 1:
+                continue  # no answer
+            else:
+                out[s] = f"some {WORDS[h % len(WORDS)]}"
+        return out
+
+
+def group_of(index: NgramIndex, doc_id: str) -> str:
+    return dict(zip(index.doc_ids, index.doc_groups, strict=True))[doc_id]
+
+
+@pytest.mark.parametrize("llm", [False, True])
+def test_engine_and_pipeline_give_the_same_text(
+    analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid, llm: bool  # type: ignore[no-untyped-def]
+) -> None:
+    d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=Varied() if llm else None)
+    e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2,
+                     rewriter=Varied() if llm else None)
+    for doc_id, text in sample_deid:
+        res = d.delink(text, doc_id)
+        out = e.anonymize(text)
+        assert res.text is not None and out.text == res.text
+        assert not analyze(sample_index, out.text, k=2).linkable
+        for item in out.items:
+            assert out.text[item.start : item.end] == item.text
+        # one item per edit mark, the PII ones with their placeholder
+        delink_items = [(i.start, i.end) for i in out.items if i.entity_type == ENTITY]
+        assert delink_items == [(a, b) for a, b, _ in res.marks]
+        assert all(i.text == f"<{i.entity_type}>" for i in out.items if i.entity_type != ENTITY)
+    if llm:
+        assert d.rewriter is not None and e.rewriter is not None
+        assert [c for c in d.rewriter.inner.calls] == [c for c in e.rewriter.inner.calls]  # type: ignore[attr-defined]
+
+
+def test_engine_and_pipeline_agree_under_protect(
+    analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
+) -> None:
+    d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=Varied(), protect="containment")
+    e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewriter=Varied(),
+                     protect="containment")
+    plain = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=Varied())
+    cut = 0
+    for doc_id, text in sample_deid[:3]:
+        g = group_of(sample_index, doc_id)
+        res = d.delink(text, doc_id, group=g)
+        assert res.text is not None and e.anonymize(text, group=g).text == res.text
+        assert not analyze(sample_index, res.text, k=2).linkable
+        cut += sum(a.reason == "containment chain" for a in res.audit)
+        # without a group nothing is protected: the plain loop's text
+        assert d.delink(text, doc_id).text == plain.delink(text, doc_id).text
+    assert cut > 0  # protection did act
+    with pytest.raises(ConfigError, match="protect"):
+        Delinker(sample_index, protect="semantic")
+
+
+def test_engine_does_not_read_the_recognizer(
+    analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2)
+
+    def boom(*_a: object, **_k: object) -> None:
+        raise AssertionError("the engine must check with the index, not the recognizer")
+
+    monkeypatch.setattr(e.recognizer, "analyze", boom)
+    out = e.anonymize(sample_deid[0][1])
+    assert not analyze(sample_index, out.text, k=2).linkable
+
+
+def _results(index: NgramIndex, text: str) -> list:  # type: ignore[type-arg]
+    return resolve_overlaps(LinkageRiskRecognizer(index, k=2).analyze(text, [ENTITY]), text)
+
+
+def test_operator_plans_are_per_rewriter_and_thread_safe(
+    sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
+) -> None:
+    texts = [t[:3000] for _, t in sample_deid]
+    results = [_results(sample_index, t) for t in texts]
+    per_doc = [len(passage_groups(t, [(r.start, r.end) for r in rs]))
+               for t, rs in zip(texts, results, strict=True)]
+
+    class Tagged:
+        def __init__(self, tag: str) -> None:
+            self.name, self.tag, self.calls = tag, tag, 0
+            self._lock = threading.Lock()
+
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            with self._lock:
+                self.calls += 1
+            return {s: f"the {self.tag} matter" for s in spans}
+
+    rewriters = [Tagged(t) for t in ("alpha", "beta", "gamma", "delta")]
+    errors: list[BaseException] = []
+    outs: dict[str, list[str]] = {r.tag: [] for r in rewriters}
+    rounds = 6  # more documents x rewriters than plans kept: eviction under contention
+
+    def work(rw: Tagged) -> None:
+        anonymizer = AnonymizerEngine()
+        anonymizer.add_anonymizer(DelinkOperator)
+        try:
+            for _ in range(rounds):
+                for text, rs in zip(texts, results, strict=True):
+                    out = anonymizer.anonymize(text, rs, operators={  # type: ignore[arg-type]
+                        ENTITY: OperatorConfig("delink", {"rewriter": rw, "document": text,
+                                                          "results": rs})})
+                    outs[rw.tag].append(out.text)
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(rw,)) for rw in rewriters]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for rw in rewriters:
+        others = [r.tag for r in rewriters if r is not rw]
+        assert all(f"the {rw.tag} matter" in o for o in outs[rw.tag])
+        assert not any(f"the {t} matter" in o for o in outs[rw.tag] for t in others)
+        # planned once per document per round at most: no request per span
+        assert sum(per_doc) <= rw.calls <= rounds * sum(per_doc)
+
+    # Plans never keep a rewriter alive.
+    ref = weakref.ref(rewriters[0])
+    del rewriters, threads, work
+    gc.collect()
+    assert ref() is None
+    assert not hasattr(DelinkOperator, "_plans")
