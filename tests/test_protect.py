@@ -8,7 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from adversaries import panel as phrase_panel
+
+pytest.importorskip("tantivy", reason="the independent panel needs the 'bench' extra")
+pytest.importorskip("Stemmer", reason="the independent panel needs the 'bench' extra")
+
+from adversaries import panel as phrase_panel  # noqa: E402
 from click.testing import CliRunner
 from ranked_adversaries import Winnowing, ranked_outcome, ranked_panel, top_group
 
