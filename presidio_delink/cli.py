@@ -729,6 +729,9 @@ def delink(
     claimed = {"containment": 0, "ranked": 0}
     # Both files appear together, and only when the whole run succeeded.
     with contextlib.ExitStack() as stack:
+        close = getattr(rewriter, "close", None)
+        if callable(close):  # the rewriter's HTTP connections, at the end of the run
+            stack.callback(close)
         out = stack.enter_context(atomic_output(output))
         report = stack.enter_context(atomic_output(report_path)) if report_path else None
         for res in delinker.delink_many(
@@ -747,7 +750,8 @@ def delink(
                 known += 1
                 for name in first:
                     first[name] += ranks[name]["source_rank"] == 1
-                    claimed[name] += bool(ranks[name]["linked"])
+                    r = ranks[name]  # the margin decision claims the source itself
+                    claimed[name] += bool(r["linked"]) and r.get("claimed", r["top_group"]) == group
                 linked_docs += bool(linked_by(ranks))
                 all_ranks[res.id] = ranks
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -774,14 +778,14 @@ def delink(
         click.echo(
             f"risk, ranked search (BM25, {len(ranked.members) if ranked else 0} tokenisers, "
             f"whole text or one sentence): source ranked first for {first['ranked']} of "
-            f"{known} documents with a known source; {claimed['ranked']} claimed at the "
-            "calibrated margin",
+            f"{known} documents with a known source; the calibrated margin claims it for "
+            f"{claimed['ranked']}",
             err=True,
         )
         click.echo(
             "risk, containment search (near-verbatim alignment): source ranked first for "
-            f"{first['containment']} of {known} documents; {claimed['containment']} claimed "
-            "at the calibrated margin",
+            f"{first['containment']} of {known} documents; the calibrated margin claims it for "
+            f"{claimed['containment']}",
             err=True,
         )
     if failed:
@@ -886,6 +890,60 @@ def data_convert(
     written = convert(output, tab_files, wiki_files, wiki_background, masks, progress)
     for p in written:
         click.echo(f"wrote {p}", err=True)
+
+
+@main.command("review")
+@_index_opt
+@_key_opt
+@_k_opt
+@_arity_opt
+@_maxn_opt
+@click.argument("delinked", type=click.Path(path_type=Path))
+@click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
+              help="The documents delink was given: shown beside each output, every edit marked.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Reviewed JSONL [default: DELINKED with .reviewed.jsonl]; the review state "
+              "lies beside it (OUTPUT.review.sqlite) and is resumed when it exists.")
+@click.option("--reviewer", default=None,
+              help="Name recorded with every action [default: $USER].")
+@click.option("--explain-docs", is_flag=True,
+              help="Name the collection documents a refused phrase links to (their ids may "
+              "be sensitive).")
+@click.option("--semantic-monitor", "monitor_inputs", multiple=True,
+              type=click.Path(path_type=Path),
+              help="The collection's texts: add the semantic attack to the panel ('eval' extra).")
+@click.option("--port", default=0, type=click.IntRange(0, 65535), help="[default: a free one]")
+@_clean_errors
+def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: int | None,
+           delinked: Path, input_path: Path | None, output: Path | None, reviewer: str | None,
+           explain_docs: bool, monitor_inputs: tuple[Path, ...], port: int) -> None:
+    """Review DELINKED (a delink output) in a local web page: check, edit, sign off.
+
+    Serves on 127.0.0.1 and prints the page's address with its access token. Every change
+    is verified against the index and the attack panel before it is saved.
+    """
+    from presidio_delink.review import ReviewSession, Verifier, default_attacks
+    from presidio_delink.review.session import check_paths
+
+    output = output or delinked.with_name(delinked.stem + ".reviewed.jsonl")
+    check_paths(output, delinked, input_path, index_dir)
+    idx = _load_index(index_dir, key_file)
+    attacks = default_attacks(idx, k)
+    if monitor_inputs:
+        attacks["semantic"] = _semantic_monitor(idx, k, monitor_inputs, output)
+    verifier = Verifier(idx, k=k, arity=arity, max_n=max_n, attacks=attacks,
+                        explain_docs=explain_docs)
+    who = reviewer or os.environ.get("USER") or "reviewer"
+    session = ReviewSession(delinked, verifier, output, input_path=input_path, reviewer=who)
+    from presidio_delink.review.server import ReviewServer
+
+    server = ReviewServer(session, port=port)
+    click.echo(f"review {len(session.records)} documents at {server.url}", err=True)
+    click.echo("Ctrl-C stops the server; every answered action is already saved.", err=True)
+    try:
+        server.serve_forever()
+    finally:
+        session.close()
 
 
 def _register_eval() -> None:

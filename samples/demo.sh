@@ -5,7 +5,8 @@
 #  1. index the reference collection (40 TAB documents);
 #  2. check the 5 de-identified samples against it (they link: exit code 1 is expected);
 #  3. delink them (LLM rewrites + verified redaction fallback) -> samples/out/delinked.jsonl,
-#     with an HTML report samples/out/report.html;
+#     with an HTML report samples/out/report.html; the audit says how ranked (BM25) and
+#     near-verbatim search still rank the sources (exit code 3 when they rank them first);
 #  4. check the output again: nothing links (exit code 0).
 # Takes about 5 minutes on 2 cores (about 2 s per LLM call). Writes only into samples/out/.
 set -euo pipefail
@@ -26,7 +27,8 @@ for line in open(sys.argv[1]):
 PY
 echo "== delinking with the small embedded model (embedded:smollm2; plain 'embedded' is Qwen)"
 $CLI delink --index "$OUT/index" -k 2 --llm embedded:smollm2 --passes 1 samples/deidentified.jsonl \
-  -o "$OUT/delinked.jsonl" --report "$OUT/report.html" --cache "$OUT/llm-cache.sqlite"
+  -o "$OUT/delinked.jsonl" --report "$OUT/report.html" --cache "$OUT/llm-cache.sqlite" \
+  || [ $? -eq 3 ]  # 3: written and phrase-clean, but ranked search still finds the sources
 .venv/bin/python - "$OUT/delinked.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):

@@ -272,7 +272,7 @@ def test_cli_delink_redaction_only(tmp_path: Path) -> None:
     res = runner.invoke(main, ["delink", "--index", str(idx), "-k", "2", "--llm", "none",
                                str(SAMPLES / "deidentified.jsonl"), "-o", str(out),
                                "--report", str(rep), "--no-progress"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 3, res.output  # phrase-clean, but ranked search finds the sources
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 5
     for rec in lines:

@@ -145,7 +145,7 @@ def test_cli_check_and_redact_pii_log_no_warnings(tmp_path: Path,
         r2 = runner.invoke(main, ["delink", "--index", str(idx), "-k", "2", "--llm", "none",
                                   "--redact-pii", "--no-progress", "-o", str(tmp_path / "o.jsonl"),
                                   str(SAMPLES / "deidentified.jsonl")])
-    assert r1.exit_code == 1 and r2.exit_code == 0, (r1.output, r2.output)
+    assert r1.exit_code == 1 and r2.exit_code == 3, (r1.output, r2.output)  # 3: audit
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 

@@ -393,3 +393,15 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
     rk = json.loads((d / "z2.jsonl").read_text())["source_ranks"]["ranked"]
     assert rk["source_rank"] is None and rk["linked"] is False
     assert "0 of 1 documents" in res.stderr
+
+
+def test_batched_scores_equal_one_query_each(attack: RankedAttack) -> None:
+    text = _query_text(5) + "\n\n" + CORPUS[11][1][:250] + " [REDACTED]."
+    ps = attack.scores(text)
+    names = {q for _m, q in ps.keys}
+    assert "text" in names and len(names) > 3
+    for i, (m, q) in enumerate(ps.keys):
+        one = attack.ranking(text, m, q)
+        assert [r.group for r in ps.ranking(i)] == [r.group for r in one]
+        assert [r.score for r in ps.ranking(i)] == pytest.approx([r.score for r in one])
+        assert ps.n_terms[i] == attack.n_terms(text, m, q)

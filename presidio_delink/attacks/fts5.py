@@ -113,16 +113,14 @@ class Engine:
             )
             self.db.execute(f"CREATE VIRTUAL TABLE tokv_{tok} USING fts5vocab(tok_{tok}, instance)")
             self.term_cache[tok] = {}
-        # The collection's words as ids, once for every member.
-        vocab: dict[str, int] = {}
-        ids: list[int] = []
-        lens = np.zeros(self.n_docs, dtype=np.int64)
-        for d in range(self.n_docs):
-            ws = [vocab.setdefault(w, len(vocab)) for w in index.doc_words(d) if w]
-            ids.extend(ws)
-            lens[d] = len(ws)
-        self.words = list(vocab)
-        word_ids = np.asarray(ids, dtype=np.int64)
+        # The collection's words as ids, once for every member (the index's own ids,
+        # renumbered densely; each distinct word decoded once).
+        per_doc = [index.doc_word_ids(d) for d in range(self.n_docs)]
+        lens = np.fromiter((len(x) for x in per_doc), dtype=np.int64, count=self.n_docs)
+        raw = np.concatenate(per_doc) if per_doc else np.empty(0, dtype=np.int64)
+        uniq, word_ids = np.unique(raw, return_inverse=True)
+        self.words = [index.word_of(int(w)) for w in uniq.tolist()]
+        word_ids = word_ids.astype(np.int64).ravel()
         doc_of = np.repeat(np.arange(self.n_docs, dtype=np.int64), lens)
         self.members = {m: self._member(m, word_ids, doc_of) for m in members}
 

@@ -36,10 +36,11 @@ Definitions.
   says.  That is what the audit reports as "ranked first"; the margin decision is
   reported beside it.
 
-Cost.  The engine is built once per index and process (about 2 s for TAB, see
-:mod:`.fts5`).  :meth:`RankedAttack.scores` runs ``(1 + sentences) x members`` queries,
-each one weighted ``bincount`` over its terms' postings, then one group maximum each:
-about 30 ms for an 850-word TAB text and four members.
+Cost.  The engine is built once per index and process (about 2.5 s of CPU for TAB, see
+:mod:`.fts5`).  :meth:`RankedAttack.scores` maps the text's words to terms once per member,
+then runs ``(1 + sentences) x members`` queries, each one weighted ``bincount`` over its
+terms' postings, and one group maximum for all: about 40 ms of CPU for an 850-word TAB text
+and four members.
 """
 
 from __future__ import annotations
@@ -150,10 +151,7 @@ class PanelScores:
         self.keys = keys
         self.n_terms = n_terms
         self.doc_scores = doc_scores
-        g = np.zeros((len(keys), attack.n_groups))
-        for row in range(len(keys)):
-            np.maximum.at(g[row], attack.group_index, doc_scores[row])
-        self.group_scores = g
+        self.group_scores = attack.group_max(doc_scores)
 
     def row(self, member: str, query: str = "text") -> int | None:
         """Row of ``(member, query)`` (None when that query has no term)."""
@@ -291,6 +289,11 @@ class RankedAttack:
         for d, gi in enumerate(self.group_index.tolist()):
             self._docs_of[gi].append(d)
         self._ids = index.doc_ids
+        # documents sorted by group, and where each group starts (for group_max)
+        self._by_group = np.argsort(self.group_index, kind="stable")
+        self._group_starts = np.searchsorted(
+            self.group_index[self._by_group], np.arange(self.n_groups)
+        )
         self._engine = engine(index, chosen)
 
     # -- helpers for PanelScores ------------------------------------------------------
@@ -309,6 +312,12 @@ class RankedAttack:
         """Id of group ``gi``'s best-scoring document (the first on ties)."""
         docs = self._docs_of[gi]
         return self._ids[max(docs, key=lambda d: (doc_scores[d], -d))]
+
+    def group_max(self, doc_scores: np.ndarray) -> np.ndarray:
+        """``(rows, n_groups)``: each group's best document score, per row."""
+        if not len(doc_scores):
+            return np.zeros((0, self.n_groups))
+        return np.maximum.reduceat(doc_scores[:, self._by_group], self._group_starts, axis=1)
 
     def materialise(
         self, group_scores: np.ndarray, doc_scores: np.ndarray, depth: int | None
@@ -369,24 +378,57 @@ class RankedAttack:
     # -- public ---------------------------------------------------------------------
     def scores(self, text: str, sentences: bool = True) -> PanelScores:
         """Every member's scores for the whole text and (unless ``sentences`` is False)
-        each sentence; queries without a term are left out."""
+        each sentence; queries without a term are left out.
+
+        Per member the text's words are mapped to terms once; each query is then one
+        weighted ``bincount`` of its terms' postings."""
         toks = self.index.tokenizer.tokens(text)
-        spans = self.queries(text) if sentences else {"text": (0, len(text))}
+        bounds = sentence_bounds(text) if sentences else []
+        starts = np.asarray([a for a, _ in bounds], dtype=np.int64)
+        ends = np.asarray([b for _, b in bounds], dtype=np.int64)
+        sent_of: list[int] = []
+        for t in toks:  # the sentence holding the token, or -1 (across two bounds)
+            j = int(np.searchsorted(starts, t.start, side="right")) - 1 if len(starts) else -1
+            sent_of.append(j if j >= 0 and t.end <= ends[j] else -1)
+        per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        with self._engine.lock:
+            for m in self.members:
+                tok, stop = MEMBERS[m]
+                sel = [i for i, t in enumerate(toks) if not (stop and t.word in STOP_WORDS)]
+                mapped = self._engine.terms(tok, [toks[i].word for i in sel])
+                term_ix: dict[str, int] = {}
+                pairs = [
+                    (sent_of[i], term_ix.setdefault(term, len(term_ix)))
+                    for i in sel
+                    for term in mapped[toks[i].word]
+                ]
+                if not term_ix:
+                    continue
+                terms = list(term_ix)
+                in_sent: list[set[int]] = [set() for _ in bounds]
+                for j, ti in pairs:
+                    if j >= 0:
+                        in_sent[j].add(ti)
+                counts = np.asarray([len(x) for x in in_sent], dtype=np.int64)
+                sent_scores = np.zeros((len(bounds), self.index.n_docs))
+                for j, tis in enumerate(in_sent):
+                    if tis:
+                        sent_scores[j] = self._engine.scores(m, [terms[ti] for ti in tis])
+                text_scores = self._engine.scores(m, terms)
+                per[m] = (text_scores, sent_scores, counts, len(term_ix))
         keys: list[tuple[str, str]] = []
         n_terms: list[int] = []
         rows: list[np.ndarray] = []
-        selected = {
-            name: toks if name == "text" else [t for t in toks if a <= t.start and t.end <= b]
-            for name, (a, b) in spans.items()
-        }
-        with self._engine.lock:
-            for name, sel in selected.items():
-                for m in self.members:
-                    q = self._query(m, sel)
-                    if q.terms:
-                        keys.append((m, name))
-                        n_terms.append(len(q.terms))
-                        rows.append(self._engine.scores(m, list(q.terms)))
+        for m, (text_scores, _s, _c, n) in per.items():
+            keys.append((m, "text"))
+            n_terms.append(n)
+            rows.append(text_scores)
+        for j in range(len(bounds)):
+            for m, (_t, sent_scores, counts, _n) in per.items():
+                if counts[j] > 0:
+                    keys.append((m, f"sentence:{j}"))
+                    n_terms.append(int(counts[j]))
+                    rows.append(sent_scores[j])
         mat = np.vstack(rows) if rows else np.zeros((0, self.index.n_docs))
         return PanelScores(self, keys, n_terms, mat)
 
@@ -403,9 +445,12 @@ class RankedAttack:
             return []
         with self._engine.lock:
             ds = self._engine.scores(member, list(q.terms))
-        gs = np.zeros(self.n_groups)
-        np.maximum.at(gs, self.group_index, ds)
-        return self.materialise(gs, ds, None)
+        return self.materialise(self.group_max(ds[None, :])[0], ds, None)
+
+    def n_terms(self, text: str, member: str, query: str = "text") -> int:
+        """Distinct terms of one member's query."""
+        self._check(member)
+        return len(self._query(member, self._tokens(text, query)).terms)
 
     def rank(self, text: str, top: int = 10) -> list[Ranked]:
         """The panel's cautious combined ranking (:meth:`PanelScores.combined`)."""

@@ -477,6 +477,15 @@ class NgramIndex:
         each segment (what an aligner needs to compare a text with its source)."""
         return self.primary.doc_words(ordinal)
 
+    def doc_word_ids(self, ordinal: int) -> np.ndarray:
+        """The primary view's word ids of document ``ordinal``, in order, segment marks
+        dropped (:meth:`doc_words` as ids; decode with :meth:`word_of`)."""
+        return self.primary.doc_word_ids(ordinal)
+
+    def word_of(self, wid: int) -> str:
+        """The primary view's word of a word id."""
+        return self.primary.word_of(wid)
+
 
 # -- building ---------------------------------------------------------------------------
 class _BuildLock:

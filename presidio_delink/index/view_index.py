@@ -327,6 +327,18 @@ class ViewIndex:
         segment of this view (what an aligner needs to compare a text with its source)."""
         return [w if w is not None else "" for w in self._doc_words(ordinal)]
 
+    def doc_word_ids(self, ordinal: int) -> np.ndarray:
+        """Document ``ordinal``'s word ids in order, segment marks dropped (decode with
+        :meth:`word_of`): :meth:`doc_words` without a string per word, for bulk readers."""
+        if not 0 <= ordinal < self.docs.starts[-1] + len(self.docs.doc_starts[-1]) - 1:
+            raise IndexError(f"document ordinal {ordinal} out of range")
+        ids = self.docs.doc_ids(ordinal)
+        return ids[ids < self.docs.n_vocab]
+
+    def word_of(self, wid: int) -> str:
+        """The word of a word id of :meth:`doc_word_ids`."""
+        return self.docs.word(int(wid))
+
     # -- exact path for N-grams that are not stored -------------------------------------
     def _doc_words(self, d: int) -> list[str | None]:
         if not 0 <= d < self.docs.starts[-1] + len(self.docs.doc_starts[-1]) - 1:
