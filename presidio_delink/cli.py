@@ -608,10 +608,12 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 )
 @click.option(
     "--protect",
-    type=click.Choice(["containment"]),
     default=None,
-    help="Also edit each output until the containment attack no longer ranks its known "
-    "source first (fewest words; the output stays linkage-free).",
+    metavar="LIST",
+    help="Also edit each output, when its source is known, until the named attacks no "
+    "longer rank that source first: 'containment' (near-verbatim alignment), 'ranked' "
+    "(BM25 search of the whole text and of each sentence), a comma list, or 'all' "
+    "(fewest words; the output stays linkage-free).",
 )
 @click.option(
     "--source-field",

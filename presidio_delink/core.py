@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CHARS = 5_000_000
-PROTECTIONS = ("containment",)
+PROTECTIONS = ("containment", "ranked", "all")  # comma lists too: protect.parse_modes
 
 Answers = dict[tuple[int, int], tuple[str | None, str | None]]
 _GENERALISED = "generalised"
@@ -403,8 +403,9 @@ class DelinkLoop(Rewriting):
             risk figure.
         llm_concurrency, passage_chars, passage_spans, fluency, ner: see
             :class:`Rewriting`.
-        protect: ``"containment"``: a result whose source group is given is also edited
-            until the containment attack no longer ranks that group first.
+        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: a result
+            whose source group is given is also edited until those attacks no longer rank
+            that group first (:class:`presidio_delink.protect.Protector`).
     """
 
     def __init__(
@@ -428,8 +429,10 @@ class DelinkLoop(Rewriting):
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
         if passes < 0:
             raise ConfigError(f"passes must be >= 0, got {passes}")
-        if protect is not None and protect not in PROTECTIONS:
-            raise ConfigError(f"protect must be one of {', '.join(PROTECTIONS)}, got {protect!r}")
+        if protect is not None:
+            from presidio_delink.protect import parse_modes
+
+            parse_modes(protect)  # raises ConfigError naming a bad one
         super().__init__(
             rewriter,
             index.tokenizer,
@@ -445,7 +448,7 @@ class DelinkLoop(Rewriting):
         self.passes = passes
         self.monitor = monitor
         self.protect = protect
-        self._attack: Any = None
+        self._protector: Any = None
         self._attack_lock = threading.Lock()
         # Written words (inner hyphens and apostrophes kept): edits never split one.
         self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
@@ -533,16 +536,14 @@ class DelinkLoop(Rewriting):
 
     # -- internals ----------------------------------------------------------------------
     def _protect(self, res: DelinkResult, group: str) -> None:
-        from presidio_delink.protect import protect_result
+        from presidio_delink.protect import Protector
 
         with self._attack_lock:
-            if self._attack is None:
-                from presidio_delink.attacks.containment import ContainmentAttack
-
-                self._attack = ContainmentAttack(self.index, k=self.k)
-        # protect_result reads only the loop's settings (index, k, arity, max_n,
-        # rewriter, passes, monitor), which every DelinkLoop has.
-        protect_result(cast("Delinker", self), self._attack, res, group)
+            if self._protector is None:
+                # Protector reads only the loop's settings (index, k, arity, max_n,
+                # monitor), which every DelinkLoop has.
+                self._protector = Protector(cast("Delinker", self), self.protect or "")
+        self._protector.protect(res, group)
 
     def _edits(
         self,

@@ -70,9 +70,9 @@ class Delinker(DelinkLoop):
             labels (e.g. ``lambda t: [(e.start_char, e.end_char, e.label_) for e in
             nlp(t).ents]``): a span that is a whole entity gets its type's generalisation
             (:func:`~presidio_delink.generalise.generalise`); None gives no labels.
-        protect: ``"containment"``: a document whose source group is given to
-            :meth:`delink` is also edited until the containment attack no longer ranks
-            that group first (:mod:`presidio_delink.protect`).
+        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: a document
+            whose source group is given to :meth:`delink` is also edited until those
+            attacks no longer rank that group first (:mod:`presidio_delink.protect`).
     """
 
     def __init__(

@@ -11,16 +11,22 @@ a longer fingerprint only matches where ``q``-grams do).  For the current text `
 
 * ``S`` = text positions covered by the kept chains of the source group's documents;
   ``C`` = those covered by the best *other* group (the *competitor*);
-* score ``s(T) = |S| / L`` and ``c(T) = |C| / L`` (the attack's scores);
-* goal: ``s(T) <= (1 - safety) * c(T)`` and ``s(T) < c(T)`` (or ``s(T) = 0``), i.e. the
-  source is not first, with a relative safety factor; and the same under a *sensitive*
-  variant of the attack (chains jumping three times as far, two overlapping seeds
-  enough), so that detectors with other fingerprint lengths (3..5 words), sparse winnowed
-  fingerprints and wider chaining do not put it first either: without the variant,
-  scattered matches left between the cuts still added up for a 3-word winnowing
-  detector (7 of 127 TAB documents; 1 with it).
+* scores of a group under three chain rules (:func:`rule_scores`): ``cover`` = ``|S| / L``
+  (the attack's own score), ``longest`` = words of its longest chain, ``sumsq`` = sum of
+  its chains' squared lengths;
+* goal, under every rule: the source scores 0, or ``s <= (1 - safety) * c`` and ``s < c``
+  where ``c`` is the best other group's score under that rule: the source is not the
+  argmax, with a relative safety factor.  A text-reuse detector answers with its argmax,
+  whatever margin a decision rule would ask for, so the stop rule is the argmax too;
+* the goal must hold for every variant of the attack (:func:`variants`): seeds of 3, 4 and
+  5 words, each with the attack's chaining and a *sensitive* one (chains jumping three
+  times as far, two overlapping seeds enough), and one that keeps single seeds (a bag of
+  shared 3-grams).  Detectors with other fingerprint lengths, sparse winnowed
+  fingerprints, wider chaining or no chaining then do not put the source first either:
+  with the one attack alone, scattered matches left between the cuts still added up for
+  a 3-word winnowing detector.
 
-Method.  Each round takes the first attack whose goal fails.  A word changed inside a
+Method.  Each round takes the first variant and rule whose goal fails.  A word changed inside a
 run of ``S \\ C`` (positions only the source explains) lowers ``s`` without lowering
 ``c``.  Every ``q``-gram of a run is broken by changing every ``q``-th word of it
 (positions ``start + q - 1, start + 2q - 1, ...``), and no fewer changes break them all
@@ -36,9 +42,9 @@ set).  The guarantee (linkage-free at the delinker's ``k`` and arity) therefore 
 
 Escalation order.  Arity 2 and 3 change 66 to 70 % of the words of a TAB document (our
 count; 75-77 % in the outside check) and the cuts about 37 % in all, so ``arities``
-(tried first, when given) is empty by default.  Complexity: each round is two attacks
-(``O(L + C |D|)`` each, see the attack) plus one linkage check; rounds are few (each
-cuts at least one run; about 0.7 s per TAB document in all).
+(tried first, when given) is empty by default.  Complexity: a round runs the variants
+until one fails (``O(L + C |D|)`` each, see the attack; seven when all hold) plus one
+linkage check; rounds are few (each cuts at least one run; 1-2 s per TAB document in all).
 """
 
 from __future__ import annotations
@@ -47,14 +53,18 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
+from presidio_delink.core import AuditEntry, DelinkResult
 from presidio_delink.edits import REDACTED, apply, runs, stabbing_tokens
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
-from presidio_delink.pipeline import AuditEntry, Delinker, DelinkResult
+
+if TYPE_CHECKING:
+    from presidio_delink.pipeline import Delinker
 
 log = logging.getLogger(__name__)
 
@@ -73,20 +83,97 @@ class ProtectOutcome:
     rounds: int = 0
     words_cut: int = 0
     words_relinked: int = 0  # redacted because a cut made an N-gram linkable
+    words_rewritten: int = 0  # rewritten by an editor instead of cut
     source_rank: int | None = None
     audit: list[AuditEntry] = field(default_factory=list)
     marks: list[tuple[int, int, str]] = field(default_factory=list)
 
 
+#: The chain scoring rules the stop condition checks (see :func:`rule_scores`).
+RULES = ("cover", "longest", "sumsq")
+
+
+def rule_scores(
+    attack: ContainmentAttack, text: str
+) -> tuple[dict[str, dict[str, float]], dict[str, set[int]]]:
+    """Per rule ``{group: score}``, and the text positions each group's chains cover.
+
+    Rules: ``cover`` (share of the text's words covered by the group's kept chains, the
+    attack's own score), ``longest`` (words of the group's longest chain) and ``sumsq``
+    (sum of squared chain lengths: a few long runs outweigh many short ones).
+    """
+    q = attack.seed
+    cover: dict[str, set[int]] = {}
+    longest: dict[str, float] = {}
+    sumsq: dict[str, float] = {}
+    n_words = max(1, len(attack.prepare(text).words))
+    groups = attack.index.doc_groups
+    for ch in attack.chains(text):
+        g = groups[ch.doc]
+        pos = cover.setdefault(g, set())
+        for p in ch.positions:
+            pos.update(range(p, p + q))
+        longest[g] = max(longest.get(g, 0.0), float(ch.covered))
+        sumsq[g] = sumsq.get(g, 0.0) + float(ch.covered) ** 2
+    scores = {
+        "cover": {g: len(p) / n_words for g, p in cover.items()},
+        "longest": longest,
+        "sumsq": sumsq,
+    }
+    return scores, cover
+
+
+def _failing(
+    attack: ContainmentAttack, text: str, group: str, safety: float
+) -> tuple[str | None, dict[str, set[int]]]:
+    """The competitor group under the first rule whose goal fails (None: all hold).
+
+    Goal under a rule: the source scores 0, or at most ``(1 - safety)`` times the best
+    other group and strictly less (argmax: the source is not first, with a margin)."""
+    scores, cover = rule_scores(attack, text)
+    for rule in RULES:
+        sc = scores[rule]
+        src = sc.get(group, 0.0)
+        if src <= 0:
+            continue
+        others = [(v, g) for g, v in sc.items() if g != group]
+        best, comp = max(others, default=(0.0, None))
+        if not (src <= (1.0 - safety) * best and src < best):
+            return comp or "", cover
+    return None, cover
+
+
 def _goal(
     attack: ContainmentAttack, text: str, group: str, safety: float
 ) -> tuple[bool, list[Ranked]]:
-    ranking = attack.scores(text)
-    src = next((r for r in ranking if r.group == group), None)
-    if src is None:
-        return True, ranking
-    best_other = next((r.score for r in ranking if r.group != group), 0.0)
-    return src.score <= (1.0 - safety) * best_other and src.score < best_other, ranking
+    comp, _ = _failing(attack, text, group, safety)
+    return comp is None, attack.scores(text)
+
+
+def variants(attack: ContainmentAttack) -> list[ContainmentAttack]:
+    """The defence's own detectors: seeds of ``attack.seed`` to 5 words (as the index's
+    ``max_n`` allows), each with the attack's chaining and the :func:`sensitive` one; and
+    one that keeps single seeds (``min_chain = seed``: a bag of shared ``q``-grams, as a
+    fingerprint detector that does not chain counts them)."""
+    out: list[ContainmentAttack] = []
+    for q in range(attack.seed, max(attack.seed, min(5, attack.index.max_n)) + 1):
+        base = attack
+        if q != attack.seed:
+            base = _like(
+                attack, seed=q, gap=max(attack.gap, q + 1), min_chain=max(attack.min_chain, q + 1)
+            )
+        out += [base, sensitive(base)]
+    out.append(_like(attack, gap=3 * attack.gap, min_chain=attack.seed))
+    return out
+
+
+def _like(attack: ContainmentAttack, **kw: int) -> ContainmentAttack:
+    args = {
+        "k": attack.k, "seed": attack.seed, "gap": attack.gap, "drift": attack.drift,
+        "min_chain": attack.min_chain, "candidates": attack.candidates, "max_df": attack.max_df,
+    }
+    args.update(kw)
+    return ContainmentAttack(attack.index, **args)
 
 
 def protect_containment(
@@ -121,34 +208,25 @@ def protect_containment(
     if not 0 <= safety < 1:
         raise ConfigError(f"safety must lie in [0, 1), got {safety!r}")
     index = attack.index
-    q = attack.seed
     out = ProtectOutcome(text=text, marks=list(marks))
-    docs_of: dict[str, list[int]] = {}
-    attacks = [attack, *(also if also is not None else [sensitive(attack)])]
+    attacks = [attack, *(also if also is not None else variants(attack)[1:])]
     for _ in range(max_rounds):
         for att in attacks:
-            done, ranking = _goal(att, out.text, group, safety)
-            if not done:
+            comp, cover = _failing(att, out.text, group, safety)
+            if comp is not None:
                 break
-        if done:
+        else:
             break
         out.rounds += 1
         segs = index.tokenizer.segments(out.text)
         tokens = [t for s in segs for t in s]
-        prep = att.prepare(out.text)
-        others = [r.group for r in ranking if r.group != group]
-        src_docs = docs_of.setdefault(group, attack.group_docs(group))
-        cov = att.coverage(prep, src_docs)
-        s_pos: set[int] = set().union(*cov.values()) if cov else set()
-        c_pos: set[int] = set()
-        if others:
-            comp = att.coverage(prep, docs_of.setdefault(others[0], attack.group_docs(others[0])))
-            c_pos = set().union(*comp.values()) if comp else set()
-        best_other = len(c_pos)
-        need = len(s_pos) - int((1.0 - safety) * best_other)
-        chosen = _cuts(s_pos - c_pos, q, need) or _cuts(s_pos, q, need)
+        s_pos = cover.get(group, set())
+        c_pos = cover.get(comp, set()) if comp else set()
+        need = len(s_pos) - int((1.0 - safety) * len(c_pos))
+        chosen = _cuts(s_pos - c_pos, att.seed, need) or _cuts(s_pos, att.seed, need)
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
             break
+        chosen = [i for i in chosen if i < len(tokens)]
         edits = [(tokens[i].start, tokens[i].end, REDACTED) for i in chosen]
         for i in chosen:
             out.audit.append(
@@ -268,6 +346,8 @@ def protect_result(
             continue
         if _goal(attack, res.text, group, safety)[0]:
             break
+        from presidio_delink.pipeline import Delinker
+
         step = Delinker(
             delinker.index,
             k=delinker.k,

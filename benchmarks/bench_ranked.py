@@ -1,0 +1,195 @@
+"""Ranked search and near-verbatim search against the outputs of `delink`: the frontier.
+
+The adversaries are independent of the package (``tests/ranked_adversaries.py``: Tantivy's
+BM25 with two tokenizers, a from-scratch BM25 with a regex tokeniser, one with Snowball stems
+and stop words, one over cases as single documents; winnowing detectors with 3-, 4- and
+5-word fingerprints and three chain scoring rules, argmax case as the answer).  Nothing they
+use comes from ``presidio_delink``; the tool's own ranked attack uses SQLite FTS5.
+
+Set-up: the TAB collection (TAB texts + public HUDOC text; 1,635 documents) grouped by case
+(``tab:ID``, ``hudoc:ID`` and ``hudoc10:ID`` of one case are one group), the 127 gold-masked
+TAB test documents as input, k = 2.  Settings: the input, ``--arity 1``, ``--arity 3``,
+``--protect containment``, ``--protect ranked`` and ``--protect all`` (arity 1 first).
+
+Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
+output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of
+documents whose case it ranks first for the whole text (``W``) and for the best sentence
+(``S``, the sentence whose top case leads most); per fingerprint length the number ranked
+first under the worst of the three chain rules (and per rule in the JSON).
+
+Usage::
+
+    python benchmarks/bench_ranked.py [--limit N] [--settings input,arity1,...] \\
+        [--llm none|embedded] [--work DIR] [--json OUT]
+
+Outputs of each setting are cached in ``--work`` (reruns only re-attack).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+import ranked_adversaries as ra  # noqa: E402
+
+from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
+from presidio_delink.index import NgramIndex  # noqa: E402
+from presidio_delink.io import atomic_output  # noqa: E402
+from presidio_delink.linkage import analyze  # noqa: E402
+from presidio_delink.pipeline import Delinker  # noqa: E402
+
+SETTINGS = {  # name -> (arity, protect modes)
+    "input": (0, ()),
+    "arity1": (1, ()),
+    "arity3": (3, ()),
+    "containment": (1, ("containment",)),
+    "ranked": (1, ("ranked",)),
+    "all": (1, ("containment", "ranked")),
+}
+
+
+def uptime() -> str:
+    try:
+        out = subprocess.run(["uptime"], capture_output=True, text=True, check=False)
+        return out.stdout.strip()
+    except OSError:
+        return "?"
+
+
+def commit() -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()
+
+
+def run_setting(idx, tests, name: str, llm: str):  # type: ignore[no-untyped-def]
+    """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting."""
+    arity, modes = SETTINGS[name]
+    if arity == 0:
+        return [
+            {"id": tid, "text": deid, "n_words": len(deid.split()), "redacted": 0,
+             "rewritten": 0, "seconds": 0.0}
+            for tid, _o, deid in tests
+        ]
+    from presidio_delink.llm import make_rewriter
+    from presidio_delink.protect import Protector
+
+    d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm))
+    prot = Protector(d, modes) if modes else None
+    group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
+    out = []
+    for tid, _o, deid in tests:
+        t0 = time.perf_counter()
+        res = d.delink(deid, tid)
+        if prot is not None:
+            prot.protect(res, group_of[tid])
+        dt = time.perf_counter() - t0
+        assert res.text is not None and not analyze(idx, res.text, k=2, arity=arity).linkable
+        out.append({
+            "id": tid, "text": res.text, "n_words": res.n_words,
+            "redacted": res.words_redacted, "rewritten": res.words_rewritten, "seconds": dt,
+        })
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=int, default=None, help="first N test documents")
+    ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--llm", default="none")
+    ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
+    ap.add_argument("--no-cosine", action="store_true")
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    print("load:", uptime(), "commit:", commit(), flush=True)
+    coll = list(tab_collection())
+    tests = list(tab_test())[: a.limit]
+    groups = [ra.case_of(d) for d, _ in coll]
+    work = a.work or Path(tempfile.mkdtemp(prefix="bench-ranked-"))
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    idx = NgramIndex.build(coll, None, max_n=8, group_regex=ra.GROUP_RE.pattern)
+    print(f"index: {len(coll)} docs, {time.perf_counter() - t0:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    ranked = ra.ranked_panel(coll, groups)
+    winnow = ra.containment_panel(coll, groups)
+    print(f"adversaries built in {time.perf_counter() - t0:.1f} s", flush=True)
+    embed = None
+    if not a.no_cosine:
+        from presidio_delink.eval.embeddings import Embedder
+
+        embed = Embedder()
+        inputs = {tid: v for tid, v in zip(
+            [t for t, _, _ in tests], embed.encode([d for _, _, d in tests]), strict=True)}
+    rows = []
+    n = len(tests)
+    for name in a.settings.split(","):
+        cache = work / f"{name}-{a.llm.replace(':', '_')}-{n}.json"
+        if cache.is_file():
+            outs = json.loads(cache.read_text())
+        else:
+            outs = run_setting(idx, tests, name, a.llm)
+            with atomic_output(cache) as f:
+                f.write(json.dumps(outs))
+        words = sum(o["n_words"] for o in outs) or 1
+        red = sum(o["redacted"] for o in outs)
+        rew = sum(o["rewritten"] for o in outs)
+        row: dict[str, object] = {
+            "setting": name, "llm": a.llm, "docs": n,
+            "changed_pct": round(100 * (red + rew) / words, 1),
+            "redacted_pct": round(100 * red / words, 1),
+            "rewritten_pct": round(100 * rew / words, 1),
+            "s_per_doc": round(sum(o["seconds"] for o in outs) / n, 2),
+        }
+        if embed is not None:
+            vec = embed.encode([o["text"] for o in outs])
+            cos = [float(inputs[o["id"]] @ v) for o, v in zip(outs, vec, strict=True)]
+            row["cosine"] = round(float(np.mean(cos)), 3)
+        for m in ranked:
+            res = [ra.ranked_outcome(m, o["text"], ra.case_of(o["id"])) for o in outs]
+            for q in ("whole", "sentence", "any_sentence"):
+                row[f"{m.name}:{q}"] = sum(r[q] for r in res)  # type: ignore[attr-defined]
+        for k, w in winnow.items():
+            res = [w.first(o["text"], ra.case_of(o["id"])) for o in outs]
+            for rule in ra.RULES:
+                row[f"winnow{k}:{rule}"] = sum(r[rule] for r in res)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print_table(rows, [m.name for m in ranked], list(winnow), n)  # type: ignore[attr-defined]
+    print("load:", uptime(), flush=True)
+    if a.json:
+        with atomic_output(a.json) as f:
+            f.write(json.dumps({"load": uptime(), "commit": commit(), "rows": rows}, indent=2))
+
+
+def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-def]
+    head = ["setting", "changed (red./rew.)", "cosine", "s/doc"]
+    head += [f"{m} W/S" for m in members] + [f"winnow {k} (max rule)" for k in lengths]
+    print("\n| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        cells = [
+            str(r["setting"]),
+            f"{r['changed_pct']} % ({r['redacted_pct']} / {r['rewritten_pct']})",
+            str(r.get("cosine", "")),
+            str(r["s_per_doc"]),
+        ]
+        cells += [f"{r[f'{m}:whole']} / {r[f'{m}:sentence']}" for m in members]
+        cells += [str(max(r[f"winnow{k}:{rule}"] for rule in ra.RULES)) for k in lengths]
+        print("| " + " | ".join(cells) + " |")
+    print(f"(counts of {n} documents whose case is ranked first)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""`--protect`: attack-guided edits after delinking, when the source's group is known.
+
+* ``containment`` (:mod:`.containment`): cut the chains that let a text-reuse aligner find
+  the source, until no variant of the containment attack ranks its group first;
+* ``ranked`` (:mod:`.ranked`): remove the terms that give the source's group its BM25 lead,
+  until no member of the ranked attack's panel ranks it first, for the whole text and for
+  each sentence;
+* ``all``: both, repeated until both hold.
+
+Every edit is verified against the index (what an edit made linkable is redacted by the
+pipeline's rule), so the output stays linkage-free at the delinker's ``k`` and arity.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from presidio_delink.core import DelinkResult
+from presidio_delink.errors import ConfigError
+from presidio_delink.protect.containment import (
+    DEFAULT_SAFETY,
+    ProtectOutcome,
+    protect_containment,
+    protect_result,
+    sensitive,
+    variants,
+)
+
+if TYPE_CHECKING:
+    from presidio_delink.pipeline import Delinker
+
+__all__ = [
+    "DEFAULT_SAFETY",
+    "MODES",
+    "ProtectOutcome",
+    "Protector",
+    "parse_modes",
+    "protect_containment",
+    "protect_result",
+    "sensitive",
+    "variants",
+]
+
+#: The protections, in the order they run.
+MODES = ("containment", "ranked")
+
+
+def parse_modes(spec: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``"containment,ranked"`` / ``"all"`` / an iterable of names -> ordered modes."""
+    if spec is None:
+        return ()
+    parts = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = {p.strip().lower() for p in parts if p.strip()}
+    if "all" in names:
+        names = (names - {"all"}) | set(MODES)
+    bad = sorted(names - set(MODES))
+    if bad:
+        raise ConfigError(
+            f"unknown protection {', '.join(bad)}; choose from {', '.join(MODES)} or all"
+        )
+    return tuple(m for m in MODES if m in names)
+
+
+class Protector:
+    """Runs the chosen protections on pipeline results (one attack object per index).
+
+    Args:
+        delinker: the pipeline whose results are protected (its index, ``k``, arity).
+        modes: protections (see :func:`parse_modes`).
+        containment: the containment attack (default: one over the delinker's index).
+        ranked: the ranked attack (default: one over the delinker's index).
+        max_rounds: alternations between the protections when both run.
+    """
+
+    def __init__(
+        self,
+        delinker: Delinker,
+        modes: str | Sequence[str],
+        *,
+        containment: Any = None,
+        ranked: Any = None,
+        max_rounds: int = 6,
+    ) -> None:
+        self.delinker = delinker
+        self.modes = parse_modes(modes)
+        if not self.modes:
+            raise ConfigError("no protection chosen")
+        if "containment" in self.modes and containment is None:
+            from presidio_delink.attacks.containment import ContainmentAttack
+
+            containment = ContainmentAttack(delinker.index, k=delinker.k)
+        self.containment = containment
+        self.ranked = ranked  # built on first use (a few seconds, once per index)
+        self.max_rounds = max_rounds
+
+    def protect(self, res: DelinkResult, group: str) -> DelinkResult:
+        """Protect ``res`` in place (text, audit, marks, words redacted) and return it."""
+        if res.text is None:
+            return res
+        t0 = time.perf_counter()
+        d = self.delinker
+        total = 0
+        for _ in range(self.max_rounds):
+            changed = 0
+            if "containment" in self.modes:
+                out = protect_containment(
+                    res.text, group, self.containment, k=d.k, arity=d.arity,
+                    max_n=d.max_n, marks=res.marks,
+                )
+                changed += self._take(res, out)
+            if "ranked" in self.modes:
+                from presidio_delink.protect import ranked as pr
+
+                if self.ranked is None:
+                    from presidio_delink.attacks.ranked import RankedAttack
+
+                    self.ranked = RankedAttack(d.index, k=d.k)
+                rout = pr.protect_ranked(
+                    res.text, group, self.ranked, k=d.k, arity=d.arity, max_n=d.max_n,
+                    marks=res.marks,
+                )
+                changed += self._take(res, rout)
+            total += changed
+            if not changed or len(self.modes) == 1:
+                break
+        res.linkable_after = False
+        if d.monitor is not None and total:
+            res.semantic = dict(d.monitor.assess(res.text))  # of the text released
+        res.seconds += time.perf_counter() - t0
+        return res
+
+    @staticmethod
+    def _take(res: DelinkResult, out: ProtectOutcome) -> int:
+        res.text = out.text
+        res.marks = out.marks
+        res.audit.extend(out.audit)
+        res.words_redacted += out.words_cut + out.words_relinked
+        res.words_rewritten += out.words_rewritten
+        return out.words_cut + out.words_relinked + out.words_rewritten

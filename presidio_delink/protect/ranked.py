@@ -1,0 +1,266 @@
+"""`--protect ranked`: remove the terms that give the source's group its BM25 lead.
+
+A linkage-free output still shares most of its vocabulary with its source, and BM25 (every
+search engine's ranking) adds up one contribution per query term: pasting the whole text,
+or one sentence of it, as an OR query puts the source's case first.  This module edits the
+text until no member of the ranked attack's panel (:mod:`presidio_delink.attacks.ranked`:
+tokenisers with and without stemming and stop words) ranks the source's group first, for
+the whole text and for each sentence.
+
+Definitions.  For a query ``Q`` (the whole text, or one sentence) and a panel member ``m``,
+``s(Q)`` is the score of the source group (its best document), ``c(Q)`` that of the ``k``-th
+group (the best other one when ``k = 2``).  BM25 is a sum over the query's terms ``t`` of a
+per-document weight ``w_d(t)``, so ``s(Q) = sum_t w_src(t)`` and ``c(Q) = sum_t w_comp(t)``
+(:meth:`RankedAttack.contributions`).  Every occurrence of a term in ``Q`` is the term: a
+term leaves the query only when all its occurrences in ``Q`` are edited, at ``n_t`` words.
+
+Goal per (member, query): ``s(Q) <= (1 - safety) * c(Q)`` and ``s(Q) < c(Q)``, or the source
+is not ranked at all.  The safety margin is there for the ranking functions the defence was
+not tuned to (other engines, ``k1``/``b``, tokenisers, idf variants, group models): their
+scores differ from the panel's by a few per cent to tens of per cent, so a source left just
+below its competitor under the panel comes back first under some of them.
+
+Method.  Each round collects the failing (member, query) pairs: for the whole text the
+member with the largest ratio ``s / c``, for each sentence likewise.  For a pair, the terms
+are taken in decreasing order of net lead per word, ``(w_src(t) - (1 - safety) w_comp(t)) /
+n_t``, until the estimated deficit ``s - (1 - safety) c`` is gone (a greedy knapsack cover:
+optimal in the fractional relaxation; whole terms, since an occurrence left behind keeps the
+term's weight).  The chosen terms' occurrences in the query (the whole text, or the sentence)
+are edited by :func:`edit_spans` (redaction; a pluggable editor may rewrite them, verified
+like any edit); whatever an edit made linkable is redacted by the pipeline's rule; then the
+panel runs again (the competitor and the source's best document can change).
+
+Cost: one round is one run of the panel over the text and its sentences plus one linkage
+check; a TAB document takes a handful of rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from presidio_delink.core import AuditEntry
+from presidio_delink.edits import REDACTED, apply
+from presidio_delink.errors import ConfigError
+from presidio_delink.index import NgramIndex
+from presidio_delink.protect.containment import ProtectOutcome, _relink
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_RANKED_SAFETY", "DEFAULT_SENTENCE_SAFETY", "Editor", "edit_spans", "protect_ranked",
+]
+
+#: Relative margin below the competitor for the whole text (see the module docstring):
+#: the source at most 90 % of the best other group's score.
+DEFAULT_RANKED_SAFETY = 0.1
+#: For sentences: strictly below the best other group.
+DEFAULT_SENTENCE_SAFETY = 0.0
+
+
+class Editor(Protocol):
+    """Proposes replacements for spans of a text (a generaliser, an LLM)."""
+
+    def propose(self, text: str, spans: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+        """``{span: replacement}`` for the spans it can rewrite (others are redacted)."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Failure:
+    member: str
+    query: str
+    span: tuple[int, int]  # the query's characters in the text
+    source: float
+    competitor: str
+    score: float  # the competitor's score
+
+
+def _table(attack: Any, text: str, group: str) -> list[tuple[str, str, float, str, float, int]]:
+    """``(member, query, source score, best other group, its score, terms)`` per query,
+    from one :meth:`RankedAttack.scores` pass (group maxima as one matrix)."""
+    ps = attack.scores(text)
+    g = ps.group_scores
+    if not len(ps.keys):
+        return []
+    gi = attack.group_ordinal(group) if attack.has_group(group) else -1
+    src = g[:, gi] if gi >= 0 else np.zeros(len(ps.keys))
+    other = g.copy()
+    if gi >= 0:
+        other[:, gi] = -1.0
+    comp = np.argmax(other, axis=1)
+    best = other[np.arange(len(comp)), comp]
+    return [
+        (m, q, float(src[r]), attack.group_names[comp[r]] if best[r] > 0 else "",
+         max(0.0, float(best[r])), ps.n_terms[r])
+        for r, (m, q) in enumerate(ps.keys)
+    ]
+
+
+def _failures(
+    attack: Any, text: str, group: str, safety: float, sentence_safety: float, min_terms: int
+) -> list[_Failure]:
+    """The (member, query) pairs whose goal fails, worst first; the whole text before the
+    sentences (an edit for the whole text also lowers the sentences' scores)."""
+    spans = attack.queries(text)
+    out: list[tuple[int, float, _Failure]] = []
+    for member, query, src, comp, c, n_terms in _table(attack, text, group):
+        if src <= 0:
+            continue
+        whole = query == "text"
+        m = safety if whole else sentence_safety
+        if src <= (1.0 - m) * c and src < c:
+            continue
+        if not whole and n_terms < min_terms:
+            continue
+        f = _Failure(member, query, spans[query], src, comp, c)
+        out.append((0 if whole else 1, -src / max(c, 1e-12), f))
+    out.sort(key=lambda x: (x[0], x[1]))
+    return [f for _, _, f in out]
+
+
+def _choose(
+    attack: Any, text: str, group: str, f: _Failure, margin: float, taken: set[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Spans (word occurrences) to edit so that the source falls ``margin`` below the
+    competitor for one (member, query): whole terms by net lead per word, greedily."""
+    mine = attack.contributions(text, f.member, group, query=f.query)
+    theirs = (
+        {c.term: c.score for c in attack.contributions(text, f.member, f.competitor, query=f.query)}
+        if f.competitor
+        else {}
+    )
+    deficit = f.source - (1.0 - margin) * f.score
+    cands = []
+    for c in mine:
+        net = c.score - (1.0 - margin) * theirs.get(c.term, 0.0)
+        left = [s for s in c.spans if s not in taken]
+        if not left:  # already edited in this round: its summand is gone
+            deficit -= net
+        elif net > 0:
+            cands.append((net / len(left), net, left))
+    cands.sort(key=lambda x: -x[0])
+    chosen: list[tuple[int, int]] = []
+    for _, net, left in cands:
+        if deficit < 0:
+            break
+        chosen += left
+        deficit -= net
+    return chosen
+
+
+def edit_spans(
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    marks: Sequence[tuple[int, int, str]],
+    editor: Editor | None = None,
+    reason: str = "ranked term",
+) -> tuple[str, list[tuple[int, int, str]], list[AuditEntry], int, int]:
+    """Apply one round of edits: every span (a word occurrence) is replaced.
+
+    The one place where the protection changes text: ``editor`` (a generaliser or an LLM)
+    may propose a replacement for a span; a proposal that keeps the span's word (casefolded)
+    is refused and the span redacted.  Whatever comes out is verified by the caller (the
+    panel runs again; the index is checked and what links is redacted).
+
+    Returns:
+        ``(text, marks, audit entries, words redacted, words rewritten)``.
+    """
+    proposals = editor.propose(text, spans) if editor is not None and spans else {}
+    edits: list[tuple[int, int, str]] = []
+    audit: list[AuditEntry] = []
+    red = rew = 0
+    for a, b in sorted(set(spans)):
+        old = text[a:b]
+        new = proposals.get((a, b))
+        if new is None or old.casefold() in new.casefold().split() or not new.strip():
+            new, method = REDACTED, "redacted"
+            red += 1
+        else:
+            method = "generalised"
+            rew += 1
+        edits.append((a, b, new))
+        audit.append(
+            AuditEntry(
+                original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,
+                method=method, n_words=1, reason=reason,
+            )
+        )
+    text, marks2 = apply(text, edits, marks)
+    return text, marks2, audit, red, rew
+
+
+def protect_ranked(
+    text: str,
+    group: str,
+    attack: Any,
+    *,
+    k: int,
+    arity: int,
+    max_n: int | None = None,
+    safety: float = DEFAULT_RANKED_SAFETY,
+    sentence_safety: float | None = None,
+    min_terms: int | None = None,
+    max_rounds: int = 40,
+    marks: Sequence[tuple[int, int, str]] = (),
+    editor: Editor | None = None,
+) -> ProtectOutcome:
+    """Edit a linkage-free ``text`` until no member of ``attack`` (a
+    :class:`~presidio_delink.attacks.ranked.RankedAttack` over the delinker's index) ranks
+    ``group`` first, by ``safety``, for the whole text or any sentence.
+
+    Args:
+        text: the pipeline's output (linkage-free at ``k``/``arity``).
+        group: the source's group id.
+        attack: the ranked attack (its index is the one checked).
+        k, arity, max_n: the linkage guarantee to keep.
+        safety: whole-text margin: the source's score at most ``1 - safety`` times the
+            best other group's (0 <= safety < 1).
+        sentence_safety: the same for sentence queries (default
+            :data:`DEFAULT_SENTENCE_SAFETY`).
+        min_terms: sentences with fewer terms (for a member) are left as they are
+            (default 1: every sentence, as the audit's cautious reading counts them).
+        max_rounds: bound on panel rounds.
+        marks: the pipeline's edit marks, carried along.
+        editor: proposes rewrites of the chosen words (default: redaction).
+
+    Returns:
+        The protected text and what was changed; the text is linkage-free.
+    """
+    ss = DEFAULT_SENTENCE_SAFETY if sentence_safety is None else sentence_safety
+    if not 0 <= safety < 1 or not 0 <= ss < 1:
+        raise ConfigError(f"safety must lie in [0, 1), got {safety!r} / {ss!r}")
+    if min_terms is None:
+        min_terms = 1
+    index: NgramIndex = attack.index
+    out = ProtectOutcome(text=text, marks=list(marks))
+    for _ in range(max_rounds):
+        fails = _failures(attack, out.text, group, safety, ss, min_terms)
+        if not fails:
+            break
+        out.rounds += 1
+        taken: set[tuple[int, int]] = set()
+        done_queries: set[str] = set()
+        for f in fails:
+            if f.query in done_queries and f.query != "text":
+                continue  # one member per sentence and round: the others follow next round
+            margin = safety if f.query == "text" else ss
+            got = _choose(attack, out.text, group, f, margin, taken)
+            taken.update(got)
+            done_queries.add(f.query)
+        if not taken:  # nothing left that leads (cannot happen while the source leads)
+            break
+        out.text, out.marks, audit, red, rew = edit_spans(
+            out.text, sorted(taken), out.marks, editor
+        )
+        out.audit.extend(audit)
+        out.words_cut += red
+        out.words_rewritten += rew
+        _relink(out, index, k, arity, max_n)
+    else:
+        log.warning("ranked protection stopped after %d rounds", max_rounds)
+    return out

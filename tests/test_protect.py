@@ -1,0 +1,185 @@
+"""`--protect containment,ranked`: the tool's own attacks and an independent panel
+(``tests/ranked_adversaries.py``: Tantivy, own BM25s, winnowing) no longer rank the
+source first, and the output stays linkage-free."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tantivy", reason="the independent panel needs the 'bench' extra")
+pytest.importorskip("Stemmer", reason="the independent panel needs the 'bench' extra")
+
+from adversaries import panel as phrase_panel  # noqa: E402
+from click.testing import CliRunner
+from ranked_adversaries import Winnowing, ranked_outcome, ranked_panel, top_group
+
+from presidio_delink import NgramIndex
+from presidio_delink.attacks.containment import ContainmentAttack
+from presidio_delink.attacks.ranked import RankedAttack
+from presidio_delink.cli import main
+from presidio_delink.errors import ConfigError
+from presidio_delink.linkage import analyze
+from presidio_delink.pipeline import Delinker
+from presidio_delink.protect import Protector, parse_modes, variants
+from presidio_delink.protect.containment import rule_scores
+from presidio_delink.protect.ranked import edit_spans, protect_ranked
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _read(path: Path) -> list[tuple[str, str]]:
+    with open(path, encoding="utf-8") as f:
+        return [(r["id"], r["text"]) for r in map(json.loads, f) if r]
+
+
+COLLECTION = _read(SAMPLES / "collection.jsonl")
+INPUTS = _read(SAMPLES / "deidentified.jsonl")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> NgramIndex:
+    return NgramIndex.build(COLLECTION, tmp_path_factory.mktemp("prot") / "idx")
+
+
+@pytest.fixture(scope="module")
+def protected(index: NgramIndex) -> list[tuple[str, str, int, int]]:
+    """``(id, text, words, words changed)`` of the samples after ``--protect all``."""
+    d = Delinker(index, k=2, arity=1)
+    prot = Protector(d, "all")
+    out = []
+    for doc_id, text in INPUTS:
+        res = d.delink(text, doc_id)
+        prot.protect(res, doc_id)
+        assert res.text is not None
+        out.append((doc_id, res.text, res.n_words, res.words_redacted + res.words_rewritten))
+    return out
+
+
+def test_parse_modes() -> None:
+    assert parse_modes("all") == ("containment", "ranked")
+    assert parse_modes("ranked, containment") == ("containment", "ranked")
+    assert parse_modes(["ranked"]) == ("ranked",)
+    assert parse_modes(None) == ()
+    with pytest.raises(ConfigError, match="unknown protection bm25"):
+        parse_modes("containment,bm25")
+
+
+def test_inputs_are_found_before_protection(index: NgramIndex) -> None:
+    """The check below means something: unprotected outputs rank their source first."""
+    d = Delinker(index, k=2, arity=1)
+    ranked = RankedAttack(index)
+    others = ranked_panel(COLLECTION, [i for i, _ in COLLECTION])
+    for doc_id, text in INPUTS:
+        res = d.delink(text, doc_id)
+        assert res.text is not None
+        assert ranked.scores(res.text).source_rank(doc_id) == 1
+        assert all(ranked_outcome(m, res.text, doc_id)["whole"] for m in others)
+
+
+def test_protect_all_holds_for_the_tools_attacks(
+    index: NgramIndex, protected: list[tuple[str, str, int, int]]
+) -> None:
+    ranked = RankedAttack(index)
+    cont = ContainmentAttack(index)
+    for doc_id, text, n, changed in protected:
+        assert not analyze(index, text, k=2, arity=1).linkable
+        assert 0 < changed < n
+        ps = ranked.scores(text)
+        for row, (member, query) in enumerate(ps.keys):
+            if query == "text":  # whole text: at least 10 % below the best other case
+                s = ps.group_scores[row]
+                me = s[ranked.group_ordinal(doc_id)]
+                assert me <= 0.9 * max(v for g, v in enumerate(s) if g != ranked.group_ordinal(doc_id)), member
+        for att in variants(cont):  # containment: the source is not the argmax, any rule
+            for rule, sc in rule_scores(att, text)[0].items():
+                assert top_group(sc)[0] != doc_id, (doc_id, att.seed, rule)
+
+
+def _independent(protected):  # type: ignore[no-untyped-def]
+    groups = [i for i, _ in COLLECTION]
+    members = ranked_panel(COLLECTION, groups)
+    return {
+        (m.name, q): sum(ranked_outcome(m, text, doc_id)[q] for doc_id, text, _n, _c in protected)
+        for m in members
+        for q in ("whole", "sentence")
+    }
+
+
+def test_protect_all_holds_for_an_independent_panel(
+    protected: list[tuple[str, str, int, int]],
+) -> None:
+    groups = [i for i, _ in COLLECTION]
+    found = _independent(protected)
+    assert sum(v for (_m, q), v in found.items() if q == "sentence") <= 1, found
+    for k in (3, 4, 5):
+        w = Winnowing(COLLECTION, groups, k=k)
+        hits = sum(any(w.first(text, doc_id).values()) for doc_id, text, _n, _c in protected)
+        assert hits == 0, k
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: on a small collection most words occur in "
+                   "more than half the documents; FTS5's idf gives them ~0, other BM25s do not")
+def test_whole_text_on_a_small_collection_under_other_idfs(
+    protected: list[tuple[str, str, int, int]],
+) -> None:
+    found = _independent(protected)
+    assert sum(v for (_m, q), v in found.items() if q == "whole") <= 2, found
+
+
+def test_protect_keeps_the_phrase_guarantee_for_the_adversary_panel(
+    protected: list[tuple[str, str, int, int]],
+) -> None:
+    texts = [t for _, t, _, _ in protected]
+    for adv in phrase_panel():
+        if adv.name in ("case", "fts5-rd2-porter"):  # measured, not promised (README)
+            continue
+        assert all(not hits for hits in adv.linkable(texts, COLLECTION, 2)), adv.name
+
+
+def test_edit_spans_refuses_a_rewrite_that_keeps_the_word() -> None:
+    class Echo:
+        def propose(self, text, spans):  # type: ignore[no-untyped-def]
+            return {spans[0]: "the applicant", spans[1]: "a person"}
+
+    text = "The applicant met the judge."
+    out, _marks, audit, red, rew = edit_spans(text, [(4, 13), (22, 27)], [], Echo())
+    assert out == "The [REDACTED] met the a person." and (red, rew) == (1, 1)
+    assert [a.method for a in audit] == ["redacted", "generalised"]
+
+
+def test_protect_ranked_alone_stops_at_the_goal(index: NgramIndex) -> None:
+    d = Delinker(index, k=2, arity=1)
+    ranked = RankedAttack(index)
+    doc_id, text = INPUTS[0]
+    res = d.delink(text, doc_id)
+    assert res.text is not None
+    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1)
+    assert out.rounds > 0 and out.words_cut > 0
+    assert ranked.scores(out.text).source_rank(doc_id) != 1
+    assert not analyze(index, out.text, k=2, arity=1).linkable
+    with pytest.raises(ConfigError, match="safety"):
+        protect_ranked(res.text, doc_id, ranked, k=2, arity=1, safety=1.0)
+
+
+def test_cli_delink_protect_all(index: NgramIndex, tmp_path: Path) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in INPUTS[:2]))
+    out = tmp_path / "out.jsonl"
+    r = CliRunner().invoke(
+        main,
+        ["delink", "--index", str(index.directory), "--llm", "none", "--protect", "all",
+         "--no-progress", "-o", str(out), str(inp)],
+    )
+    assert r.exit_code == 0, r.output
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert all(rec["source_ranks"]["ranked"]["source_rank"] != 1 for rec in recs)
+    assert all(rec["source_ranks"]["containment"]["source_rank"] != 1 for rec in recs)
+    bad = CliRunner().invoke(
+        main,
+        ["delink", "--index", str(index.directory), "--llm", "none", "--protect", "bm25",
+         "--no-progress", "-o", str(tmp_path / "o2.jsonl"), str(inp)],
+    )
+    assert bad.exit_code == 2 and "unknown protection" in bad.output
