@@ -585,6 +585,12 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     default=None,
     help="Also write an HTML report here.",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Reuse the finished documents an interrupted or failed run kept in "
+    "OUTPUT.partial (same inputs and settings); only the others are delinked.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_clean_errors
@@ -610,10 +616,15 @@ def delink(
     source_field: str | None,
     output: Path,
     report_path: Path | None,
+    resume: bool,
     progress: bool,
     inputs: tuple[Path, ...],
 ) -> None:
     """Rewrite each document of INPUT... until no N-gram links below K; JSONL to OUTPUT.
+
+    OUTPUT appears only when the whole run succeeded.  When a run stops early (Ctrl-C,
+    a malformed record), the documents already finished are kept in OUTPUT.partial;
+    rerun with --resume to delink only the rest.
 
     When a document's source is known (its id is in the collection, or --source-field),
     the record's "source_ranks" gives the source's containment (and semantic) rank, and a
@@ -621,7 +632,7 @@ def delink(
 
     Exit code 0 when every document came out linkage-free, 1 when some failed, 2 on error.
     """
-    from presidio_delink.io import atomic_output, check_output_paths, read_many
+    from presidio_delink.io import atomic_output, check_output_paths, read_checked
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import Delinker
 
@@ -630,7 +641,23 @@ def delink(
         [*inputs, *monitor_inputs],
         {"index": index_dir, "key file": key_file},
     )
+    partial = output.with_name(output.name + ".partial")
+    check_output_paths({"--output": partial}, [*inputs, *monitor_inputs], {"index": index_dir})
     idx = _load_index(index_dir, key_file)
+    from presidio_delink.errors import ConfigError as _ConfigError
+
+    if k > idx.n_groups:
+        raise _ConfigError(
+            f"-k {k} is larger than the {idx.n_groups} groups (documents) of the index: "
+            "every phrase would be flagged"
+        )
+    done = _read_partial(partial) if resume else {}
+    if not resume and partial.exists():
+        click.echo(
+            f"note: {partial} holds finished documents of an earlier run; --resume reuses "
+            "them (this run replaces it)",
+            err=True,
+        )
     rewriter = make_rewriter(
         llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
     )
@@ -675,28 +702,70 @@ def delink(
     def source_group(doc_id: str) -> str | None:
         return group_of.get(sources.get(doc_id, doc_id))
     results = []
-    failed = known = first = 0
-    # Both files appear together, and only when the whole run succeeded.
-    with contextlib.ExitStack() as stack:
-        out = stack.enter_context(atomic_output(output))
-        report = stack.enter_context(atomic_output(report_path)) if report_path else None
-        for res in delinker.delink_many(
-            read_many(inputs), progress=progress, group_of=source_group
-        ):
-            group = source_group(res.id)
-            rec = res.to_json()
-            if group is not None and res.text is not None:
-                rec["source_ranks"] = ranks = source_ranks(res.text, group, containment, monitor)
-                known += 1
-                first += ranks["containment"]["source_rank"] == 1
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            failed += res.failed
-            if report is not None:
-                results.append(res)
-        if report is not None:
-            from presidio_delink.report import render
+    failed = known = first = reused = 0
+    finished: list[str] = []  # the records written so far (kept if the run stops)
+    nulls: list[str] = []
 
-            report.write(render(results))
+    def pending(out: Any) -> Any:
+        """The documents to delink; finished ones of an earlier run written in place (in
+        input order: the consumer writes each result before it asks for the next)."""
+        nonlocal reused, failed
+        for doc_id, text in read_checked(inputs, nulls):
+            line = done.get(doc_id)
+            if line is not None:
+                out.write(line)
+                finished.append(line)
+                reused += 1
+                failed += bool(json.loads(line).get("failed"))
+                continue
+            yield doc_id, text
+
+    # Both files appear together, and only when the whole run succeeded.
+    try:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(atomic_output(output))
+            report = stack.enter_context(atomic_output(report_path)) if report_path else None
+            for res in delinker.delink_many(
+                pending(out), progress=progress, group_of=source_group
+            ):
+                group = source_group(res.id)
+                rec = res.to_json()
+                if group is not None and res.text is not None:
+                    rec["source_ranks"] = ranks = source_ranks(
+                        res.text, group, containment, monitor
+                    )
+                    known += 1
+                    first += ranks["containment"]["source_rank"] == 1
+                line = json.dumps(rec, ensure_ascii=False) + "\n"
+                out.write(line)
+                finished.append(line)
+                failed += res.failed
+                if report is not None:
+                    results.append(res)
+            if report is not None:
+                from presidio_delink.report import render
+
+                report.write(render(results))
+    except BaseException:
+        if finished:
+            with atomic_output(partial) as keep:
+                keep.writelines(finished)
+            click.echo(
+                f"kept the {len(finished)} finished documents in {partial}; rerun with "
+                "--resume to delink only the rest",
+                err=True,
+            )
+        raise
+    partial.unlink(missing_ok=True)
+    if nulls:
+        click.echo(
+            f"warning: {len(nulls)} null texts (missing documents) skipped: "
+            + ", ".join(repr(i) for i in nulls[:5])
+            + (" ..." if len(nulls) > 5 else ""),
+            err=True,
+        )
+    if reused:
+        click.echo(f"{reused} documents reused from {partial}", err=True)
     n = len(results) if report_path else None
     click.echo(
         f"wrote {output}"
@@ -711,6 +780,23 @@ def delink(
             err=True,
         )
     sys.exit(1 if failed else 0)
+
+
+def _read_partial(path: Path) -> dict[str, str]:
+    """``{doc id: record line}`` of an earlier run's OUTPUT.partial (none when missing)."""
+    from presidio_delink.errors import InputError
+
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                rec = json.loads(line)
+                out[str(rec["id"])] = line if line.endswith("\n") else line + "\n"
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InputError(f"{path}:{n}: not a record of this tool; remove the file") from exc
+    return out
 
 
 def _source_map(inputs: tuple[Path, ...], field: str) -> dict[str, str]:
