@@ -15,8 +15,9 @@ For the 127 gold-masked TAB test documents, k = 2, arity 1, redaction only (``--
 4. words changed against the minimum stabbing set of the union of views (first pass),
    and that union optimum against the single-view optimum.
 
-Run: ``python benchmarks/bench_views.py [--limit N] [--json PATH] [--cost-only]``
-(``--cost-only``: steps 1 and 2 only).
+Run: ``python benchmarks/bench_views.py [--limit N] [--json PATH] [--cost-only] [--holes]``
+(``--cost-only``: steps 1 and 2 only; ``--holes``: step 3 only, default views with and
+without groups and the 8 look-alike documents, every panel member).
 """
 
 from __future__ import annotations
@@ -158,11 +159,39 @@ def lookalikes(collection, test, work: Path) -> None:  # type: ignore[no-untyped
         shutil.rmtree(idx.directory.parent, ignore_errors=True)
 
 
+def holes(collection, groups, test, work: Path, report, out):  # type: ignore[no-untyped-def]
+    """Step 3 for the default views only (with and without groups), and the look-alike
+    documents: what every panel member still finds."""
+    for name, grouped in (("default views", False), ("default views + groups", True)):
+        idx, t_build, _ = build(collection, DEFAULT_VIEWS, grouped, work)
+        print(f"{name}: built in {t_build:.0f} s", flush=True)
+        t0 = time.perf_counter()
+        outs, cost = delink(idx, test)
+        cost["seconds_per_doc"] = round((time.perf_counter() - t0) / len(test), 3)
+        print(f"{name}: {cost}", flush=True)
+        report[name] = {"cost": cost, "panel": run_panel(outs, collection,
+                                                         groups if grouped else None)}
+        if not grouped:
+            texts = [(d, disguise(t)) for d, t in test[:8]]
+            looks, lcost = delink(idx, texts)
+            print(f"8 look-alike documents: {lcost}", flush=True)
+            report["look-alikes, default views"] = {
+                "cost": lcost, "panel": run_panel(looks, collection, None)}
+        shutil.rmtree(idx.directory.parent, ignore_errors=True)
+    report["load_after"] = os.getloadavg()
+    print(json.dumps(report, indent=1))
+    if out:
+        out.write_text(json.dumps(report, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=127)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--lookalikes", action="store_true", help="only the look-alike run")
+    ap.add_argument("--holes", action="store_true",
+                    help="only the panel on the default views (with and without groups) and "
+                    "on the 8 look-alike documents")
     ap.add_argument("--cost-only", action="store_true",
                     help="build and check times and sizes only (no delinking, no panel)")
     args = ap.parse_args()
@@ -177,6 +206,9 @@ def main() -> None:
     report: dict[str, object] = {"load_before": os.getloadavg()}
     if args.lookalikes:
         lookalikes(collection, test, work)
+        return
+    if args.holes:
+        holes(collection, groups, test, work, report, args.json)
         return
 
     f1 = baseline(work, args.limit)

@@ -16,6 +16,11 @@ groups.  One *pass*:
    copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
 4. *apply* all runs at once, then *verify* (``check`` again).
 
+Before the first pass, look-alike letters of other scripts inside the words of a mostly
+Latin text are written as the Latin letters they imitate
+(:func:`~presidio_delink.confusables.latin_text`; one character for one): a search that
+folds look-alikes *and* keeps inner apostrophes or hyphens then reads what the views read.
+
 Passes repeat until nothing links; after ``passes`` LLM passes only placeholders are
 written.  Why it ends and is correct: a placeholder breaks every N-gram through it and
 creates none, and every pass changes at least one flagged token, so at most
@@ -30,6 +35,7 @@ Cost per pass: one linkage check (``O(words)`` index look-ups), the dynamic prog
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -38,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from presidio_delink.confusables import latin_text
 from presidio_delink.edits import (
     REDACTED,
     Run,
@@ -355,10 +362,19 @@ class DelinkLoop(Rewriting):
         was widened to whole words."""
         segs = self.tokenizer.segments(text)
         tokens = [t for s in segs for t in s]
-        chosen = choose_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
-        optimum = len(chosen)
+        starts = [t.start for t in tokens]
+        ivs: list[tuple[int, int]] = []
+        bare: list[tuple[int, int]] = []
+        for a, b, _f in rep.spans():
+            i = bisect.bisect_left(starts, a)
+            # A span of a fine view made of dash tokens only holds no word of the
+            # index's own model: it is replaced as it stands.
+            (ivs if i < len(tokens) and tokens[i].end <= b else bare).append((a, b))
+        chosen = choose_tokens(ivs, tokens)
+        optimum = len(chosen) + len(_union(bare))
         chosen = whole_words(chosen, tokens, self._words.tokens(text))
-        return runs(chosen, segs), optimum
+        rs = runs(chosen, segs) + [Run(a, b, 1) for a, b in _union(bare)]
+        return sorted(rs, key=lambda r: r.start), optimum
 
     def run(
         self,
@@ -387,8 +403,16 @@ class DelinkLoop(Rewriting):
         if res is None:
             res = DelinkResult(id=doc_id, text=None, input_text=text, passes=0, linkable_after=True)
         forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
-        res.n_words = sum(len(s) for s in self.tokenizer.segments(text))
-        current, cur_marks = text, list(marks)
+        # Look-alike letters written as the Latin letters they imitate (one for one, so
+        # every offset and mark stays): what every view and a folding search read alike.
+        current, n_latin = latin_text(text)
+        if n_latin:
+            res.warnings.append(
+                f"{n_latin} look-alike letter(s) of other scripts written as the Latin "
+                "letters they imitate"
+            )
+        res.n_words = sum(len(s) for s in self.tokenizer.segments(current))
+        cur_marks = list(marks)
         rep = self.check(current)
         res.first_report = rep
         limit = res.n_words + 2
@@ -486,6 +510,16 @@ class DelinkLoop(Rewriting):
             )
             edits.append((r.start, r.end, replacement))
         return edits
+
+
+def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ivs):
+        if out and a < out[-1][1]:
+            out[-1] = (out[-1][0], max(b, out[-1][1]))
+        else:
+            out.append((a, b))
+    return out
 
 
 class _Skipped(LLMUnavailable):

@@ -173,3 +173,35 @@ def test_operator_plans_are_per_rewriter_and_thread_safe(
     gc.collect()
     assert ref() is None
     assert not hasattr(DelinkOperator, "_plans")
+
+
+@pytest.mark.slow
+def test_engine_equals_pipeline_with_the_embedded_smollm2(
+    analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid, smollm2  # type: ignore[no-untyped-def]
+) -> None:
+    """The real model, one instance per entry point (no shared answers): the same texts,
+    with and without containment protection, on the 5 sample TAB documents (their first
+    paragraphs: minutes, not tens of minutes, on 2 cores)."""
+    from presidio_delink.llm.embedded import EmbeddedRewriter
+
+    def head(text: str, n: int = 900) -> str:
+        cut = text.find(".", n)
+        return text if cut < 0 else text[: cut + 1]
+
+    rws = [EmbeddedRewriter(smollm2) for _ in range(2)]
+    try:
+        for protect in (None, "containment"):
+            d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=rws[0], protect=protect)
+            e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewriter=rws[1],
+                             protect=protect)
+            llm = 0
+            for doc_id, text in sample_deid:
+                g = group_of(sample_index, doc_id)
+                res = d.delink(head(text), doc_id, group=g)
+                assert res.text is not None
+                assert e.anonymize(head(text), group=g).text == res.text, doc_id
+                llm += res.words_rewritten
+            assert llm > 0  # the model's answers were used, not only redactions
+    finally:
+        for rw in rws:
+            rw.close()
