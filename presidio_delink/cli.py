@@ -588,8 +588,9 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 @click.option(
     "--resume",
     is_flag=True,
-    help="Reuse the finished documents an interrupted or failed run kept in "
-    "OUTPUT.partial (same inputs and settings); only the others are delinked.",
+    help="If the run stops on an error, keep its finished documents in OUTPUT.partial "
+    "(an interrupted run always does); reuse those an earlier run kept there (same inputs "
+    "and settings): only the other documents are delinked.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -622,9 +623,9 @@ def delink(
 ) -> None:
     """Rewrite each document of INPUT... until no N-gram links below K; JSONL to OUTPUT.
 
-    OUTPUT appears only when the whole run succeeded.  When a run stops early (Ctrl-C,
-    a malformed record), the documents already finished are kept in OUTPUT.partial;
-    rerun with --resume to delink only the rest.
+    OUTPUT appears only when the whole run succeeded.  When a run is interrupted (Ctrl-C),
+    or stops on an error with --resume, the documents already finished are kept in
+    OUTPUT.partial; rerun with --resume to delink only the rest.
 
     When a document's source is known (its id is in the collection, or --source-field),
     the record's "source_ranks" gives the source's containment (and semantic) rank, and a
@@ -746,8 +747,8 @@ def delink(
                 from presidio_delink.report import render
 
                 report.write(render(results))
-    except BaseException:
-        if finished:
+    except BaseException as exc:
+        if finished and (resume or isinstance(exc, KeyboardInterrupt)):
             with atomic_output(partial) as keep:
                 keep.writelines(finished)
             click.echo(

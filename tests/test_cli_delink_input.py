@@ -71,7 +71,10 @@ def test_a_malformed_record_keeps_the_finished_ones_for_resume(
     inp.write_text(json.dumps(docs[0]) + "\n{not json\n" + json.dumps(docs[1]) + "\n")
     out = tmp_path / "out.jsonl"
     partial = tmp_path / "out.jsonl.partial"
-    res = run(index_dir, str(inp), "-o", str(out))
+    res = run(index_dir, str(inp), "-o", str(out))  # without --resume: nothing kept
+    assert res.exit_code == 2 and f"{inp}:2" in res.output
+    assert not out.exists() and not partial.exists()
+    res = run(index_dir, str(inp), "-o", str(out), "--resume")
     assert res.exit_code == 2 and f"{inp}:2" in res.output
     assert not out.exists()  # never a partial file under the final name
     kept = [json.loads(x) for x in partial.read_text().splitlines()]
