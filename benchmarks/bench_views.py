@@ -4,7 +4,7 @@ For the 127 gold-masked TAB test documents, k = 2, arity 1, redaction only (``--
 
 1. builds the TAB collection's index three ways: the folded view alone (the single text
    model of format 1: the baseline, built in the same run), the default views, and the
-   default views with groups (``--group-regex '^[a-z0-9]+:(.+)$'``: a case's TAB text,
+   default views with groups (``--group-regex '^(?:[a-z0-9]+:)?(.+)$'``: a case's TAB text,
    its HUDOC text and its 10 % sample entry are one group): build time and size on disk;
 2. the arity-1 check time per document on the default views;
 3. delinks the 127 documents with each index and runs the adversary panel of
@@ -44,7 +44,7 @@ from presidio_delink.linkage import analyze  # noqa: E402
 from presidio_delink.pipeline import Delinker  # noqa: E402
 from presidio_delink.views import DEFAULT_VIEWS  # noqa: E402
 
-GROUP_RE = re.compile(r"^[a-z0-9]+:(.+)$")
+GROUP_RE = re.compile(r"^(?:[a-z0-9]+:)?(.+)$")
 
 
 def build(docs, views, groups: bool, work: Path, workers: int = 1):  # type: ignore[no-untyped-def]
