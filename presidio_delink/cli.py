@@ -511,8 +511,15 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     default="all",
     show_default=True,
     help="With --redact-pii: mask every PII span found (all), or only those the combined "
-    "privacy risk indicators say need masking (risk; scores spans with --llm, which must be "
-    "embedded or openai:, and searches them in --index).",
+    "privacy risk indicators say need masking (risk; scores spans with --risk-llm and "
+    "searches them in --index).",
+)
+@click.option(
+    "--risk-llm",
+    default="embedded:smollm2",
+    show_default=True,
+    help="The model that scores PII spans under --mask-policy risk (embedded: or openai:; "
+    "the shipped classifiers were trained on embedded SmolLM2), whatever --llm rewrites with.",
 )
 @click.option(
     "--risk-threshold",
@@ -605,6 +612,7 @@ def delink(
     redact_pii: bool,
     spacy_model: str,
     mask_policy: str,
+    risk_llm: str,
     risk_threshold: float | None,
     passes: int,
     strict: bool,
@@ -673,7 +681,7 @@ def delink(
 
         analyzer = make_analyzer(spacy_model)
         risk_filter = make_risk_filter(
-            mask_policy, llm_spec, idx, threshold=risk_threshold,
+            mask_policy, risk_llm, idx, threshold=risk_threshold,
             allow_remote=allow_remote, timeout=llm_timeout,
         )
     monitor = None
