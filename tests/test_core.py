@@ -205,3 +205,20 @@ def test_engine_equals_pipeline_with_the_embedded_smollm2(
     finally:
         for rw in rws:
             rw.close()
+
+
+def test_resolve_overlaps_keeps_paragraphs_apart() -> None:
+    from presidio_analyzer import RecognizerResult
+
+    text = "by the institutions.\n\nThe applicants said so and so."
+
+    def at(s: str) -> tuple[int, int]:
+        a = text.index(s)
+        return a, a + len(s)
+
+    res = [RecognizerResult(ENTITY, *at("institutions"), 1.0),
+           RecognizerResult(ENTITY, *at("The applicants"), 1.0),
+           RecognizerResult(ENTITY, *at("said"), 1.0), RecognizerResult(ENTITY, *at("so and"), 1.0)]
+    got = [text[r.start : r.end] for r in resolve_overlaps(res, text)]
+    # a paragraph break is never swallowed; spans apart by spaces merge, as Presidio would
+    assert got == ["institutions", "The applicants said so and"]
