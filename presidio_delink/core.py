@@ -6,8 +6,10 @@ Definitions.  For a text ``T`` and the index, ``check(T)`` is the linkage report
 groups.  One *pass*:
 
 1. *plan*: the fewest tokens hitting every flagged span (a minimum stabbing set of least
-   word cost, :func:`~presidio_delink.edits.choose_tokens`), widened to whole written
-   words (:func:`~presidio_delink.edits.whole_words`) and grouped into contiguous *runs*;
+   word cost, :func:`~presidio_delink.edits.choose_tokens`; words of headings and at
+   paragraph boundaries cost more, :func:`~presidio_delink.edits.structure_costs`),
+   widened to whole written words (:func:`~presidio_delink.edits.whole_words`) and
+   grouped into contiguous *runs*;
 2. *rewrite*: while the LLM passes last, the runs are grouped into passages
    (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
    and ``passage_spans`` spans per request), one request per passage, up to
@@ -56,6 +58,7 @@ from presidio_delink.edits import (
     passage_groups,
     pick,
     runs,
+    structure_costs,
     trigrams,
     whole_words,
 )
@@ -370,7 +373,7 @@ class DelinkLoop(Rewriting):
             # A span of a fine view made of dash tokens only holds no word of the
             # index's own model: it is replaced as it stands.
             (ivs if i < len(tokens) and tokens[i].end <= b else bare).append((a, b))
-        chosen = choose_tokens(ivs, tokens)
+        chosen = choose_tokens(ivs, tokens, structure_costs(text, tokens))
         optimum = len(chosen) + len(_union(bare))
         chosen = whole_words(chosen, tokens, self._words.tokens(text))
         rs = runs(chosen, segs) + [Run(a, b, 1) for a, b in _union(bare)]

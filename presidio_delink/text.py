@@ -406,7 +406,9 @@ class Tokenizer:
                 for w in word_re.finditer(chunk):
                     a, b = start + w.start(), start + w.end()
                     if omap is not None:
-                        a, b = omap[a], omap[b - 1] + 1
+                        # up to the next character kept: the word's trailing combining
+                        # marks are part of it ("the" + U+0301 is not "the")
+                        a, b = omap[a], omap[b]
                     word = fine_word(text[a:b], casefold, nfc)
                     if word:
                         cur.append(Token(word, a, b))

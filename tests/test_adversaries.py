@@ -136,12 +136,14 @@ GAPS = [" ", " ", " ", ", ", "; ", ". ", " - ", " \u2013 ", "\n- ", "\n\u2013 ",
 
 
 @st.composite
-def spelled(draw: st.DrawFn, word: str) -> str:
-    """``word`` with any combination of case, diacritics and look-alike letters."""
+def spelled(draw: st.DrawFn, word: str, lookalikes: bool = True) -> str:
+    """``word`` with any combination of case, diacritics and (unless ``lookalikes`` is
+    False) look-alike letters."""
     case = draw(st.sampled_from(["lower", "title", "upper"]))
     out = []
+    axes = ["plain", "plain", "accent", "lookalike"] if lookalikes else ["plain", "accent"]
     for c in word:
-        axis = draw(st.sampled_from(["plain", "plain", "accent", "lookalike"]))
+        axis = draw(st.sampled_from(axes))
         if axis == "accent" and c in ACCENTS:
             c = draw(st.sampled_from(ACCENTS[c]))
         elif axis == "lookalike" and c in LOOKALIKES:
@@ -152,11 +154,11 @@ def spelled(draw: st.DrawFn, word: str) -> str:
 
 
 @st.composite
-def product_text(draw: st.DrawFn) -> str:
+def product_text(draw: st.DrawFn, lookalikes: bool = True) -> str:
     words = draw(st.lists(st.sampled_from(BASE), min_size=2, max_size=14))
     parts = []
     for w in words:
-        parts.append(draw(spelled(w)))
+        parts.append(draw(spelled(w, lookalikes)))
         parts.append(draw(st.sampled_from(GAPS + JOINS)))
     return "".join(parts[:-1]) + "."
 
@@ -165,7 +167,7 @@ def product_text(draw: st.DrawFn) -> str:
 def respelled(draw: st.DrawFn, text: str) -> str:
     """A near-copy of ``text``: each word spelled anew, each gap kept or changed."""
     out = []
-    for m in re.finditer(r"([^\W_]+)|(\W+|_)", text):
+    for m in re.finditer(r"(?<!\[)([^\W_]+)|(\[REDACTED\]|[^\w\[]+|\[|_)", text):
         if m.group(1):
             plain = "".join(LATIN_OF.get(c, c) for c in m.group(1))
             out.append(draw(spelled(plain.lower())) if draw(st.booleans()) else m.group(1))
@@ -180,7 +182,9 @@ LATIN_OF = {v: k for k, v in LOOKALIKES.items()}
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(docs=st.lists(st.tuples(product_text(), GROUPS), min_size=2, max_size=6),
+# Look-alike letters in the texts to delink only: a collection that itself holds them is
+# out of the promise (see presidio_delink/views.py).
+@given(docs=st.lists(st.tuples(product_text(lookalikes=False), GROUPS), min_size=2, max_size=6),
        k=st.integers(2, 3), use_groups=st.booleans(), data=st.data())
 def test_no_panel_member_links_the_output_under_combined_spellings(
     tmp_path_factory, docs, k, use_groups, data  # type: ignore[no-untyped-def]

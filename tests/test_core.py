@@ -222,3 +222,20 @@ def test_resolve_overlaps_keeps_paragraphs_apart() -> None:
     got = [text[r.start : r.end] for r in resolve_overlaps(res, text)]
     # a paragraph break is never swallowed; spans apart by spaces merge, as Presidio would
     assert got == ["institutions", "The applicants said so and"]
+
+
+def test_headings_and_paragraph_edges_cost_more() -> None:
+    from presidio_delink.edits import choose_tokens, structure_costs
+    from presidio_delink.text import Tokenizer
+
+    text = "under Article 5 § 1).\n\nTHE FACTS\n\nIn the present case the court held."
+    tokens = Tokenizer(break_on_punctuation=False).tokens(text)
+    words = [t.word for t in tokens]
+    a = tokens[words.index("1")].start
+    b = tokens[words.index("in")].end
+    plain = choose_tokens([(a, b)], tokens)
+    assert [words[i] for i in plain] == ["facts"]  # by word cost alone: the heading word
+    costs = structure_costs(text, tokens)
+    assert costs[words.index("facts")] > costs[words.index("1")] > costs[words.index("present")]
+    chosen = choose_tokens([(a, b)], tokens, costs)
+    assert [words[i] for i in chosen] in (["1"], ["in"]) and len(chosen) == len(plain)
