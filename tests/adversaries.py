@@ -228,8 +228,10 @@ class DashAdversary(NgramAdversary):
     name = "dash"
 
     def segments(self, text: str) -> list[list[str]]:
-        # A free-standing dash becomes a semicolon, which every member breaks at.
+        # A free-standing dash becomes a semicolon, which every member breaks at; diacritics
+        # (combining marks too) go before words are found, so a mark never splits a word.
         text = re.sub(rf"(?:(?<=\s)|^)[{_DASHES}]+(?=\s)", ";", text, flags=re.M)
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
         return super().segments(text)
 
     def word(self, w: str) -> str:
