@@ -151,11 +151,26 @@ def latin(word: str) -> str:
 
 @lru_cache(maxsize=1)
 def _latin_cased_table() -> dict[int, str]:
-    # As _latin_table, keeping the case of the letter (Cyrillic ``А`` -> ``A``).
-    return {
-        k: v.upper() if chr(k).isupper() and v.isalpha() else v
-        for k, v in _latin_table().items()
-    }
+    # Each letter of another script that imitates an ASCII letter or digit, written as
+    # the ASCII member of its class of the same case (Cyrillic ``І`` -> ``I``, ``і`` ->
+    # ``i``): what a reader sees.  (The folded views' table folds case as well.)
+    classes: dict[str, list[str]] = {}
+    for k, v in _table().items():
+        classes.setdefault(v, [v]).append(chr(k))
+    out: dict[int, str] = {}
+    for members in classes.values():
+        ascii_ = sorted(c for c in members if c.isascii() and c.isalnum())
+        if not ascii_:
+            continue
+        for c in members:
+            if c.isascii() or not _WORDLIKE.fullmatch(c) or _is_latin(c):
+                continue
+            same = [a for a in ascii_ if a.isalpha() and (a.isupper() == c.isupper())]
+            digits = [a for a in ascii_ if a.isdigit()]
+            pick = same or (digits if not c.isalpha() else [])
+            if pick:
+                out[ord(c)] = pick[0]
+    return out
 
 
 def _is_latin(c: str) -> bool:

@@ -239,3 +239,14 @@ def test_headings_and_paragraph_edges_cost_more() -> None:
     assert costs[words.index("facts")] > costs[words.index("1")] > costs[words.index("present")]
     chosen = choose_tokens([(a, b)], tokens, costs)
     assert [words[i] for i in chosen] in (["1"], ["in"]) and len(chosen) == len(plain)
+
+
+def test_look_alikes_are_written_back_in_the_documents_script() -> None:
+    from presidio_delink.confusables import latin_text
+
+    text = "PR\u0406SON by the \u0458ury\u2019s verdict, \u0430 lawyer-\u0441lient; \u041c\u043e\u0441\u043a\u0432\u0430"
+    out, n = latin_text(text)
+    assert out == "PRISON by the jury\u2019s verdict, a lawyer-client; \u041c\u043e\u0441\u043a\u0432\u0430"
+    assert n == 4 and len(out) == len(text)  # one character for one; a Cyrillic word stays
+    assert latin_text("\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u043a\u043e\u0442 x") == (
+        "\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u043a\u043e\u0442 x", 0)  # not a Latin text
