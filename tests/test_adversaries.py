@@ -129,7 +129,9 @@ def test_groups_count_people_not_documents(tmp_path: Path) -> None:
 # adversary of the panel reads a different product of these axes.
 BASE = ["the", "applicant", "court", "jury", "lawyer", "client", "above", "mentioned",
         "damage", "case", "prison", "detained", "cafe", "izmir", "and", "of", "seriousness"]
-ACCENTS = {"e": ["\u00e9", "e\u0301"], "c": ["\u00e7"], "i": ["\u0130", "\u00ef"], "a": ["\u00e0"]}
+# (No dotted capital I: lower-cased it is i + U+0307, which the panel's regex word models
+# split into two words, a limit of those adversaries' tokenisers rather than a spelling.)
+ACCENTS = {"e": ["\u00e9", "e\u0301"], "c": ["\u00e7"], "i": ["\u00ef"], "a": ["\u00e0"]}
 JOINS = ["-", "\u2011", "'", "\u2019"]
 GAPS = [" ", " ", " ", ", ", "; ", ". ", " - ", " \u2013 ", "\n- ", "\n\u2013 ", "\n\u2022 ",
         ":\n- ", " [REDACTED] "]
