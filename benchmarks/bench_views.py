@@ -4,7 +4,7 @@ For the 127 gold-masked TAB test documents, k = 2, arity 1, redaction only (``--
 
 1. builds the TAB collection's index three ways: the folded view alone (the single text
    model of format 1: the baseline, built in the same run), the default views, and the
-   default views with groups (``--group-regex '^[a-z0-9]+:(.+)$'``: a case's TAB text,
+   default views with groups (``--group-regex '^(?:[a-z0-9]+:)?(.+)$'``: a case's TAB text,
    its HUDOC text and its 10 % sample entry are one group): build time and size on disk;
 2. the arity-1 check time per document on the default views;
 3. delinks the 127 documents with each index and runs the adversary panel of
@@ -15,8 +15,9 @@ For the 127 gold-masked TAB test documents, k = 2, arity 1, redaction only (``--
 4. words changed against the minimum stabbing set of the union of views (first pass),
    and that union optimum against the single-view optimum.
 
-Run: ``python benchmarks/bench_views.py [--limit N] [--json PATH] [--cost-only]``
-(``--cost-only``: steps 1 and 2 only).
+Run: ``python benchmarks/bench_views.py [--limit N] [--json PATH] [--cost-only] [--holes]``
+(``--cost-only``: steps 1 and 2 only; ``--holes``: step 3 only, default views with and
+without groups and the 8 look-alike documents, every panel member).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from presidio_delink.linkage import analyze  # noqa: E402
 from presidio_delink.pipeline import Delinker  # noqa: E402
 from presidio_delink.views import DEFAULT_VIEWS  # noqa: E402
 
-GROUP_RE = re.compile(r"^[a-z0-9]+:(.+)$")
+GROUP_RE = re.compile(r"^(?:[a-z0-9]+:)?(.+)$")
 
 
 def build(docs, views, groups: bool, work: Path, workers: int = 1):  # type: ignore[no-untyped-def]
@@ -158,11 +159,39 @@ def lookalikes(collection, test, work: Path) -> None:  # type: ignore[no-untyped
         shutil.rmtree(idx.directory.parent, ignore_errors=True)
 
 
+def holes(collection, groups, test, work: Path, report, out):  # type: ignore[no-untyped-def]
+    """Step 3 for the default views only (with and without groups), and the look-alike
+    documents: what every panel member still finds."""
+    for name, grouped in (("default views", False), ("default views + groups", True)):
+        idx, t_build, _ = build(collection, DEFAULT_VIEWS, grouped, work)
+        print(f"{name}: built in {t_build:.0f} s", flush=True)
+        t0 = time.perf_counter()
+        outs, cost = delink(idx, test)
+        cost["seconds_per_doc"] = round((time.perf_counter() - t0) / len(test), 3)
+        print(f"{name}: {cost}", flush=True)
+        report[name] = {"cost": cost, "panel": run_panel(outs, collection,
+                                                         groups if grouped else None)}
+        if not grouped:
+            texts = [(d, disguise(t)) for d, t in test[:8]]
+            looks, lcost = delink(idx, texts)
+            print(f"8 look-alike documents: {lcost}", flush=True)
+            report["look-alikes, default views"] = {
+                "cost": lcost, "panel": run_panel(looks, collection, None)}
+        shutil.rmtree(idx.directory.parent, ignore_errors=True)
+    report["load_after"] = os.getloadavg()
+    print(json.dumps(report, indent=1))
+    if out:
+        out.write_text(json.dumps(report, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=127)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--lookalikes", action="store_true", help="only the look-alike run")
+    ap.add_argument("--holes", action="store_true",
+                    help="only the panel on the default views (with and without groups) and "
+                    "on the 8 look-alike documents")
     ap.add_argument("--cost-only", action="store_true",
                     help="build and check times and sizes only (no delinking, no panel)")
     args = ap.parse_args()
@@ -177,6 +206,9 @@ def main() -> None:
     report: dict[str, object] = {"load_before": os.getloadavg()}
     if args.lookalikes:
         lookalikes(collection, test, work)
+        return
+    if args.holes:
+        holes(collection, groups, test, work, report, args.json)
         return
 
     f1 = baseline(work, args.limit)

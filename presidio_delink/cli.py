@@ -553,8 +553,15 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     default="all",
     show_default=True,
     help="With --redact-pii: mask every PII span found (all), or only those the combined "
-    "privacy risk indicators say need masking (risk; scores spans with --llm, which must be "
-    "embedded or openai:, and searches them in --index).",
+    "privacy risk indicators say need masking (risk; scores spans with --risk-llm and "
+    "searches them in --index).",
+)
+@click.option(
+    "--risk-llm",
+    default="embedded:smollm2",
+    show_default=True,
+    help="The model that scores PII spans under --mask-policy risk (embedded: or openai:; "
+    "the shipped classifiers were trained on embedded SmolLM2), whatever --llm rewrites with.",
 )
 @click.option(
     "--risk-threshold",
@@ -629,6 +636,13 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     default=None,
     help="Also write an HTML report here.",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="If the run stops on an error, keep its finished documents in OUTPUT.partial "
+    "(an interrupted run always does); reuse those an earlier run kept there (same inputs "
+    "and settings): only the other documents are delinked.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_clean_errors
@@ -642,6 +656,7 @@ def delink(
     redact_pii: bool,
     spacy_model: str,
     mask_policy: str,
+    risk_llm: str,
     risk_threshold: float | None,
     passes: int,
     strict: bool,
@@ -654,6 +669,7 @@ def delink(
     source_field: str | None,
     output: Path,
     report_path: Path | None,
+    resume: bool,
     progress: bool,
     inputs: tuple[Path, ...],
 ) -> None:
@@ -664,11 +680,15 @@ def delink(
     "source_ranks" gives the source's rank under ranked (BM25) search, containment (and
     semantic) search, and one risk line per attack ends the run.
 
+    OUTPUT appears only when the whole run succeeded.  When a run is interrupted (Ctrl-C),
+    or stops on an error with --resume, the documents already finished are kept in
+    OUTPUT.partial; rerun with --resume to delink only the rest.
+
     Exit code 0 when every document came out linkage-free and no audit attack ranks a known
     source first, 1 when some document failed, 3 when none failed but an audit attack
     ranks some document's source first, 2 on error.
     """
-    from presidio_delink.io import atomic_output, check_output_paths, read_many
+    from presidio_delink.io import atomic_output, check_output_paths, read_checked
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import Delinker
 
@@ -677,7 +697,23 @@ def delink(
         [*inputs, *monitor_inputs],
         {"index": index_dir, "key file": key_file},
     )
+    partial = output.with_name(output.name + ".partial")
+    check_output_paths({"--output": partial}, [*inputs, *monitor_inputs], {"index": index_dir})
     idx = _load_index(index_dir, key_file)
+    from presidio_delink.errors import ConfigError as _ConfigError
+
+    if k > idx.n_groups:
+        raise _ConfigError(
+            f"-k {k} is larger than the {idx.n_groups} groups (documents) of the index: "
+            "every phrase would be flagged"
+        )
+    done = _read_partial(partial) if resume else {}
+    if not resume and partial.exists():
+        click.echo(
+            f"note: {partial} holds finished documents of an earlier run; --resume reuses "
+            "them (this run replaces it)",
+            err=True,
+        )
     rewriter = make_rewriter(
         llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
     )
@@ -692,7 +728,7 @@ def delink(
 
         analyzer = make_analyzer(spacy_model)
         risk_filter = make_risk_filter(
-            mask_policy, llm_spec, idx, threshold=risk_threshold,
+            mask_policy, risk_llm, idx, threshold=risk_threshold,
             allow_remote=allow_remote, timeout=llm_timeout,
         )
     monitor = None
@@ -724,44 +760,97 @@ def delink(
         return group_of.get(sources.get(doc_id, doc_id))
     results = []
     all_ranks: dict[str, dict[str, Any]] = {}
-    failed = known = linked_docs = 0
+    failed = known = linked_docs = reused = 0
     first = {"containment": 0, "ranked": 0}
     claimed = {"containment": 0, "ranked": 0}
+    finished: list[str] = []  # the records written so far (kept if the run stops)
+    nulls: list[str] = []
+
+    def tally(doc_id: str, group: str, ranks: dict[str, Any]) -> None:
+        """Count one audited document in the risk lines and the exit code."""
+        nonlocal known, linked_docs
+        known += 1
+        for name in first:
+            r = ranks.get(name)
+            if r is None:
+                continue
+            first[name] += r["source_rank"] == 1
+            # the margin decision claims the source itself
+            claimed[name] += bool(r["linked"]) and r.get("claimed", r["top_group"]) == group
+        linked_docs += bool(linked_by(ranks))
+        all_ranks[doc_id] = ranks
+
+    def pending(out: Any) -> Any:
+        """The documents to delink; finished ones of an earlier run written in place (in
+        input order: the consumer writes each result before it asks for the next), and
+        their audit counted as if delinked now."""
+        nonlocal reused, failed
+        for doc_id, text in read_checked(inputs, nulls):
+            line = done.get(doc_id)
+            if line is not None:
+                out.write(line)
+                finished.append(line)
+                reused += 1
+                old = json.loads(line)
+                failed += bool(old.get("failed"))
+                group = source_group(doc_id)
+                if group is not None and isinstance(old.get("source_ranks"), dict):
+                    tally(doc_id, group, old["source_ranks"])
+                continue
+            yield doc_id, text
+
     # Both files appear together, and only when the whole run succeeded.
-    with contextlib.ExitStack() as stack:
-        close = getattr(rewriter, "close", None)
-        if callable(close):  # the rewriter's HTTP connections, at the end of the run
-            stack.callback(close)
-        out = stack.enter_context(atomic_output(output))
-        report = stack.enter_context(atomic_output(report_path)) if report_path else None
-        for res in delinker.delink_many(
-            read_many(inputs), progress=progress, group_of=source_group
-        ):
-            group = source_group(res.id)
-            rec = res.to_json()
-            if group is not None and res.text is not None:
-                if ranked is None:
-                    from presidio_delink.attacks.ranked import RankedAttack
+    try:
+        with contextlib.ExitStack() as stack:
+            close = getattr(rewriter, "close", None)
+            if callable(close):  # the rewriter's HTTP connections, at the end of the run
+                stack.callback(close)
+            out = stack.enter_context(atomic_output(output))
+            report = stack.enter_context(atomic_output(report_path)) if report_path else None
+            for res in delinker.delink_many(
+                pending(out), progress=progress, group_of=source_group
+            ):
+                group = source_group(res.id)
+                rec = res.to_json()
+                if group is not None and res.text is not None:
+                    if ranked is None:
+                        from presidio_delink.attacks.ranked import RankedAttack
 
-                    ranked = RankedAttack(idx, k=k)
-                rec["source_ranks"] = ranks = source_ranks(
-                    res.text, group, containment, monitor, ranked
-                )
-                known += 1
-                for name in first:
-                    first[name] += ranks[name]["source_rank"] == 1
-                    r = ranks[name]  # the margin decision claims the source itself
-                    claimed[name] += bool(r["linked"]) and r.get("claimed", r["top_group"]) == group
-                linked_docs += bool(linked_by(ranks))
-                all_ranks[res.id] = ranks
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            failed += res.failed
+                        ranked = RankedAttack(idx, k=k)
+                    rec["source_ranks"] = ranks = source_ranks(
+                        res.text, group, containment, monitor, ranked
+                    )
+                    tally(res.id, group, ranks)
+                line = json.dumps(rec, ensure_ascii=False) + "\n"
+                out.write(line)
+                finished.append(line)
+                failed += res.failed
+                if report is not None:
+                    results.append(res)
             if report is not None:
-                results.append(res)
-        if report is not None:
-            from presidio_delink.report import render
+                from presidio_delink.report import render
 
-            report.write(render(results, source_ranks=all_ranks))
+                report.write(render(results, source_ranks=all_ranks))
+    except BaseException as exc:
+        if finished and (resume or isinstance(exc, KeyboardInterrupt)):
+            with atomic_output(partial) as keep:
+                keep.writelines(finished)
+            click.echo(
+                f"kept the {len(finished)} finished documents in {partial}; rerun with "
+                "--resume to delink only the rest",
+                err=True,
+            )
+        raise
+    partial.unlink(missing_ok=True)
+    if nulls:
+        click.echo(
+            f"warning: {len(nulls)} null texts (missing documents) skipped: "
+            + ", ".join(repr(i) for i in nulls[:5])
+            + (" ..." if len(nulls) > 5 else ""),
+            err=True,
+        )
+    if reused:
+        click.echo(f"{reused} documents reused from {partial}", err=True)
     n = len(results) if report_path else None
     click.echo(
         f"wrote {output}"
@@ -791,6 +880,23 @@ def delink(
     if failed:
         sys.exit(1)
     sys.exit(3 if linked_docs else 0)
+
+
+def _read_partial(path: Path) -> dict[str, str]:
+    """``{doc id: record line}`` of an earlier run's OUTPUT.partial (none when missing)."""
+    from presidio_delink.errors import InputError
+
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                rec = json.loads(line)
+                out[str(rec["id"])] = line if line.endswith("\n") else line + "\n"
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InputError(f"{path}:{n}: not a record of this tool; remove the file") from exc
+    return out
 
 
 def _source_map(inputs: tuple[Path, ...], field: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["latin", "skeleton_word", "table_version"]
+__all__ = ["latin", "latin_text", "skeleton_word", "table_version"]
 
 _WORDLIKE = re.compile(r"[^\W_]+")
 
@@ -147,6 +147,80 @@ def latin(word: str) -> str:
     'applicant'
     """
     return word if word.isascii() else word.translate(_latin_table())
+
+
+@lru_cache(maxsize=1)
+def _latin_cased_table() -> dict[int, str]:
+    # Each letter of another script that imitates an ASCII letter or digit, written as
+    # the ASCII member of its class of the same case (Cyrillic ``І`` -> ``I``, ``і`` ->
+    # ``i``): what a reader sees.  (The folded views' table folds case as well.)
+    classes: dict[str, list[str]] = {}
+    for k, v in _table().items():
+        classes.setdefault(v, [v]).append(chr(k))
+    out: dict[int, str] = {}
+    for members in classes.values():
+        ascii_ = sorted(c for c in members if c.isascii() and c.isalnum())
+        if not ascii_:
+            continue
+        for c in members:
+            if c.isascii() or not _WORDLIKE.fullmatch(c) or _is_latin(c):
+                continue
+            same = [a for a in ascii_ if a.isalpha() and (a.isupper() == c.isupper())]
+            digits = [a for a in ascii_ if a.isdigit()]
+            pick = same or (digits if not c.isalpha() else [])
+            if pick:
+                out[ord(c)] = pick[0]
+    return out
+
+
+def _is_latin(c: str) -> bool:
+    return c.isascii() or unicodedata.name(c, "").startswith("LATIN")
+
+
+def latin_text(text: str) -> tuple[str, int]:
+    """A mostly Latin text with the look-alike letters of other scripts inside its words
+    written as the Latin letters they imitate (case kept; one character for one, so every
+    offset stays).
+
+    Why: a search that folds look-alikes reads ``јury`` (Cyrillic ``ј``) as ``jury``, and
+    one that also keeps inner apostrophes reads ``јury's`` as ``jury's``; a view that folds
+    look-alikes splits at the apostrophe and a view that keeps it does not fold.  Written
+    back, the text is what every view and every such search read alike.
+
+    Only when Latin letters are the majority of the text's letters, and only in words all
+    of whose other-script letters have a Latin look-alike (a word of another alphabet
+    with one letter that does not stays as it is).
+
+    Returns:
+        ``(text, number of characters changed)``.
+    """
+    if text.isascii():
+        return text, 0
+    table = _latin_cased_table()
+    latin_n = other_n = 0
+    for c in text:
+        if c.isalpha():
+            if _is_latin(c):
+                latin_n += 1
+            else:
+                other_n += 1
+    if other_n == 0 or latin_n <= other_n:
+        return text, 0
+    changed = 0
+
+    def fix(m: re.Match[str]) -> str:
+        nonlocal changed
+        word = m.group()
+        if word.isascii() or not any(ord(c) in table for c in word):
+            return word
+        if any(c.isalpha() and not _is_latin(c) and ord(c) not in table for c in word):
+            return word
+        new = word.translate(table)
+        changed += sum(a != b for a, b in zip(word, new, strict=True))
+        return new
+
+    out = _WORDLIKE.sub(fix, text)
+    return out, changed
 
 
 @lru_cache(maxsize=1)

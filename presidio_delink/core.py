@@ -6,8 +6,10 @@ Definitions.  For a text ``T`` and the index, ``check(T)`` is the linkage report
 groups.  One *pass*:
 
 1. *plan*: the fewest tokens hitting every flagged span (a minimum stabbing set of least
-   word cost, :func:`~presidio_delink.edits.choose_tokens`), widened to whole written
-   words (:func:`~presidio_delink.edits.whole_words`) and grouped into contiguous *runs*;
+   word cost, :func:`~presidio_delink.edits.choose_tokens`; words of headings and at
+   paragraph boundaries cost more, :func:`~presidio_delink.edits.structure_costs`),
+   widened to whole written words (:func:`~presidio_delink.edits.whole_words`) and
+   grouped into contiguous *runs*;
 2. *rewrite*: while the LLM passes last, the runs are grouped into passages
    (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
    and ``passage_spans`` spans per request), one request per passage, up to
@@ -15,6 +17,11 @@ groups.  One *pass*:
 3. *validate*: each answer passes :func:`~presidio_delink.edits.pick` (no PII back, no
    copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
 4. *apply* all runs at once, then *verify* (``check`` again).
+
+Before the first pass, look-alike letters of other scripts inside the words of a mostly
+Latin text are written as the Latin letters they imitate
+(:func:`~presidio_delink.confusables.latin_text`; one character for one): a search that
+folds look-alikes *and* keeps inner apostrophes or hyphens then reads what the views read.
 
 Passes repeat until nothing links; after ``passes`` LLM passes only placeholders are
 written.  Why it ends and is correct: a placeholder breaks every N-gram through it and
@@ -30,6 +37,7 @@ Cost per pass: one linkage check (``O(words)`` index look-ups), the dynamic prog
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -38,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from presidio_delink.confusables import latin_text
 from presidio_delink.edits import (
     REDACTED,
     Run,
@@ -52,6 +61,7 @@ from presidio_delink.edits import (
     pick,
     runs,
     sentence_bounds,
+    structure_costs,
     trigrams,
     whole_words,
 )
@@ -462,10 +472,19 @@ class DelinkLoop(Rewriting):
         was widened to whole words."""
         segs = self.tokenizer.segments(text)
         tokens = [t for s in segs for t in s]
-        chosen = choose_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
-        optimum = len(chosen)
+        starts = [t.start for t in tokens]
+        ivs: list[tuple[int, int]] = []
+        bare: list[tuple[int, int]] = []
+        for a, b, _f in rep.spans():
+            i = bisect.bisect_left(starts, a)
+            # A span of a fine view made of dash tokens only holds no word of the
+            # index's own model: it is replaced as it stands.
+            (ivs if i < len(tokens) and tokens[i].end <= b else bare).append((a, b))
+        chosen = choose_tokens(ivs, tokens, structure_costs(text, tokens))
+        optimum = len(chosen) + len(_union(bare))
         chosen = whole_words(chosen, tokens, self._words.tokens(text))
-        return runs(chosen, segs), optimum
+        rs = runs(chosen, segs) + [Run(a, b, 1) for a, b in _union(bare)]
+        return sorted(rs, key=lambda r: r.start), optimum
 
     def run(
         self,
@@ -494,8 +513,16 @@ class DelinkLoop(Rewriting):
         if res is None:
             res = DelinkResult(id=doc_id, text=None, input_text=text, passes=0, linkable_after=True)
         forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
-        res.n_words = sum(len(s) for s in self.tokenizer.segments(text))
-        current, cur_marks = text, list(marks)
+        # Look-alike letters written as the Latin letters they imitate (one for one, so
+        # every offset and mark stays): what every view and a folding search read alike.
+        current, n_latin = latin_text(text)
+        if n_latin:
+            res.warnings.append(
+                f"{n_latin} look-alike letter(s) of other scripts written as the Latin "
+                "letters they imitate"
+            )
+        res.n_words = sum(len(s) for s in self.tokenizer.segments(current))
+        cur_marks = list(marks)
         rep = self.check(current)
         res.first_report = rep
         limit = res.n_words + 2
@@ -593,6 +620,16 @@ class DelinkLoop(Rewriting):
             )
             edits.append((r.start, r.end, replacement))
         return edits
+
+
+def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ivs):
+        if out and a < out[-1][1]:
+            out[-1] = (out[-1][0], max(b, out[-1][1]))
+        else:
+            out.append((a, b))
+    return out
 
 
 class _Skipped(LLMUnavailable):

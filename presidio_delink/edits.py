@@ -100,8 +100,55 @@ def word_cost(word: str) -> int:
     return 0
 
 
+BOUNDARY_COST = 4
+"""Extra cost of the first or last word of a paragraph (see :func:`structure_costs`): more
+than any word's own cost, so that among the sets of the fewest words one that leaves the
+document's structure alone is chosen."""
+HEADING_COST = 8
+"""Extra cost of a word of a heading: the most visible structure, dearer than any other
+word (a function word at a paragraph edge costs 3 + 4)."""
+
+_HEADING_LINE = re.compile(r"(?m)^[ \t]*([^\n]{1,80}?)[ \t]*$")
+
+
+def structure_costs(text: str, tokens: Sequence[Token]) -> list[int]:
+    """Per token, :data:`HEADING_COST` for a word of a heading (a line of at most 80
+    characters with no lower-case letter and at least one letter, or one that ends
+    without sentence punctuation between two paragraph breaks), else :data:`BOUNDARY_COST`
+    for the first and last word of a paragraph, else 0."""
+    marked = [0] * len(tokens)
+    if not tokens:
+        return marked
+    starts = [t.start for t in tokens]
+    spans: list[tuple[int, int]] = []
+    for m in _HEADING_LINE.finditer(text):
+        line = m.group(1)
+        if not any(c.isalpha() for c in line):
+            continue
+        before = text[: m.start()].rstrip(" \t")
+        after = text[m.end() :].lstrip(" \t")
+        alone = (not before or before.endswith("\n\n")) and (
+            not after or after.startswith("\n\n")
+        )
+        if not any(c.islower() for c in line) or (alone and line[-1] not in ".!?;:,"):
+            spans.append((m.start(1), m.end(1)))
+    for a, b in spans:
+        for i in range(bisect.bisect_left(starts, a), len(tokens)):
+            if tokens[i].start >= b:
+                break
+            marked[i] = HEADING_COST
+    for i, t in enumerate(tokens):
+        gap_before = text[tokens[i - 1].end : t.start] if i else text[: t.start]
+        gap_after = text[t.end : tokens[i + 1].start] if i + 1 < len(tokens) else text[t.end :]
+        if "\n\n" in gap_before.replace(" ", "") or "\n\n" in gap_after.replace(" ", ""):
+            marked[i] = max(marked[i], BOUNDARY_COST)
+    return marked
+
+
 def choose_tokens(
-    intervals: Iterable[tuple[int, int]], tokens: Sequence[Token]
+    intervals: Iterable[tuple[int, int]],
+    tokens: Sequence[Token],
+    extra: Sequence[int] | None = None,
 ) -> list[int]:
     """A minimum stabbing set (as :func:`stabbing_tokens`) of least :func:`word_cost`:
     among all sets of the fewest tokens hitting every interval, one that prefers content
@@ -114,7 +161,9 @@ def choose_tokens(
     (1, cost(j)) + min best[i] over L(j) <= i < j`` (or ``(1, cost(j))`` when no interval
     ends before ``j``).  ``L`` never decreases, so a monotone deque gives the window
     minimum: O(tokens + intervals).  The answer is the best ``j`` at or after the largest
-    start of all intervals.  Same count as the greedy (both optimal).
+    start of all intervals.  Same count as the greedy (both optimal).  ``extra`` (per
+    token) is added to each word's cost (:func:`structure_costs`); it never changes the
+    count.
     """
     ivs = sorted(set(intervals), key=lambda x: (x[1], x[0]))
     if not ivs:
@@ -153,7 +202,7 @@ def choose_tokens(
             nxt += 1
         while window and window[0] < need:
             window.popleft()
-        own = big + word_cost(tokens[j].word)
+        own = big + word_cost(tokens[j].word) + (extra[j] if extra is not None else 0)
         if need < 0:
             best[j] = own
             prev[j] = -1

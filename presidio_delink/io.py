@@ -21,7 +21,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, overload
 
@@ -140,13 +140,17 @@ def _read_jsonl(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
             yield _record(_loads(line, where, one_line=True), where, groups)
 
 
-def _read_json(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
+def _read_json(
+    path: Path, groups: bool = False, on_null: Callable[[str], None] | None = None
+) -> Iterator[tuple[Any, ...]]:
     text = decode_text(path.read_bytes(), str(path))
     obj = _loads(text, str(path))
     if isinstance(obj, dict):
         for doc_id, doc in obj.items():
-            if doc is None:
-                continue  # documented: null texts (missing documents) are skipped
+            if doc is None:  # documented: null texts (missing documents) are skipped
+                if on_null is not None:
+                    on_null(str(doc_id))
+                continue
             if not isinstance(doc, str):
                 raise InputError(f"{path}: value of {_show(doc_id)} is not a string")
             _check_surrogates(doc_id, doc, f"{path}: key {_show(doc_id)}")
@@ -168,14 +172,22 @@ def _read_folder(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
         yield (doc_id, text, None) if groups else (doc_id, text)
 
 
-def read_documents(path: str | Path, *, groups: bool = False) -> Iterator[tuple[Any, ...]]:
+def _read_text(path: Path, groups: bool = False) -> Iterator[tuple[Any, ...]]:
+    text = decode_text(path.read_bytes(), str(path))
+    yield (path.stem, text, None) if groups else (path.stem, text)
+
+
+def read_documents(
+    path: str | Path, *, groups: bool = False, on_null: Callable[[str], None] | None = None
+) -> Iterator[tuple[Any, ...]]:
     """Yield ``(doc_id, text)`` from one input (``(doc_id, text, group)`` with ``groups``:
     the optional ``"group"`` field of JSONL and JSON-list records, else None).
 
     ``*.jsonl``/``*.ndjson``: one ``{"id": ..., "text": ...}`` per line.  ``*.json``: an
-    object ``{id: text}`` (null values skipped) or a list of records.  Another file is
-    read as JSON if it parses whole, else as JSONL.  A folder: every ``*.txt`` below it,
-    the id being the relative path without ``.txt``.
+    object ``{id: text}`` (null values skipped, each id given to ``on_null``) or a list
+    of records.  ``*.txt``: one document, the file name without ``.txt`` its id.  Another
+    file is read as JSON if it parses whole, else as JSONL.  A folder: every ``*.txt``
+    below it, the id being the relative path without ``.txt``.
     """
     p = Path(path)
     if not p.exists():
@@ -186,11 +198,13 @@ def read_documents(path: str | Path, *, groups: bool = False) -> Iterator[tuple[
     if suffix in (".jsonl", ".ndjson"):
         return _read_jsonl(p, groups)
     if suffix == ".json":
-        return _read_json(p, groups)
+        return _read_json(p, groups, on_null)
+    if suffix == ".txt":
+        return _read_text(p, groups)
     with open(p, "rb") as f:
         head = f.read(1 << 16).decode("utf-8", "ignore").lstrip()
     if head.startswith("[") or (head.startswith("{") and "\n{" not in head):
-        return _read_json(p, groups)
+        return _read_json(p, groups, on_null)
     return _read_jsonl(p, groups)
 
 
@@ -199,6 +213,29 @@ def read_many(paths: Iterable[str | Path]) -> Iterator[tuple[str, str]]:
     for p in paths:
         for rec in read_documents(p):
             yield rec[0], rec[1]
+
+
+def read_checked(
+    paths: Iterable[str | Path], nulls: list[str] | None = None
+) -> Iterator[tuple[str, str]]:
+    """:func:`read_many` with the checks of an index build: a duplicate id is an error,
+    null texts are listed in ``nulls`` (not dropped unseen), and no document at all is
+    an error.
+
+    Raises:
+        InputError: a duplicate id, or no document in any input.
+    """
+    seen: set[str] = set()
+    for p in paths:
+        for rec in read_documents(p, on_null=nulls.append if nulls is not None else None):
+            doc_id = rec[0]
+            if doc_id in seen:
+                raise InputError(f"{p}: duplicate document id {_show(doc_id)}")
+            seen.add(doc_id)
+            yield doc_id, rec[1]
+    if not seen:
+        extra = f" ({len(nulls)} null texts)" if nulls else ""
+        raise InputError(f"no documents in the input{extra}")
 
 
 def read_many_grouped(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, str | None]]:

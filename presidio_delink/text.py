@@ -70,12 +70,20 @@ _FINE_WORD_RE = re.compile(rf"{_WORD}(?:[\-\u2010\u2011.{_APOSTROPHES}]{_WORD})*
 #: mark, as SQLite FTS5's ``unicode61`` tokenizer with ``remove_diacritics 0``; no Unicode
 #: normalisation, so a decomposed ``c`` + cedilla is not ``ç``), ``fine`` (NFC and
 #: casefold only; inner hyphens, apostrophes and periods kept in the word), ``case``
-#: (``fine`` without casefolding).
-FOLDS = ("folded", "accent", "fine", "case")
+#: (``fine`` without casefolding), ``folded-dash`` (``folded``, and a free-standing dash
+#: breaks the segment as punctuation does: see :data:`DASHES`).
+FOLDS = ("folded", "accent", "fine", "case", "folded-dash")
+_FOLDED = ("folded", "folded-dash")  # the word models of fold_word
 # Either a *chunk* (group 1: words joined by single in-word punctuation characters, e.g.
 # ``36110/97``, ``well-known``, ``applicant's``) or one punctuation mark or symbol
 # between chunks (group 2; it breaks the segment only if :func:`breaks` says so).
 _SCANNER = re.compile(rf"({_WORD}(?:(?:[^\w\s]|_){_WORD})*)|([^\w\s])")
+
+# Dashes.  Standing alone (not inside a word: a list bullet, a parenthetical dash), a dash
+# ends a phrase for the ``folded-dash`` word model only: an adversary who reads it as
+# punctuation counts ``and the seriousness`` only where no dash runs through it
+# (``and\n- the seriousness`` elsewhere), fewer documents than the other views count.
+DASHES = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212")
 
 # Punctuation that does not end a phrase: search engines skip these, so N-grams run
 # through them (more N-grams are checked, never fewer).
@@ -274,14 +282,16 @@ class Tokenizer:
             "break_on_punctuation": self.break_on_punctuation,
             "fold": self.fold,
             "unicode": unicodedata.unidata_version,
-            "confusables": table_version() if self.fold == "folded" else None,
+            "confusables": table_version() if self.fold in _FOLDED else None,
         }
 
     @classmethod
     def from_settings(cls, settings: dict[str, object]) -> Tokenizer:
         if settings.get("version") != TOKENIZER_VERSION:
             raise ConfigError(
-                f"tokenizer version {settings.get('version')!r} is not {TOKENIZER_VERSION!r}"
+                f"the index was built with tokenizer version {settings.get('version')!r}, "
+                f"this version reads {TOKENIZER_VERSION!r}: rebuild the index "
+                "(presidio-delink index build)"
             )
         ph = settings.get("placeholders")
         mx = settings.get("max_n")
@@ -296,7 +306,7 @@ class Tokenizer:
         ):
             raise ConfigError("malformed tokenizer settings")
         tok = cls(max_n=mx, placeholders=tuple(ph), break_on_punctuation=brk, fold=fold)
-        if fold == "folded" and settings.get("confusables") != table_version():
+        if fold in _FOLDED and settings.get("confusables") != table_version():
             raise ConfigError(
                 "the index was built with another look-alike table (another version of "
                 "confusable-homoglyphs): rebuild the index"
@@ -329,6 +339,7 @@ class Tokenizer:
         out: list[tuple[int, str | None]] = []
         pos = 0
         keep = self.fold in ("fine", "case")
+        dash = self.fold == "folded-dash"
         for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
             if a > pos:
                 for m in _SCANNER.finditer(text, pos, a):
@@ -338,7 +349,7 @@ class Tokenizer:
                             if off:
                                 out.append((m.start() + off - 1, ""))
                             out.append((m.start() + off, sub))
-                    elif breaks(m.group(2)):
+                    elif breaks(m.group(2)) or (dash and m.group(2) in DASHES):
                         out.append((m.start(), ""))
             out.append((a, None))
             pos = b
@@ -347,7 +358,7 @@ class Tokenizer:
     def _scan(self, text: str) -> tuple[str, list[int] | None, list[tuple[int, str | None]]]:
         """``strip_invisible(text)`` and its chunks, shared by the word models that cut
         chunks alike (cached: the views of one text read it several times)."""
-        key = (self.fold in ("fine", "case"), self.placeholders, text)
+        key = (self.fold in ("fine", "case"), self.fold == "folded-dash", self.placeholders, text)
         got = _SCANS.get(key)
         if got is None:
             stripped, omap = strip_invisible(text)
@@ -376,7 +387,7 @@ class Tokenizer:
         if got is not None:
             return got
         stripped, omap, chunks = self._scan(text)
-        fine = fold != "folded"
+        fine = fold not in _FOLDED
         casefold = fold != "case"
         nfc = fold != "accent"
         word_re = _FINE_WORD_RE if fold in ("fine", "case") else _WORD_RE
@@ -395,7 +406,9 @@ class Tokenizer:
                 for w in word_re.finditer(chunk):
                     a, b = start + w.start(), start + w.end()
                     if omap is not None:
-                        a, b = omap[a], omap[b - 1] + 1
+                        # up to the next character kept: the word's trailing combining
+                        # marks are part of it ("the" + U+0301 is not "the")
+                        a, b = omap[a], omap[b]
                     word = fine_word(text[a:b], casefold, nfc)
                     if word:
                         cur.append(Token(word, a, b))
@@ -466,7 +479,7 @@ class Tokenizer:
         punctuation, ``-1`` at a placeholder or the end (see :func:`apply_breaks`)."""
         fold = self.fold
         stripped = _stripped(text)
-        if fold != "folded" and _marked(text):
+        if fold not in _FOLDED and _marked(text):
             # Combining marks were removed: the fine word models read the words as written
             # (with their marks), through the offsets of `pieces`.  When only format
             # characters were removed, the stripped words are the words `fine_word` makes.
@@ -477,10 +490,11 @@ class Tokenizer:
             return out
         casefold, nfc = fold != "case", fold != "accent"
         keep = fold in ("fine", "case")
+        dash = fold == "folded-dash"
         word_re = _FINE_WORD_RE if keep else _WORD_RE
 
         def norm(w: str) -> tuple[str, ...]:
-            if fold == "folded":
+            if fold in _FOLDED:
                 return fold_word(w)
             got = fine_word(w, casefold, nfc)
             return (got,) if got else ()
@@ -493,7 +507,7 @@ class Tokenizer:
             # findall gives (chunk, "") or ("", mark).
             for whole, mark in regions:
                 if not whole:
-                    if open_seg and breaks(mark):
+                    if open_seg and (breaks(mark) or (dash and mark in DASHES)):
                         add(-2)
                         open_seg = False
                     continue
@@ -547,12 +561,13 @@ class Tokenizer:
             yield from iter_ngrams(seg, self.max_n)
 
 
-TOKENIZER_VERSION = "delink-text-4"
+TOKENIZER_VERSION = "delink-text-5"  # 5: the folded-dash word model
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
 _SCANS: dict[
-    tuple[bool, tuple[str, ...], str], tuple[str, list[int] | None, list[tuple[int, str | None]]]
+    tuple[bool, bool, tuple[str, ...], str],
+    tuple[str, list[int] | None, list[tuple[int, str | None]]],
 ] = {}
 
 

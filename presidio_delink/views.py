@@ -24,6 +24,10 @@ view               models an adversary who                                      
                    punctuation
 ``folded-cross``   the same, with phrases across punctuation (FTS5 with         yes
                    ``remove_diacritics 2``, most search boxes)
+``folded-dash``    ``folded``, and a dash standing alone (a list bullet, a       yes
+                   parenthetical dash) ends a phrase: the other views run
+                   phrases through it, so they count ``and the seriousness``
+                   also where ``and\n- the seriousness`` is written
 ``fine``           keeps diacritics, inner hyphens, apostrophes (each variant   yes
                    as written) and periods inside words (``non-pecuniary``,
                    ``applicant’s``, ``3.5``), folds case only; phrases stop at
@@ -86,13 +90,14 @@ VIEWS: dict[str, View] = {
     for v in (
         View("folded", "folded", False, "folds case, diacritics and look-alike letters"),
         View("folded-cross", "folded", True, "the same, phrases across punctuation"),
+        View("folded-dash", "folded-dash", False, "the same, a free-standing dash ends a phrase"),
         View("fine", "fine", False, "keeps diacritics and inner punctuation, folds case"),
         View("accent-cross", "accent", True, "keeps diacritics, folds case, across punctuation"),
         View("case", "case", False, "case-sensitive, diacritics and inner punctuation kept"),
         View("case-cross", "case", True, "the same, phrases across punctuation"),
     )
 }
-DEFAULT_VIEWS: tuple[str, ...] = ("folded", "folded-cross", "fine", "accent-cross")
+DEFAULT_VIEWS: tuple[str, ...] = ("folded", "folded-cross", "folded-dash", "fine", "accent-cross")
 OPTIONAL_VIEWS: tuple[str, ...] = ("case", "case-cross")
 
 

@@ -16,6 +16,13 @@ Members:
   package's own API, then casefold and diacritics folded; phrases stop at punctuation.
 * ``case``: case-sensitive surface words (grep without ``-i``): measured, not promised by
   the default views.
+* ``dash``: case and diacritics folded, words split at every mark, phrases stop at
+  sentence and clause punctuation *and at a dash standing between spaces or at the start
+  of a line* (a list bullet, a parenthetical dash): reads a dash as punctuation.
+* ``confusable-fine``: look-alike letters folded (``confusable-homoglyphs``), then the
+  ``fine`` words (inner hyphens, including U+2011, and apostrophes kept): both axes at once.
+* ``surface``: exact substring search (grep -i, Ctrl-F): words as written (apostrophe
+  variants kept), casefolded, separated by white space only.
 * ``fts5-rd2-porter``: FTS5 with the Porter stemmer (``porter unicode61``): inflections
   merged ("complained" = "complains").  Measured, not promised: see the README, "Who the
   guarantee covers".
@@ -212,6 +219,62 @@ class FTS5Adversary:
         return out
 
 
+_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+
+
+class DashAdversary(NgramAdversary):
+    """Reads a dash between spaces (or opening a line) as punctuation."""
+
+    name = "dash"
+
+    def segments(self, text: str) -> list[list[str]]:
+        # A free-standing dash becomes a semicolon, which every member breaks at; diacritics
+        # (combining marks too) go before words are found, so a mark never splits a word.
+        text = re.sub(rf"(?:(?<=\s)|^)[{_DASHES}]+(?=\s)", ";", text, flags=re.M)
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+        return super().segments(text)
+
+    def word(self, w: str) -> str:
+        s = unicodedata.normalize("NFKD", w.casefold())
+        return "".join(c for c in s if not unicodedata.combining(c))
+
+
+class ConfusableFineAdversary(FineAdversary):
+    """Look-alike letters folded, then fine words (inner hyphens and apostrophes kept)."""
+
+    name = "confusable-fine"
+    word_re = re.compile(
+        r"[^\W_]+(?:[-\u2010\u2011.'\u2019\u2018\u02bc][^\W_]+)*"
+    )
+
+    def segments(self, text: str) -> list[list[str]]:
+        text = unicodedata.normalize("NFC", text)
+        return super().segments("".join(c if c.isascii() else _latin(c) for c in text))
+
+
+class SurfaceAdversary(FineAdversary):
+    """Exact substring search, case-insensitive (grep -i, Ctrl-F): a phrase is words
+    separated by white space only, each word as written (apostrophe variants, inner
+    hyphens and periods kept); any other character between two words ends the phrase."""
+
+    name = "surface"
+
+    def segments(self, text: str) -> list[list[str]]:
+        out: list[list[str]] = []
+        for part in MASK.split(unicodedata.normalize("NFC", text)):
+            cur: list[str] = []
+            last = 0
+            for m in self.word_re.finditer(part):
+                if cur and part[last : m.start()].strip():
+                    out.append(cur)
+                    cur = []
+                cur.append(m.group().casefold())
+                last = m.end()
+            if cur:
+                out.append(cur)
+        return out
+
+
 def panel(max_n: int = 8) -> list[object]:
     """The members whose finding nothing the default views promise."""
     return [
@@ -219,4 +282,7 @@ def panel(max_n: int = 8) -> list[object]:
         FTS5Adversary(0, max_n),
         FTS5Adversary(2, max_n),
         ConfusableAdversary(max_n),
+        DashAdversary(max_n),
+        ConfusableFineAdversary(max_n),
+        SurfaceAdversary(max_n),
     ]

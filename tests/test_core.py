@@ -173,3 +173,80 @@ def test_operator_plans_are_per_rewriter_and_thread_safe(
     gc.collect()
     assert ref() is None
     assert not hasattr(DelinkOperator, "_plans")
+
+
+@pytest.mark.slow
+def test_engine_equals_pipeline_with_the_embedded_smollm2(
+    analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid, smollm2  # type: ignore[no-untyped-def]
+) -> None:
+    """The real model, one instance per entry point (no shared answers): the same texts,
+    with and without containment protection, on the 5 sample TAB documents (their first
+    paragraphs: minutes, not tens of minutes, on 2 cores)."""
+    from presidio_delink.llm.embedded import EmbeddedRewriter
+
+    def head(text: str, n: int = 900) -> str:
+        cut = text.find(".", n)
+        return text if cut < 0 else text[: cut + 1]
+
+    rws = [EmbeddedRewriter(smollm2) for _ in range(2)]
+    try:
+        for protect in (None, "containment"):
+            d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=rws[0], protect=protect)
+            e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewriter=rws[1],
+                             protect=protect)
+            llm = 0
+            for doc_id, text in sample_deid:
+                g = group_of(sample_index, doc_id)
+                res = d.delink(head(text), doc_id, group=g)
+                assert res.text is not None
+                assert e.anonymize(head(text), group=g).text == res.text, doc_id
+                llm += res.words_rewritten
+            assert llm > 0  # the model's answers were used, not only redactions
+    finally:
+        for rw in rws:
+            rw.close()
+
+
+def test_resolve_overlaps_keeps_paragraphs_apart() -> None:
+    from presidio_analyzer import RecognizerResult
+
+    text = "by the institutions.\n\nThe applicants said so and so."
+
+    def at(s: str) -> tuple[int, int]:
+        a = text.index(s)
+        return a, a + len(s)
+
+    res = [RecognizerResult(ENTITY, *at("institutions"), 1.0),
+           RecognizerResult(ENTITY, *at("The applicants"), 1.0),
+           RecognizerResult(ENTITY, *at("said"), 1.0), RecognizerResult(ENTITY, *at("so and"), 1.0)]
+    got = [text[r.start : r.end] for r in resolve_overlaps(res, text)]
+    # a paragraph break is never swallowed; spans apart by spaces merge, as Presidio would
+    assert got == ["institutions", "The applicants said so and"]
+
+
+def test_headings_and_paragraph_edges_cost_more() -> None:
+    from presidio_delink.edits import choose_tokens, structure_costs
+    from presidio_delink.text import Tokenizer
+
+    text = "under Article 5 § 1).\n\nTHE FACTS\n\nIn the present case the court held."
+    tokens = Tokenizer(break_on_punctuation=False).tokens(text)
+    words = [t.word for t in tokens]
+    a = tokens[words.index("1")].start
+    b = tokens[words.index("in")].end
+    plain = choose_tokens([(a, b)], tokens)
+    assert [words[i] for i in plain] == ["facts"]  # by word cost alone: the heading word
+    costs = structure_costs(text, tokens)
+    assert costs[words.index("facts")] > costs[words.index("1")] > costs[words.index("present")]
+    chosen = choose_tokens([(a, b)], tokens, costs)
+    assert [words[i] for i in chosen] in (["1"], ["in"]) and len(chosen) == len(plain)
+
+
+def test_look_alikes_are_written_back_in_the_documents_script() -> None:
+    from presidio_delink.confusables import latin_text
+
+    text = "PR\u0406SON by the \u0458ury\u2019s verdict, \u0430 lawyer-\u0441lient; \u041c\u043e\u0441\u043a\u0432\u0430"
+    out, n = latin_text(text)
+    assert out == "PRISON by the jury\u2019s verdict, a lawyer-client; \u041c\u043e\u0441\u043a\u0432\u0430"
+    assert n == 4 and len(out) == len(text)  # one character for one; a Cyrillic word stays
+    assert latin_text("\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u043a\u043e\u0442 x") == (
+        "\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u043a\u043e\u0442 x", 0)  # not a Latin text

@@ -255,3 +255,27 @@ def test_perplexity_ranks_shuffled_text_higher() -> None:
     bad = p.score("Convention the of violation 6 held court there Article a been had that The.")
     assert good["tokens"] > 10 and good["perplexity"] < bad["perplexity"]
     p.close()
+
+
+def test_cli_needs_data_and_says_what_risk_logprobs_ignores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from presidio_delink.eval.cli import eval_command
+
+    monkeypatch.delenv("PRESIDIO_DELINK_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ../shared/data read behind the user's back
+    r = CliRunner().invoke(eval_command, ["--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "--data DIR" in r.output
+    lp = tmp_path / "lp.jsonl"
+    lp.write_text("{}\n")
+    r = CliRunner().invoke(eval_command, ["--data", str(tmp_path), "--risk-logprobs", str(lp),
+                                          "-k", "3", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "do not apply" in r.output
+    bad = tmp_path / "data"
+    (bad / "tab").mkdir(parents=True)
+    (bad / "tab" / "tab_test_texts.json").mkdir()  # a folder where a file must be: OSError
+    r = CliRunner().invoke(eval_command, ["--data", str(bad), "--dataset", "tab-gold",
+                                          "--llm", "none", "--out", str(tmp_path / "o")])
+    assert r.exit_code != 0 and "Traceback" not in r.output

@@ -130,3 +130,25 @@ def test_make_analyzer_logs_no_warnings(caplog: pytest.LogCaptureFixture, recwar
         analyzer.analyze("Mr John Smith went to the Hilton in Paris on 3 May 2001.", language="en")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert [str(w.message) for w in recwarn] == []
+
+
+def test_library_snippet_runs(tmp_path: Path, sample_docs, sample_deid,  # type: ignore[no-untyped-def]
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "Library" snippet as written, given its two inputs (``docs``, a text)."""
+    monkeypatch.chdir(tmp_path)
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Library\n")
+    code = re.findall(r"```python\n(.*?)```", text[start:], flags=re.S)[0]
+    ns: dict[str, object] = {"docs": sample_docs, "deidentified_text": short(sample_deid[0][1])}
+    exec(code, ns)
+    assert ns["report"].linkable  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_pipeline_snippet_runs(readme_dir: Path, sample_deid, sample_index) -> None:  # type: ignore[no-untyped-def]
+    """The pipeline snippet as written (``embedded`` is SmolLM2 in the tests: seconds)."""
+    _rewriter_or_skip()
+    ns: dict[str, object] = {"text": short(sample_deid[0][1], 400)}
+    exec(blocks("The pipeline", "python")[0], ns)
+    res = ns["result"]
+    assert res.text is not None and not analyze(sample_index, res.text, k=2).linkable  # type: ignore[attr-defined]

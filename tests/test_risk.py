@@ -446,7 +446,9 @@ def test_cli_mask_policy_errors(tmp_path: Path) -> None:
             "-o", str(tmp_path / "out.jsonl"), "--no-progress"]
     res = runner.invoke(main, [*base, "--mask-policy", "risk"])
     assert res.exit_code == 2 and "needs --redact-pii" in res.output
-    res = runner.invoke(main, [*base, "--mask-policy", "risk", "--redact-pii"])
+    # The scorer is --risk-llm (default embedded SmolLM2), not --llm: one that cannot score
+    # text is refused.
+    res = runner.invoke(main, [*base, "--mask-policy", "risk", "--redact-pii", "--risk-llm", "none"])
     assert res.exit_code == 2 and "cannot score" in res.output
     assert not (tmp_path / "out.jsonl").exists()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,8 +25,8 @@ _LAYOUT_HELP = (
     "data_root",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA, "
-    "or ../shared/data].",
+    help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA; one "
+    "of the two is needed].",
 )
 @click.option(
     "--dataset",
@@ -156,7 +157,32 @@ def eval_command(
 ) -> None:
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
+    if data_root is None:
+        env = os.environ.get("PRESIDIO_DELINK_DATA")
+        if not env:
+            click.echo(
+                "error: give the evaluation data folder with --data DIR (or set "
+                "PRESIDIO_DELINK_DATA); 'presidio-delink data convert' makes one",
+                err=True,
+            )
+            sys.exit(2)
+        data_root = Path(env)
     if risk_logprobs:
+        ctx = click.get_current_context()
+        ignored = [
+            max(p.opts, key=len)
+            for p in ctx.command.params
+            if p.name not in ("data_root", "risk_logprobs", "work_dir", "out_dir")
+            and p.name is not None
+            and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if ignored:
+            click.echo(
+                f"error: --risk-logprobs runs the risk-indicator evaluation only, which "
+                f"takes --data, --work-dir and --out; {', '.join(ignored)} do not apply",
+                err=True,
+            )
+            sys.exit(2)
         _run_risk(data_root, risk_logprobs, work_dir, out_dir)
         return
     try:
@@ -186,7 +212,7 @@ def eval_command(
             fluency_tokens,
             html,
         )
-    except DelinkError as exc:
+    except (DelinkError, OSError) as exc:  # an OSError names a file, never its content
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
 
@@ -208,7 +234,7 @@ def _run_risk(
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_output(out_dir / "risk.json") as fh:
             fh.write(json.dumps(figures, indent=1))
-    except DelinkError as exc:
+    except (DelinkError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     except ImportError as exc:

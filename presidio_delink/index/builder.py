@@ -398,6 +398,7 @@ def count_view(
 # text model, so that the differences kept are few (see `shard.Layered`).
 STORED_OVER: dict[str, tuple[str, ...]] = {
     "folded-cross": ("folded",),
+    "folded-dash": ("folded",),
     "fine": ("folded",),
     "accent-cross": ("folded-cross", "fine", "folded"),
     "case": ("fine", "folded"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -22,13 +21,13 @@ from presidio_delink.llm.base import (
     check_loopback,
     complete_json,
 )
+from presidio_delink.llm.retry import Retryable, with_retries
 
 logger = logging.getLogger(__name__)
 _COUNTS = ("prompt_eval_count", "eval_count")
 """Ollama's prompt tokens read (those its cache served are not counted) and generated."""
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
-_BACKOFF_S = 0.25
 
 
 class OllamaRewriter:
@@ -119,9 +118,9 @@ class OllamaRewriter:
         ollama = self._ollama
         fmt: dict[str, Any] | Literal["", "json"] = "" if schema is None else schema
         attempts = self.retries + 1
-        deadline = time.monotonic() + self.timeout
-        for attempt in range(1, attempts + 1):
-            self._set_timeout(deadline - time.monotonic())
+
+        def attempt(last: bool, left: float) -> str:
+            self._set_timeout(left)
             try:
                 response = self._client.chat(
                     model=self.model,
@@ -134,8 +133,7 @@ class OllamaRewriter:
             except ollama.ResponseError as exc:
                 # exc.error is the server's body, which may echo the prompt: DEBUG only.
                 logger.debug("Ollama HTTP %d body: %r", exc.status_code, str(exc.error)[:2000])
-                retryable = exc.status_code >= 500
-                if not retryable or attempt == attempts:
+                if exc.status_code < 500 or last:
                     hint = (
                         f" (is it pulled? `ollama pull {self.model}`)"
                         if exc.status_code == 404
@@ -145,19 +143,19 @@ class OllamaRewriter:
                         f"Ollama at {self.host} answered HTTP {exc.status_code} for model "
                         f"{self.model!r}{hint}"
                     ) from None
-                reason = f"HTTP {exc.status_code}"
+                raise Retryable(f"HTTP {exc.status_code}") from None
             except httpx.TimeoutException as exc:
                 raise LLMError(
                     f"Ollama at {self.host} did not answer within {self.timeout:g} s "
                     f"({type(exc).__name__})"
                 ) from exc
             except (ConnectionError, httpx.TransportError) as exc:
-                if attempt == attempts:
+                if last:
                     raise LLMError(
                         f"cannot reach Ollama at {self.host} after {attempts} attempt(s): "
                         f"{type(exc).__name__}"
                     ) from exc
-                reason = type(exc).__name__
+                raise Retryable(type(exc).__name__) from None
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 # HTTP 200 with a body that is not an Ollama answer (not JSON, wrong shape:
                 # json.JSONDecodeError and pydantic's ValidationError are ValueErrors).
@@ -166,31 +164,24 @@ class OllamaRewriter:
                     f"Ollama at {self.host} sent a malformed answer for model {self.model!r} "
                     f"({type(exc).__name__})"
                 ) from None
-            else:
-                content = getattr(getattr(response, "message", None), "content", None)
-                if not isinstance(content, str):
-                    raise LLMError(f"Ollama model {self.model!r} answered without content")
-                prompt_n, made = (getattr(response, k, None) for k in _COUNTS)
-                self.usage.add(
-                    prompt_n if isinstance(prompt_n, int) else 0,
-                    made if isinstance(made, int) else 0,
-                )
-                return content
-            delay = _BACKOFF_S * 2 ** (attempt - 1)
-            if time.monotonic() + delay >= deadline:
-                raise LLMError(
-                    f"Ollama at {self.host} failed ({reason}) and no time is left for a retry "
-                    f"within {self.timeout:g} s"
-                )
-            logger.info(
-                "Ollama call failed (%s), retry %d/%d in %.2f s",
-                reason,
-                attempt,
-                self.retries,
-                delay,
+            content = getattr(getattr(response, "message", None), "content", None)
+            if not isinstance(content, str):
+                raise LLMError(f"Ollama model {self.model!r} answered without content")
+            prompt_n, made = (getattr(response, k, None) for k in _COUNTS)
+            self.usage.add(
+                prompt_n if isinstance(prompt_n, int) else 0,
+                made if isinstance(made, int) else 0,
             )
-            time.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+            return content
+
+        return with_retries(
+            attempt,
+            retries=self.retries,
+            timeout=self.timeout,
+            what=f"Ollama at {self.host}",
+            logger=logger,
+            log_what="Ollama call",
+        )
 
     def _set_timeout(self, seconds: float) -> None:
         """Give the next request what is left of the call's time.

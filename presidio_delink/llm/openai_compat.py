@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import httpx
@@ -16,10 +15,10 @@ from presidio_delink.llm.base import (
     check_loopback,
     complete_json,
 )
+from presidio_delink.llm.retry import Retryable, with_retries
 
 logger = logging.getLogger(__name__)
 
-_BACKOFF_S = 0.25
 
 
 def chat_completions_url(base_url: str) -> str:
@@ -97,9 +96,8 @@ class OpenAICompatRewriter:
                 "json_schema": {"name": "delink", "schema": schema, "strict": True},
             }
         attempts = self.retries + 1
-        deadline = time.monotonic() + self.timeout
-        for attempt in range(1, attempts + 1):
-            left = deadline - time.monotonic()
+
+        def attempt(last: bool, left: float) -> str:
             try:
                 response = self._client.post(self.url, json=body, timeout=max(left, 0.001))
             except httpx.TimeoutException as exc:
@@ -107,38 +105,31 @@ class OpenAICompatRewriter:
                     f"{self.url} did not answer within {self.timeout:g} s ({type(exc).__name__})"
                 ) from exc
             except httpx.TransportError as exc:
-                if attempt == attempts:
+                if last:
                     raise LLMError(
                         f"cannot reach {self.url} after {attempts} attempt(s): "
                         f"{type(exc).__name__}"
                     ) from exc
-                reason = type(exc).__name__
-            else:
-                if response.status_code < 400:
-                    return self._content(response)
-                # The body may echo the prompt (document text): DEBUG only.
-                logger.debug("HTTP %d body: %r", response.status_code, response.text[:2000])
-                if response.status_code < 500 or attempt == attempts:
-                    raise LLMError(
-                        f"{self.url} answered HTTP {response.status_code} for model "
-                        f"{self.model!r} (run with -vv to log the body)"
-                    )
-                reason = f"HTTP {response.status_code}"
-            delay = _BACKOFF_S * 2 ** (attempt - 1)
-            if time.monotonic() + delay >= deadline:
+                raise Retryable(type(exc).__name__) from None
+            if response.status_code < 400:
+                return self._content(response)
+            # The body may echo the prompt (document text): DEBUG only.
+            logger.debug("HTTP %d body: %r", response.status_code, response.text[:2000])
+            if response.status_code < 500 or last:
                 raise LLMError(
-                    f"{self.url} failed ({reason}) and no time is left for a retry within "
-                    f"{self.timeout:g} s"
+                    f"{self.url} answered HTTP {response.status_code} for model "
+                    f"{self.model!r} (run with -vv to log the body)"
                 )
-            logger.info(
-                "chat completion failed (%s), retry %d/%d in %.2f s",
-                reason,
-                attempt,
-                self.retries,
-                delay,
-            )
-            time.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+            raise Retryable(f"HTTP {response.status_code}")
+
+        return with_retries(
+            attempt,
+            retries=self.retries,
+            timeout=self.timeout,
+            what=self.url,
+            logger=logger,
+            log_what="chat completion",
+        )
 
     def _content(self, response: httpx.Response) -> str:
         try:

@@ -9,8 +9,8 @@ them at the other's edge, which glues placeholders together or leaves half a wor
   starts or ends inside a word is widened to the whole word: PII is never cut;
 * PII wins over linkage: each ``LINKABLE_NGRAM`` span loses what PII covers (a PII
   placeholder already breaks every N-gram through it), linkage spans that overlap or
-  are separated by whitespace only are merged, and each remaining piece is trimmed to
-  the whole written words it holds (a piece with no whole word is dropped).
+  are separated by spaces only (never a line break) are merged, and each remaining
+  piece is trimmed to the whole written words it holds (a piece with no whole word is dropped).
 
 Result: disjoint spans, each starting and ending on word boundaries or at the original
 PII boundaries, so no placeholder sits inside a word or against another.
@@ -19,6 +19,7 @@ PII boundaries, so no placeholder sits inside a word or against another.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 
 from presidio_analyzer import RecognizerResult
@@ -27,17 +28,20 @@ from presidio_delink.presidio.recognizer import ENTITY, LinkageResult
 from presidio_delink.text import Tokenizer
 
 _WORDS = Tokenizer(fold="fine")
+_SPACES = re.compile(r" *")
 
 
 def _merge(
     spans: list[tuple[int, int, int]], text: str | None = None
 ) -> list[tuple[int, int, list[int]]]:
     """Union of overlapping ``(start, end, i)`` spans, with the indices merged; with
-    ``text``, also of spans separated only by whitespace (as Presidio's anonymizer merges
-    them anyway)."""
+    ``text``, also of spans separated only by spaces (as Presidio's anonymizer merges them
+    anyway).  A line or paragraph break between two spans keeps them apart: one
+    placeholder must not swallow the document's structure."""
     out: list[tuple[int, int, list[int]]] = []
     for a, b, i in sorted(spans):
-        if out and (a < out[-1][1] or (text is not None and not text[out[-1][1] : a].strip())):
+        spaces = text is not None and _SPACES.fullmatch(text[out[-1][1] : a]) if out else False
+        if out and (a < out[-1][1] or spaces):
             pa, pb, idx = out[-1]
             out[-1] = (pa, max(pb, b), idx + [i])
         else:
