@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from adversaries import CaseAdversary, panel  # noqa: E402
+from adversaries import measured, panel  # noqa: E402
 
 from presidio_delink import NgramIndex  # noqa: E402
 from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
@@ -118,7 +118,7 @@ def delink(idx: NgramIndex, texts: list[tuple[str, str]]) -> tuple[list[str], di
 
 def run_panel(outs, collection, groups):  # type: ignore[no-untyped-def]
     rows = {}
-    for adv in [*panel(), CaseAdversary()]:
+    for adv in [*panel(), *measured()]:
         t0 = time.perf_counter()
         found = adv.linkable(outs, collection, 2, groups)
         rows[adv.name] = {

@@ -22,7 +22,10 @@ Members:
 * ``confusable-fine``: look-alike letters folded (``confusable-homoglyphs``), then the
   ``fine`` words (inner hyphens, including U+2011, and apostrophes kept): both axes at once.
 * ``surface``: exact substring search (grep -i, Ctrl-F): words as written (apostrophe
-  variants kept), casefolded, separated by white space only.
+  variants kept), casefolded, separated by white space only.  Measured, not promised: a
+  word written with ``'`` in one document and ``’`` (or a trailing apostrophe) in the
+  others is one word for every view, so a phrase through it can still single the document
+  out for this adversary (1 phrase on the TAB test documents after delinking).
 * ``fts5-rd2-porter``: FTS5 with the Porter stemmer (``porter unicode61``): inflections
   merged ("complained" = "complains").  Measured, not promised: see the README, "Who the
   guarantee covers".
@@ -284,5 +287,11 @@ def panel(max_n: int = 8) -> list[object]:
         ConfusableAdversary(max_n),
         DashAdversary(max_n),
         ConfusableFineAdversary(max_n),
-        SurfaceAdversary(max_n),
     ]
+
+
+def measured(max_n: int = 8) -> list[object]:
+    """Members measured but not promised: the default views do not close what they find
+    (``case``: upper/lower case kept; ``surface``: apostrophe variants as written, e.g.
+    "Şırnak’ 7" and "Şırnak 7" are other phrases for grep but one for every view)."""
+    return [CaseAdversary(max_n), SurfaceAdversary(max_n)]

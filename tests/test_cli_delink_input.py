@@ -46,7 +46,8 @@ def test_duplicate_ids_empty_input_and_nulls(index_dir: Path, tmp_path: Path) ->
     nulls = tmp_path / "n.json"
     nulls.write_text(json.dumps({docs[0]["id"]: docs[0]["text"], "missing-1": None}))
     res = run(index_dir, str(nulls), "-o", str(tmp_path / "n.jsonl"))
-    assert res.exit_code == 0, res.output
+    # 3: written and phrase-clean, but the audit ranks the known source first
+    assert res.exit_code == 3, res.output
     assert "1 null texts" in res.output and "'missing-1'" in res.output
     assert len((tmp_path / "n.jsonl").read_text().splitlines()) == 1
 
@@ -84,8 +85,10 @@ def test_a_malformed_record_keeps_the_finished_ones_for_resume(
     # fixed input, resumed: the first document is reused, not delinked again
     inp.write_text(json.dumps(docs[0]) + "\n" + json.dumps(docs[1]) + "\n")
     res = run(index_dir, str(inp), "-o", str(out), "--resume")
-    assert res.exit_code == 0, res.output
+    # 3: the known sources are ranked first, the reused document's counted as well
+    assert res.exit_code == 3, res.output
     assert "1 documents reused" in res.output
+    assert "source ranked first for 2 of 2 documents with a known source" in res.output
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in got] == [docs[0]["id"], docs[1]["id"]]
     assert got[0] == kept[0]

@@ -691,7 +691,7 @@ def test_part_of_removed_pii_does_not_come_back(
     assert not {"smith", "john"} & set(words) and "srnith" not in words  # (folded "smith")
     llm = [a for a in rec["audit"] if a["pass_no"] == 1 and a["method"] != "generalised"]
     assert llm and all(a["method"] == "redacted" for a in llm)
-    assert {a["reason"] for a in llm} <= {
-        "reintroduces part of redacted PII",
-        "reintroduces redacted PII",
-    }
+    reasons = {a["reason"] for a in llm}
+    pii_reasons = {"reintroduces part of redacted PII", "reintroduces redacted PII"}
+    # a reply that also holds the span's own words is refused for that first
+    assert reasons & pii_reasons and reasons <= pii_reasons | {"repeats the span"}

@@ -35,7 +35,8 @@ def engine() -> Iterator[EmbeddedRewriter]:
 
 def short_doc(sample_deid) -> str:  # type: ignore[no-untyped-def]
     text = sample_deid[0][1]
-    return text[: text.index(".", 450) + 1]
+    # long enough that some span is left to the LLM after the deterministic generalisations
+    return text[: text.index(".", 1200) + 1]
 
 
 def check_result(index: NgramIndex, res) -> None:  # type: ignore[no-untyped-def]
@@ -46,7 +47,7 @@ def check_result(index: NgramIndex, res) -> None:  # type: ignore[no-untyped-def
     first = res.first_report
     assert first is not None and first.linkable
     for a in rec["audit"]:
-        assert a["method"] in ("llm", "redacted")
+        assert a["method"] in ("llm", "generalised", "redacted")
         assert a["replacement"] and a["original"]
     assert rec["llm_calls"] >= 1
 
