@@ -53,7 +53,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
@@ -188,6 +188,8 @@ def protect_containment(
     max_rounds: int = 200,
     marks: Sequence[tuple[int, int, str]] = (),
     also: Sequence[ContainmentAttack] | None = None,
+    editor: Any = None,
+    rewrite_rounds: int = 3,
 ) -> ProtectOutcome:
     """Edit a linkage-free ``text`` until ``attack`` no longer ranks ``group`` first.
 
@@ -200,7 +202,10 @@ def protect_containment(
         max_rounds: bound on attack rounds.
         marks: the pipeline's edit marks, carried along.
         also: further attacks (same index) that must not rank the source first either;
-            default: one *sensitive* variant of ``attack`` (see :func:`sensitive`).
+            default: the other :func:`variants` of ``attack``.
+        editor: proposes rewrites of the cut words (:class:`.editor.LoopEditor`;
+            default: redaction), asked in the first ``rewrite_rounds`` rounds.
+        rewrite_rounds: rounds in which the editor is asked; later rounds redact.
 
     Returns:
         The protected text and what was changed; the text is linkage-free.
@@ -227,23 +232,18 @@ def protect_containment(
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
             break
         chosen = [i for i in chosen if i < len(tokens)]
-        edits = [(tokens[i].start, tokens[i].end, REDACTED) for i in chosen]
-        for i in chosen:
-            out.audit.append(
-                AuditEntry(
-                    original=out.text[tokens[i].start : tokens[i].end],
-                    df=0,
-                    arity=0,
-                    ngram="",
-                    replacement=REDACTED,
-                    pass_no=0,
-                    method="redacted",
-                    n_words=1,
-                    reason="containment chain",
-                )
-            )
-        out.words_cut += len(chosen)
-        out.text, out.marks = apply(out.text, _merge(edits), out.marks)
+        from presidio_delink.protect.ranked import edit_spans
+
+        out.text, out.marks, audit, red, rew = edit_spans(
+            out.text,
+            [(tokens[i].start, tokens[i].end) for i in chosen],
+            out.marks,
+            editor if out.rounds <= rewrite_rounds else None,
+            reason="containment chain",
+        )
+        out.audit.extend(audit)
+        out.words_cut += red
+        out.words_rewritten += rew
         _relink(out, index, k, arity, max_n)
     ranking = attack.scores(out.text)
     out.source_rank = rank_of(ranking, group)
@@ -291,10 +291,6 @@ def _cuts(positions: set[int], q: int, need: int) -> list[int]:
         chosen.extend(cut)
         got += b - a
     return sorted(set(chosen))
-
-
-def _merge(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    return sorted(set(edits))
 
 
 def _relink(out: ProtectOutcome, index: NgramIndex, k: int, arity: int, max_n: int | None) -> None:
