@@ -210,3 +210,27 @@ def test_loop_editor_rewrites_through_the_loops_checks(index: NgramIndex) -> Non
     assert any(a.reason in ("ranked term", "containment chain") and a.method == "llm"
                for a in res.audit)
     assert RankedAttack(index).scores(res.text).source_rank(doc_id) != 1
+
+
+def test_variants_share_words_and_score_as_fresh_attacks(index: NgramIndex) -> None:
+    """The protection's variants share one vocabulary and the encoded documents; their
+    scores are those of attacks built alone, also after a vocabulary reset."""
+    from presidio_delink.attacks import containment as cmod
+
+    base = ContainmentAttack(index)
+    vs = variants(base)
+    assert variants(base)[1] is vs[1]  # kept on the attack
+    args = ("k", "seed", "gap", "drift", "min_chain", "candidates", "max_df")
+    texts = [t for _, t in INPUTS[:2]]
+    for v in vs:
+        fresh = ContainmentAttack(index, **{a: getattr(v, a) for a in args})
+        for t in texts:
+            assert v.scores(t) == fresh.scores(t)
+    old = cmod._VOCAB_RESET
+    try:
+        cmod._VOCAB_RESET = 1  # every prepare resets the shared ids
+        for v in vs[:3]:
+            fresh = ContainmentAttack(index, **{a: getattr(v, a) for a in args})
+            assert v.scores(texts[0]) == fresh.scores(texts[0])
+    finally:
+        cmod._VOCAB_RESET = old

@@ -31,7 +31,13 @@ so the margins are chosen neither on the test documents nor against the checking
 Usage::
 
     python benchmarks/ranked/calibrate_protect.py [--tab 40] [--wiki 20] [--rate 0.03]
-        [--json OUT]
+        [--whole-grid 0,0.05,...] [--containment-grid 0,0.1,...] [--json OUT]
+
+Rule: the smallest whole-text margin (grid) at which no member of the family finds more
+than ``--rate`` of the held-in texts by the whole text, then the smallest sentence
+margin at which none finds more by its best sentence, then the smallest containment
+margin at which the containment family finds at most that share.  The default rate, 5 %,
+is the issue's target (6 of 127).
 """
 
 from __future__ import annotations
@@ -224,7 +230,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tab", type=int, default=40, help="TAB train/dev texts (first N)")
     ap.add_argument("--wiki", type=int, default=20, help="Wikipedia texts (first N)")
-    ap.add_argument("--rate", type=float, default=0.03)
+    ap.add_argument("--rate", type=float, default=0.05,
+                    help="most held-in texts (share) one family member may find")
+    ap.add_argument("--whole-grid", type=lambda x: [float(v) for v in x.split(",")],
+                    default=[0.0, 0.05, 0.1, 0.15, 0.2, 0.3])
+    ap.add_argument("--containment-grid", type=lambda x: [float(v) for v in x.split(",")],
+                    default=[0.0, 0.1, 0.25, 0.4])
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     print("load:", _uptime(), flush=True)
@@ -282,29 +293,35 @@ def main() -> int:
         log.append(row)
         return row
 
+    def worst(row: dict[str, object], q: str) -> int:
+        """The most texts one family member finds (whole text or best sentence)."""
+        per = row["per"]
+        assert isinstance(per, dict)
+        return max((v for k, v in per.items() if k.startswith(q + ":")), default=0)
+
     chosen: dict[str, float] = {}
-    sent = 0.0
-    for s in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3):
-        r = run("ranked", ranked_safety=s, sentence_safety=sent)
-        if r["found_whole"] <= limit:  # type: ignore[operator]
+    for s in a.whole_grid:
+        r = run("ranked", ranked_safety=s, sentence_safety=0.0)
+        if worst(r, "whole") <= limit:
             chosen["ranked_safety"] = s
             break
     else:
-        chosen["ranked_safety"] = 0.3
-    for ss in (0.0, 0.05, 0.1, 0.2):
-        r = run("ranked", ranked_safety=chosen["ranked_safety"], sentence_safety=ss)
-        if r["found_sentence"] <= limit:  # type: ignore[operator]
+        chosen["ranked_safety"] = a.whole_grid[-1]
+    for ss in (0.0, 0.05, 0.1):
+        r = r if ss == 0.0 else run(
+            "ranked", ranked_safety=chosen["ranked_safety"], sentence_safety=ss)
+        if worst(r, "sentence") <= limit:
             chosen["sentence_safety"] = ss
             break
     else:
-        chosen["sentence_safety"] = 0.2
-    for cs in (0.0, 0.1, 0.25, 0.4):
+        chosen["sentence_safety"] = 0.1
+    for cs in a.containment_grid:
         r = run("containment", containment_safety=cs)
         if r["found_containment"] <= limit:  # type: ignore[operator]
             chosen["containment_safety"] = cs
             break
     else:
-        chosen["containment_safety"] = 0.4
+        chosen["containment_safety"] = a.containment_grid[-1]
     out = {"chosen": chosen, "rate": a.rate, "texts": {n: len(t) for n, _, t in sets},
            "runs": log, "load": _uptime()}
     print(json.dumps(out, indent=2))

@@ -155,6 +155,9 @@ def variants(attack: ContainmentAttack) -> list[ContainmentAttack]:
     ``max_n`` allows), each with the attack's chaining and the :func:`sensitive` one; and
     one that keeps single seeds (``min_chain = seed``: a bag of shared ``q``-grams, as a
     fingerprint detector that does not chain counts them)."""
+    cached = attack.__dict__.get("_protect_variants")
+    if cached is not None:  # kept on the attack: their document caches serve every text
+        return list(cached)
     out: list[ContainmentAttack] = []
     for q in range(attack.seed, max(attack.seed, min(5, attack.index.max_n)) + 1):
         base = attack
@@ -164,6 +167,9 @@ def variants(attack: ContainmentAttack) -> list[ContainmentAttack]:
             )
         out += [base, sensitive(base)]
     out.append(_like(attack, gap=3 * attack.gap, min_chain=attack.seed))
+    for v in out[1:]:
+        v.share_words(attack)
+    attack.__dict__["_protect_variants"] = tuple(out)
     return out
 
 
