@@ -70,9 +70,13 @@ log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_SAFETY", "ProtectOutcome", "protect_containment", "protect_result"]
 
-#: Relative safety factor (see the module docstring), tuned on TAB so that winnowing
-#: detectors with 3-, 4- and 5-word fingerprints stay at or below 5 % top-1.
-DEFAULT_SAFETY = 0.25
+#: Relative safety factor (see the module docstring).  Chosen on held-in data only
+#: (``benchmarks/ranked/calibrate_protect.py``: 40 TAB train/dev and 20 Wikipedia texts,
+#: a q-gram family of its own, q = 3..6, argmax by shared q-grams or longest run): no
+#: margin of the grid 0-0.4 brought it to 5 % (6, 4, 4 and 5 of 60 found at 0, 0.1, 0.25
+#: and 0.4), so the smallest with the fewest finds.  The margin matters little here; what
+#: is left is found by detectors the variants do not cover.
+DEFAULT_SAFETY = 0.1
 
 
 @dataclass
