@@ -882,6 +882,7 @@ def _finish(
                 n_vocab=len(words),
                 cross=v.cross,
                 work=str(out / _BUILD / "work" / v.name / f"s{i:05d}"),
+                index=i,
             )
             for i, sm in enumerate(shards)
         ]
