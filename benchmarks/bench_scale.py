@@ -10,9 +10,10 @@ Parts (each figure and its baseline measured in the same run):
   --dask-scheduler`` on a 2-worker ``LocalCluster`` (workers read their files), and the
   ``check`` output compared byte for byte with the single-process build's.
 * ``synth``: synthetic collections (``benchmarks/synthetic.py``) of 1e6 / 1e7 (and 1e8
-  with ``--big``) words, one view (``folded``), default shard size: build time per word,
-  peak RSS (main process and worker processes), look-ups per second on held-out N-grams;
-  and 1e7 built with ``workers=1`` and ``workers=2``.
+  with ``--big``) words, one view (``folded``), default shard size, 2 worker processes:
+  build time and CPU time per word, peak RSS of the driver (the main process) and of the
+  worker processes, disk per text byte, look-ups per second on held-out N-grams; with
+  ``--compare-workers`` also 1e7 built with ``workers=1``.
 
 Run: ``python benchmarks/bench_scale.py [--parts tab,dask,synth] [--big] [--json PATH]``.
 """
@@ -126,11 +127,12 @@ def part_dask(work: Path, report: dict[str, object]) -> None:
     print("dask", report["dask"], flush=True)
 
 
-def part_synth(work: Path, report: dict[str, object], big: bool) -> None:
+def part_synth(work: Path, report: dict[str, object], big: bool, compare: bool) -> None:
     rows = {}
     scales = [1_000_000, 10_000_000] + ([100_000_000] if big else [])
-    runs = [(w, 1) for w in scales] + [(10_000_000, 2)]
+    runs = [(w, 2) for w in scales] + ([(10_000_000, 1)] if compare else [])
     for words, workers in runs:
+        load0 = os.getloadavg()[0]
         d = work / f"synth-{words}-{workers}"
         res = bench_index.run_worker(
             "synth",
@@ -147,6 +149,10 @@ def part_synth(work: Path, report: dict[str, object], big: bool) -> None:
         row = {
             "build_us_per_word": round(1e6 * res["build_s"] / res["target_words"], 2),
             "build_s": round(res["build_s"], 1),
+            # CPU of the build (this process and its worker processes), less the generator
+            "build_cpu_s": round(res["cpu_s"] - res["gen_s"], 1),
+            "cpu_us_per_word": round(1e6 * (res["cpu_s"] - res["gen_s"]) / res["target_words"], 2),
+            "load_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
             "peak_rss_gib": round(res["peak_rss"] / 2**30, 2),
             "peak_rss_worker_gib": round(res["peak_rss_worker_processes"] / 2**30, 2),
             "lookups_per_s": round(res["lookups_per_s"] or 0, 1),
@@ -155,13 +161,17 @@ def part_synth(work: Path, report: dict[str, object], big: bool) -> None:
         }
         rows[f"{words:.0e} w{workers}"] = row
         print("synth", words, workers, row, flush=True)
-    one = rows["1e+06 w1"]
-    ten = rows["1e+07 w1"]
-    last = rows.get("1e+08 w1", ten)
+    one = rows["1e+06 w2"]
+    ten = rows["1e+07 w2"]
+    last = rows.get("1e+08 w2", ten)
     rows["lookups_largest_over_1e6"] = round(last["lookups_per_s"] / one["lookups_per_s"], 2)
     rows["build_per_word_largest_over_1e6"] = round(
         last["build_us_per_word"] / one["build_us_per_word"], 2)
-    rows["workers_2_speedup_1e7"] = round(ten["build_s"] / rows["1e+07 w2"]["build_s"], 2)
+    rows["cpu_per_word_largest_over_1e6"] = round(
+        last["cpu_us_per_word"] / one["cpu_us_per_word"], 2)
+    rows["driver_rss_largest_over_1e7"] = round(last["peak_rss_gib"] / ten["peak_rss_gib"], 2)
+    if compare:
+        rows["workers_2_speedup_1e7"] = round(rows["1e+07 w1"]["build_s"] / ten["build_s"], 2)
     report["synth"] = rows
     print("synth", json.dumps(rows, indent=1), flush=True)
 
@@ -170,6 +180,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="tab,dask,synth")
     ap.add_argument("--big", action="store_true", help="also 1e8 words")
+    ap.add_argument("--compare-workers", action="store_true",
+                    help="also 1e7 words on one process (the speed-up of 2 workers)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     base = REPO / "benchmarks" / "_work"
@@ -183,7 +195,7 @@ def main() -> None:
         if "dask" in parts:
             part_dask(work, report)
         if "synth" in parts:
-            part_synth(work, report, args.big)
+            part_synth(work, report, args.big, args.compare_workers)
     finally:
         report["load_after"] = os.getloadavg()
         shutil.rmtree(work, ignore_errors=True)

@@ -137,7 +137,7 @@ def test_truncated_file_is_refused(sample_index: NgramIndex, tmp_path: Path) -> 
 
 def test_flipped_byte_is_refused(sample_index: NgramIndex, tmp_path: Path) -> None:
     out = _copy(sample_index, tmp_path)
-    f = out / "views" / "fine" / "part-00000" / "offsets.bin"
+    f = out / "views" / "fine" / "part-00000" / "df.bin"
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 0xFF
     f.write_bytes(bytes(data))

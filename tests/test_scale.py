@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from presidio_delink import IndexFormatError, NgramIndex
 from presidio_delink.errors import BuildError
-from presidio_delink.index.shard import partition_of
+from presidio_delink.index.shard import PART_FILES, partition_of
 from presidio_delink.linkage import analyze
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -104,7 +104,7 @@ def test_views_built_side_by_side_are_identical(single, tmp_path: Path, monkeypa
     assert all(len(v.parts) == 1 for v in par.views.values())
     assert keys(par) == keys(single)
     for name, view in single.views.items():
-        for f in ("ngrams.marisa", "offsets.bin", "postings.bin"):
+        for f in PART_FILES:
             assert (par.views[name].parts[0].own.directory / f).read_bytes() == (
                 view.parts[0].own.directory / f
             ).read_bytes()

@@ -28,6 +28,7 @@ partitions or of workers: the index answers identically however it was built.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from array import array
@@ -45,7 +46,7 @@ from presidio_delink.index.counting import (
     part_path,
     shard_postings,
 )
-from presidio_delink.index.format import file_record
+from presidio_delink.index.format import file_record, write_private
 from presidio_delink.index.shard import (
     DOC_FILES,
     PART_FILES,
@@ -55,6 +56,7 @@ from presidio_delink.index.shard import (
     smallest_uint,
     trie_ids,
     write_array,
+    write_postings,
 )
 
 log = logging.getLogger(__name__)
@@ -155,19 +157,32 @@ class RawShard:
 
     def write(self, directory: Path) -> dict[str, Any]:
         directory.mkdir(parents=True, mode=0o700)
-        words = {}
         for f in self.folds:
             np.save(directory / f"{f}.tokens.npy", np.frombuffer(self.tokens[f], dtype=np.int32))
             np.save(directory / f"{f}.starts.npy", np.frombuffer(self.doc_starts[f], np.int64))
-            words[f] = list(self.vocab[f])
-        return {"dir": str(directory), "n_docs": self.n_docs, "words": words}
+            # The shard's words go to a file, not back to the driver: across shards they
+            # would grow with the collection there.
+            write_private(
+                directory / f"{f}.words.json",
+                json.dumps(list(self.vocab[f]), ensure_ascii=False).encode("utf-8"),
+            )
+        return {"dir": str(directory), "n_docs": self.n_docs}
+
+
+def raw_words(raw: dict[str, Any], fold: str) -> list[str]:
+    """A raw shard's local vocabulary of one word model (local id = index)."""
+    words: list[str] = json.loads((Path(raw["dir"]) / f"{fold}.words.json").read_bytes())
+    return words
 
 
 def finish_shard(
-    raw: dict[str, Any], fold: str, remap: np.ndarray, n_vocab: int, out: Path
+    raw: dict[str, Any], fold: str, vocab_path: str, n_vocab: int, out: Path
 ) -> dict[str, Any]:
     """Task: a raw shard of one word model in the final vocabulary ids (phase 1 end)."""
     d = Path(raw["dir"])
+    words = raw_words(raw, fold)
+    remap = trie_ids(load_trie(Path(vocab_path)), words) if words else np.empty(0, np.int64)
+    del words
     toks = np.load(d / f"{fold}.tokens.npy").astype(np.int64)
     starts = np.load(d / f"{fold}.starts.npy")
     marks = np.where(toks == -1, n_vocab, n_vocab + 1)
@@ -329,6 +344,7 @@ def write_partition(
     vocab_path: str,
     refs: list[ShardRef],
     out: str,
+    n_docs: int,
     parent: ParentLevels | None = None,
     keep_full: bool = False,
 ) -> dict[str, Any]:
@@ -404,11 +420,9 @@ def write_partition(
     at = np.repeat(start - offsets[:-1], lens)  # peak memory: two index arrays at most
     at += np.arange(len(at), dtype=np.int64)
     postings = docs[at]
-    del docs, at
-    n_docs_max = int(postings.max()) if len(postings) else 0
-    dtypes = {"offsets": smallest_uint(int(offsets[-1])), "postings": smallest_uint(n_docs_max)}
-    write_array(d / "offsets.bin", offsets, dtypes["offsets"])
-    write_array(d / "postings.bin", postings, dtypes["postings"])
+    del docs
+    del at
+    dtypes = write_postings(d, offsets, postings, n_docs)
     return {
         "dtypes": dtypes,
         "n_keys": n_keys,
@@ -437,7 +451,8 @@ def build_view(
     over (see `write_partition`)."""
     levels = count_view(refs, words, max_n, n_docs, n_parts, work, runner)
     return write_phase(
-        refs, words, vocab_path, n_parts, out, work, runner, levels, parent, keep_levels
+        refs, words, vocab_path, n_docs, n_parts, out, work, runner, levels, parent,
+        keep_levels,
     )
 
 
@@ -445,6 +460,7 @@ def write_phase(
     refs: list[ShardRef],
     words: list[str],
     vocab_path: Path,
+    n_docs: int,
     n_parts: int,
     out: Path,
     work: Path,
@@ -460,8 +476,8 @@ def write_phase(
     metas = runner.map(
         write_partition,
         [
-            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"), parent,
-             keep_levels)
+            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"), n_docs,
+             parent, keep_levels)
             for p in range(n_parts)
         ],
     )
@@ -489,8 +505,8 @@ def _write_alone(
 ) -> tuple[list[dict[str, Any]], ParentLevels | None]:
     """Task: :func:`write_phase` of one view, its own tasks run here."""
     return write_phase(
-        job["refs"], job["words"], job["vocab_path"], job["n_parts"], job["out"], job["work"],
-        Runner(), levels, parent, job["keep_levels"],
+        job["refs"], job["words"], job["vocab_path"], job["n_docs"], job["n_parts"], job["out"],
+        job["work"], Runner(), levels, parent, job["keep_levels"],
     )
 
 
@@ -558,11 +574,6 @@ def merge_vocab(raw_words: Iterable[list[str]]) -> list[str]:
     for ws in raw_words:
         seen.update(dict.fromkeys(ws))
     return list(seen)
-
-
-def remap_for(words: list[str], trie: Any) -> np.ndarray:
-    """Local word id -> final (trie) word id."""
-    return trie_ids(trie, words) if words else np.empty(0, dtype=np.int64)
 
 
 def check_doc_id(doc_id: object, seen: set[str]) -> str:

@@ -47,9 +47,18 @@ import numpy as np
 
 from presidio_delink.errors import IndexFormatError
 from presidio_delink.index.format import write_private
+from presidio_delink.index.postings import (
+    BLOCK,
+    DF_ESCAPE,
+    decode_list,
+    decode_values,
+    encode,
+    locate,
+    stored_counts,
+)
 
-PART_FILES = ("ngrams.marisa", "offsets.bin", "postings.bin")
-PART_ARRAYS = ("offsets", "postings")
+PART_FILES = ("ngrams.marisa", "df.bin", "dfbig.bin", "blocks.bin", "postings.bin")
+PART_ARRAYS = ("dfbig",)
 DOC_FILES = ("tokens.bin", "doc_starts.bin")
 DOC_ARRAYS = ("tokens", "doc_starts")
 
@@ -115,24 +124,59 @@ def map_array(path: Path, dtype: str) -> np.ndarray:
 
 
 class Partition:
-    """One partition of a view's key space (read-only; arrays memory-mapped)."""
+    """One partition of a view's key space (read-only; arrays memory-mapped, posting
+    lists decoded when read: :mod:`~presidio_delink.index.postings`)."""
 
     def __init__(self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool):
         self.directory = directory
+        self.n_docs = n_docs
         self.trie = load_trie(directory / "ngrams.marisa")
         try:
-            self.offsets = map_array(directory / "offsets.bin", dtypes["offsets"])
-            self.postings = map_array(directory / "postings.bin", dtypes["postings"])
+            self.df8 = map_array(directory / "df.bin", "<u1")
+            big = map_array(directory / "dfbig.bin", dtypes["dfbig"])
+            self.blocks = map_array(directory / "blocks.bin", "<u8")
+            self.data = map_array(directory / "postings.bin", "<u1")
         except OSError as exc:
             raise IndexFormatError(f"cannot read index partition {directory}: {exc}") from exc
         n_keys = len(self.trie)
-        if len(self.offsets) != n_keys + 1 or (n_keys and int(self.offsets[0]) != 0):
-            raise IndexFormatError(f"{directory}: offsets do not match the {n_keys} keys")
-        if int(self.offsets[-1]) != len(self.postings):
+        if len(self.df8) != n_keys or len(big) % 2:
+            raise IndexFormatError(f"{directory}: document counts do not match the {n_keys} keys")
+        m = len(big) // 2
+        self._big_kid = np.asarray(big[:m], dtype=np.int64)
+        self._big_df = np.asarray(big[m:], dtype=np.int64)
+        n_blocks = -(-n_keys // BLOCK)
+        if len(self.blocks) != n_blocks + 1 or (n_keys and int(self.blocks[0]) != 0):
+            raise IndexFormatError(f"{directory}: posting blocks do not match the {n_keys} keys")
+        if int(self.blocks[-1]) != len(self.data):
             raise IndexFormatError(f"{directory}: postings file is truncated or too long")
-        if verify and len(self.postings) and int(self.postings.max()) >= n_docs:
-            raise IndexFormatError(f"{directory}: a posting points past the document table")
+        if verify:
+            self._verify()
         self._docs: dict[int, tuple[int, ...]] = {}
+
+    def _verify(self) -> None:
+        """Every list decodes to its count of ordinals, all within the document table."""
+        where = self.directory
+        esc = np.flatnonzero(np.asarray(self.df8) == DF_ESCAPE)
+        if not np.array_equal(esc, self._big_kid) or (self._big_df < DF_ESCAPE).any():
+            raise IndexFormatError(f"{where}: the large document counts do not match")
+        if (self._big_df > self.n_docs).any():
+            raise IndexFormatError(f"{where}: a document count exceeds the document table")
+        data = np.asarray(self.data)
+        if len(data) and data[-1] >= 0x80:
+            raise IndexFormatError(f"{where}: postings file is truncated")
+        vals = decode_values(data)
+        cnt = stored_counts(self.dfs_kids(np.arange(self.n_keys)), self.n_docs)
+        if int(cnt.sum()) != len(vals):
+            raise IndexFormatError(f"{where}: postings do not match the document counts")
+        off = np.zeros(self.n_keys + 1, dtype=np.int64)
+        np.cumsum(cnt, out=off[1:])
+        firsts = off[:-1][cnt > 0]
+        docs = np.cumsum(vals + 1) - 1  # delta-decoded across lists, then rebased
+        if len(firsts):
+            base = np.repeat(docs[firsts] - vals[firsts], cnt[cnt > 0])
+            docs = docs - base
+            if int(docs.max()) >= self.n_docs or int(docs.min()) < 0:
+                raise IndexFormatError(f"{where}: a posting points past the document table")
 
     @property
     def n_keys(self) -> int:
@@ -140,11 +184,37 @@ class Partition:
         return len(self.trie)
 
     def df_of(self, kid: int) -> int:
-        return int(self.offsets[kid + 1] - self.offsets[kid])
+        d = int(self.df8[kid])
+        if d == DF_ESCAPE:
+            d = int(self._big_df[np.searchsorted(self._big_kid, kid)])
+        return d
+
+    def dfs_kids(self, kids: np.ndarray) -> np.ndarray:
+        """Document frequencies of many trie ids (int64)."""
+        d = self.df8[kids].astype(np.int64)
+        esc = np.flatnonzero(d == DF_ESCAPE)
+        if len(esc):
+            d[esc] = self._big_df[np.searchsorted(self._big_kid, kids[esc])]
+        return d
 
     def postings_of(self, kid: int) -> np.ndarray:
-        """Global document ordinals of a stored key."""
-        return np.asarray(self.postings[int(self.offsets[kid]) : int(self.offsets[kid + 1])])
+        """Global document ordinals of a stored key (int64, ascending)."""
+        df = self.df_of(kid)
+        if df == 0:
+            return np.empty(0, dtype=np.int64)
+        n = self.n_docs
+        b0 = kid - kid % BLOCK
+        before = (
+            int(stored_counts(self.dfs_kids(np.arange(b0, kid)), n).sum()) if kid > b0 else 0
+        )
+        start = locate(kid, before, self.blocks, self.data)
+        dense = df > n // 2
+        got = decode_list(self.data, start, n - df if dense else df)
+        if not dense:
+            return got
+        mask = np.ones(n, dtype=bool)
+        mask[got] = False
+        return np.flatnonzero(mask)
 
     DOCS_MEMO = 50_000
 
@@ -157,6 +227,20 @@ class Partition:
                 memo.clear()
             got = memo[kid] = tuple(self.postings_of(kid).tolist())
         return got
+
+
+def write_postings(
+    directory: Path, offsets: np.ndarray, postings: np.ndarray, n_docs: int
+) -> dict[str, str]:
+    """A partition's posting files (``offsets``: ``K + 1`` into ``postings``, by trie
+    id); returns their dtypes for meta.json."""
+    df8, big, blocks, data = encode(offsets, postings, n_docs)
+    dtypes = {"dfbig": smallest_uint(int(big.max()) if big.size else 0)}
+    write_array(directory / "df.bin", df8, "<u1")
+    write_array(directory / "dfbig.bin", big.reshape(-1), dtypes["dfbig"])
+    write_array(directory / "blocks.bin", blocks, "<u8")
+    write_array(directory / "postings.bin", data, "<u1")
+    return dtypes
 
 
 MAX_LAYERS = 4
@@ -203,7 +287,7 @@ class Layered:
         """One byte per own entry, 1 for a tombstone (built on first use)."""
         got = self._tomb
         if got is None:
-            got = self._tomb = (np.diff(self.own.offsets) == 0).tobytes()
+            got = self._tomb = (np.asarray(self.own.df8) == 0).tobytes()
         return got
 
     def get(self, key: str) -> int | None:
@@ -284,14 +368,13 @@ class Layered:
         """Document frequencies of many handles, read in one vectorised step per layer."""
         h = np.fromiter(handles, dtype=np.int64, count=len(handles))
         if len(self.layers) == 1:
-            return self.own.offsets[h + 1].astype(np.int64) - self.own.offsets[h]
+            return self.own.dfs_kids(h)
         res = np.empty(len(h), dtype=np.int64)
         layer = h >> LAYER_SHIFT
         for i, part in enumerate(self.layers):
             sel = np.flatnonzero(layer == i)
             if len(sel):
-                kid = h[sel] & KID_MASK
-                res[sel] = part.offsets[kid + 1].astype(np.int64) - part.offsets[kid]
+                res[sel] = part.dfs_kids(h[sel] & KID_MASK)
         return res
 
     def docs_of(self, handle: int) -> tuple[int, ...]:
