@@ -15,7 +15,14 @@ Parts (each figure and its baseline measured in the same run):
   worker processes, disk per text byte, look-ups per second on held-out N-grams; with
   ``--compare-workers`` also 1e7 built with ``workers=1``.
 
-Run: ``python benchmarks/bench_scale.py [--parts tab,dask,synth] [--big] [--json PATH]``.
+* ``tasks`` (not in the default parts): a synthetic build (``--task-words``, default 1e7,
+  shards of ``--task-shard-words``, as many partitions as shards) whose tasks run one by
+  one in this process, each measured alone: wall and CPU time, peak of traced
+  allocations; per kind of task (count, merge, rank per shard or partition, write) and
+  for the largest partition's merge.  The per-partition figures behind the estimate for
+  larger collections.
+
+Run: ``python benchmarks/bench_scale.py [--parts tab,dask,synth,tasks] [--big] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -176,12 +183,93 @@ def part_synth(work: Path, report: dict[str, object], big: bool, compare: bool) 
     print("synth", json.dumps(rows, indent=1), flush=True)
 
 
+class RecordingClient:
+    """A stand-in Dask client that runs each task here, one after another, and records
+    its wall time, CPU time and peak of traced (numpy and Python) allocations (tracing
+    slows the tasks that build strings: their times are upper bounds)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, object]] = []
+
+    def map(self, fn, *iterables, pure=False):  # type: ignore[no-untyped-def]
+        import tracemalloc
+
+        if not tracemalloc.is_tracing():
+            tracemalloc.start()  # from the first task on: tokenising runs untraced
+        out = []
+        for a in zip(*iterables, strict=True):
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            t0, c0 = time.perf_counter(), time.process_time()
+            got = fn(*a)
+            self.rows.append({
+                "task": fn.__name__, "wall_s": time.perf_counter() - t0,
+                "cpu_s": time.process_time() - c0,
+                "peak_mib": (tracemalloc.get_traced_memory()[1] - before) / 2**20,
+                "result": got if isinstance(got, tuple | int) else None,
+            })
+            out.append(got)
+        return out
+
+    def gather(self, results):  # type: ignore[no-untyped-def]
+        return results
+
+
+def part_tasks(work: Path, report: dict[str, object], words: int, shard_words: int) -> None:
+    """Per-task figures (each task run alone here: wall, CPU, traced peak memory) of a
+    synthetic build, folded view: what one shard's and one partition's work costs."""
+    import tracemalloc
+
+    from synthetic import SyntheticCollection
+
+    from presidio_delink import NgramIndex
+
+    coll = SyntheticCollection(words, seed=0)
+    n_parts = max(1, round(words / shard_words))
+    client = RecordingClient()
+    t0 = time.perf_counter()
+    idx = NgramIndex.build(coll.docs(), work / "tasks", max_n=8, shard_words=shard_words,
+                           views=("folded",), n_parts=n_parts, dask_client=client,
+                           progress=False)
+    wall = time.perf_counter() - t0
+    tracemalloc.stop()
+    parts = idx.meta["views"][0]["partitions"]
+    rows: dict[str, object] = {
+        "words": words, "shard_words": shard_words, "doc_shards": len(
+            idx.meta["folds"][0]["doc_shards"]), "partitions": n_parts,
+        "build_wall_s": round(wall, 1),
+        "keys_per_partition_max": max(p["n_keys"] for p in parts),
+        "postings_per_partition_max": max(p["n_postings"] for p in parts),
+    }
+    for task in sorted({str(r["task"]) for r in client.rows}):
+        mine = [r for r in client.rows if r["task"] == task]
+        rows[task] = {
+            "tasks": len(mine),
+            "wall_s_max": round(max(float(r["wall_s"]) for r in mine), 2),  # type: ignore[arg-type]
+            "cpu_s_sum": round(sum(float(r["cpu_s"]) for r in mine), 1),  # type: ignore[arg-type]
+            "peak_mib_max": round(max(float(r["peak_mib"]) for r in mine), 1),  # type: ignore[arg-type]
+        }
+    merges = [r for r in client.rows if r["task"] == "merge_partition"]
+    big = max(merges, key=lambda r: r["result"][0])  # type: ignore[index]
+    rows["largest_merge"] = {
+        "keys": big["result"][0],  # type: ignore[index]
+        "cpu_s": round(float(big["cpu_s"]), 3),  # type: ignore[arg-type]
+        "peak_mib": round(float(big["peak_mib"]), 1),  # type: ignore[arg-type]
+        "bytes_per_key": round(float(big["peak_mib"]) * 2**20 / big["result"][0], 1),  # type: ignore[arg-type, index]
+    }
+    report["tasks"] = rows
+    shutil.rmtree(work / "tasks", ignore_errors=True)
+    print("tasks", json.dumps(rows, indent=1), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="tab,dask,synth")
     ap.add_argument("--big", action="store_true", help="also 1e8 words")
     ap.add_argument("--compare-workers", action="store_true",
                     help="also 1e7 words on one process (the speed-up of 2 workers)")
+    ap.add_argument("--task-words", type=float, default=1e7)
+    ap.add_argument("--task-shard-words", type=float, default=2.5e6)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     base = REPO / "benchmarks" / "_work"
@@ -194,6 +282,8 @@ def main() -> None:
             part_tab(work, report)
         if "dask" in parts:
             part_dask(work, report)
+        if "tasks" in parts:
+            part_tasks(work, report, int(args.task_words), int(args.task_shard_words))
         if "synth" in parts:
             part_synth(work, report, args.big, args.compare_workers)
     finally:

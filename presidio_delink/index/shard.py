@@ -20,14 +20,24 @@ the detector:
   proper sub-N-grams have ``df >= k >= 2``;
 * every N-gram with ``df >= 2`` whose sub-N-grams all have ``df >= 2`` is stored.
 
+**Which postings exist.**  Every stored key keeps its whole posting list (format 4 codes
+it compactly, as its complement when the key is in more than half the documents; see
+:mod:`~presidio_delink.index.postings`).  No list is replaced by a bare count, however
+frequent the key: a combination of two or three frequent N-grams can still be held by
+fewer than ``k`` documents (two N-grams each in half the collection may share one
+document), so the arity-2 and arity-3 checks, the group mapping, the containment attack
+and ``index lookup`` need the lists of frequent keys too.  Only a key in all ``N``
+documents could do without (its complement is empty), and its list costs no byte.
+
 Files (little-endian; integer widths are the smallest that fit, recorded in meta.json):
 
 ``views/V/part-NNNNN/``  ``ngrams.marisa`` keys (words joined by one space) whose first
-                         word falls in this partition; ``offsets.bin`` (``K + 1``
-                         offsets into postings, by trie key id); ``postings.bin`` (global
-                         document ordinals, sorted within each key)
+                         word falls in this partition; by trie key id, ``df.bin`` (one
+                         byte each, 255: see ``dfbig.bin``), ``blocks.bin`` and
+                         ``postings.bin`` (global document ordinals, delta and
+                         variable-byte coded; see ``index/postings.py``)
                          A view stored over another (:class:`Layered`) holds only
-                         its differences, and tombstones (keys without postings)
+                         its differences, and tombstones (keys with df 0)
 ``folds/F/vocab.marisa``  the words of word model F (ids = trie ids)
 ``folds/F/docs-NNNNN/``  ``tokens.bin``: a range of documents as word ids, ``V`` closing
                          a segment at a placeholder or the end, ``V + 1`` at punctuation
@@ -197,24 +207,59 @@ class Partition:
             d[esc] = self._big_df[np.searchsorted(self._big_kid, kids[esc])]
         return d
 
-    def postings_of(self, kid: int) -> np.ndarray:
-        """Global document ordinals of a stored key (int64, ascending)."""
+    SMALL = 256  # values to skip and read below which Python beats numpy's call overhead
+
+    def _list(self, kid: int) -> list[int] | np.ndarray:
+        """The ordinals of a stored key: a list for a short one (most keys: read in
+        Python, a few microseconds), else an int64 array."""
         df = self.df_of(kid)
         if df == 0:
-            return np.empty(0, dtype=np.int64)
+            return []
         n = self.n_docs
         b0 = kid - kid % BLOCK
-        before = (
-            int(stored_counts(self.dfs_kids(np.arange(b0, kid)), n).sum()) if kid > b0 else 0
-        )
-        start = locate(kid, before, self.blocks, self.data)
+        before = 0
+        if kid > b0:
+            head = self.df8[b0:kid].tobytes()
+            if n >= 2 * DF_ESCAPE and DF_ESCAPE not in head:
+                before = sum(head)  # no escape, no complement: the bytes are the counts
+            else:
+                before = int(stored_counts(self.dfs_kids(np.arange(b0, kid)), n).sum())
         dense = df > n // 2
-        got = decode_list(self.data, start, n - df if dense else df)
+        cnt = n - df if dense else df
+        if before + cnt <= self.SMALL and not dense:
+            lo = int(self.blocks[kid // BLOCK])
+            raw = self.data[lo : lo + 10 * (before + cnt)].tobytes()
+            i = 0
+            while before:
+                if raw[i] < 0x80:
+                    before -= 1
+                i += 1
+            out: list[int] = []
+            v = shift = 0
+            doc = -1
+            for byte in raw[i:]:
+                v |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    doc += v + 1
+                    out.append(doc)
+                    if len(out) == cnt:
+                        break
+                    v = shift = 0
+                else:
+                    shift += 7
+            return out
+        start = locate(kid, before, self.blocks, self.data)
+        got = decode_list(self.data, start, cnt)
         if not dense:
             return got
         mask = np.ones(n, dtype=bool)
         mask[got] = False
         return np.flatnonzero(mask)
+
+    def postings_of(self, kid: int) -> np.ndarray:
+        """Global document ordinals of a stored key (int64, ascending)."""
+        got = self._list(kid)
+        return np.array(got, dtype=np.int64) if isinstance(got, list) else got
 
     DOCS_MEMO = 50_000
 
@@ -225,7 +270,8 @@ class Partition:
         if got is None:
             if len(memo) >= self.DOCS_MEMO:
                 memo.clear()
-            got = memo[kid] = tuple(self.postings_of(kid).tolist())
+            lst = self._list(kid)
+            got = memo[kid] = tuple(lst if isinstance(lst, list) else lst.tolist())
         return got
 
 
