@@ -72,5 +72,11 @@ def test_a_corrupt_posting_is_refused(tmp_path: Path) -> None:
     data = bytearray((part.directory / "postings.bin").read_bytes())
     data[-1] = 0x7F  # the last list's gap now points past the 10 documents
     (part.directory / "postings.bin").write_bytes(bytes(data))
+    again = Partition(part.directory, {"dfbig": "<u2"}, 10, verify=True)
+    assert again.postings_of(0).tolist() == [1, 2, 3]
     with pytest.raises(IndexFormatError, match="past the document table"):
+        again.postings_of(1)
+    data[-1] = 0x80  # a value cut short
+    (part.directory / "postings.bin").write_bytes(bytes(data))
+    with pytest.raises(IndexFormatError, match="truncated"):
         Partition(part.directory, {"dfbig": "<u2"}, 10, verify=True)

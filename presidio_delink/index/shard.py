@@ -61,7 +61,6 @@ from presidio_delink.index.postings import (
     BLOCK,
     DF_ESCAPE,
     decode_list,
-    decode_values,
     encode,
     locate,
     stored_counts,
@@ -133,6 +132,9 @@ def map_array(path: Path, dtype: str) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r").view(np.ndarray)
 
 
+_HIGH = bytes(range(0x80, 0x100))  # the bytes that do not end a value
+
+
 class Partition:
     """One partition of a view's key space (read-only; arrays memory-mapped, posting
     lists decoded when read: :mod:`~presidio_delink.index.postings`)."""
@@ -164,7 +166,8 @@ class Partition:
         self._docs: dict[int, tuple[int, ...]] = {}
 
     def _verify(self) -> None:
-        """Every list decodes to its count of ordinals, all within the document table."""
+        """The lists hold as many values as the document counts say (one pass over the
+        bytes; each list's ordinals are checked against the document table when read)."""
         where = self.directory
         esc = np.flatnonzero(np.asarray(self.df8) == DF_ESCAPE)
         if not np.array_equal(esc, self._big_kid) or (self._big_df < DF_ESCAPE).any():
@@ -174,19 +177,12 @@ class Partition:
         data = np.asarray(self.data)
         if len(data) and data[-1] >= 0x80:
             raise IndexFormatError(f"{where}: postings file is truncated")
-        vals = decode_values(data)
         cnt = stored_counts(self.dfs_kids(np.arange(self.n_keys)), self.n_docs)
-        if int(cnt.sum()) != len(vals):
+        if int(cnt.sum()) != int(np.count_nonzero(data < 0x80)):
             raise IndexFormatError(f"{where}: postings do not match the document counts")
-        off = np.zeros(self.n_keys + 1, dtype=np.int64)
-        np.cumsum(cnt, out=off[1:])
-        firsts = off[:-1][cnt > 0]
-        docs = np.cumsum(vals + 1) - 1  # delta-decoded across lists, then rebased
-        if len(firsts):
-            base = np.repeat(docs[firsts] - vals[firsts], cnt[cnt > 0])
-            docs = docs - base
-            if int(docs.max()) >= self.n_docs or int(docs.min()) < 0:
-                raise IndexFormatError(f"{where}: a posting points past the document table")
+
+    def _past(self) -> IndexFormatError:
+        return IndexFormatError(f"{self.directory}: a posting points past the document table")
 
     @property
     def n_keys(self) -> int:
@@ -229,11 +225,19 @@ class Partition:
         if before + cnt <= self.SMALL and not dense:
             lo = int(self.blocks[kid // BLOCK])
             raw = self.data[lo : lo + 10 * (before + cnt)].tobytes()
-            i = 0
+            # Skip ``before`` values: grow a prefix by its shortfall of value ends
+            # (counted in C by deleting the other bytes) until it holds them all, then
+            # step back to just after the last one.
+            i = before
             while before:
-                if raw[i] < 0x80:
-                    before -= 1
-                i += 1
+                c = len(raw[:i].translate(None, _HIGH))
+                if c == before:
+                    while raw[i - 1] >= 0x80:
+                        i -= 1
+                    break
+                if i > len(raw):
+                    raise self._past()
+                i += before - c
             out: list[int] = []
             v = shift = 0
             doc = -1
@@ -247,9 +251,13 @@ class Partition:
                     v = shift = 0
                 else:
                     shift += 7
+            if doc >= n or len(out) != cnt:
+                raise self._past()
             return out
         start = locate(kid, before, self.blocks, self.data)
         got = decode_list(self.data, start, cnt)
+        if len(got) != cnt or (cnt and int(got[-1]) >= n):
+            raise self._past()
         if not dense:
             return got
         mask = np.ones(n, dtype=bool)
