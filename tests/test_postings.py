@@ -80,3 +80,18 @@ def test_a_corrupt_posting_is_refused(tmp_path: Path) -> None:
     (part.directory / "postings.bin").write_bytes(bytes(data))
     with pytest.raises(IndexFormatError, match="truncated"):
         Partition(part.directory, {"dfbig": "<u2"}, 10, verify=True)
+
+
+def test_lists_coded_in_runs_decode_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import presidio_delink.index.postings as codec
+
+    rng = np.random.default_rng(3)
+    n_docs = 1000
+    lists = [np.flatnonzero(rng.random(n_docs) < p).tolist()
+             for p in rng.choice([0.0, 0.002, 0.05, 0.6, 0.99], size=3 * BLOCK)]
+    whole = _write(tmp_path / "whole", lists, n_docs)
+    monkeypatch.setattr(codec, "CHUNK", 7)  # runs of about 7 postings (a long list alone)
+    runs = _write(tmp_path / "runs", lists, n_docs)
+    for f in ("df.bin", "dfbig.bin", "blocks.bin", "postings.bin"):
+        assert (runs.directory / f).read_bytes() == (whole.directory / f).read_bytes()
+    assert [runs.postings_of(i).tolist() for i in range(len(lists))] == lists

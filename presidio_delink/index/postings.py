@@ -75,12 +75,41 @@ def decode_values(data: np.ndarray) -> np.ndarray:
     return np.add.reduceat(part, starts)
 
 
+CHUNK = 1 << 22  # postings coded at a time: bounds the coder's memory (a few copies)
+
+
 def encode(
     offsets: np.ndarray, postings: np.ndarray, n_docs: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(df8, dfbig, blocks, data)`` of posting lists given as ``offsets`` (``K + 1``)
-    into sorted, per-key-ascending ``postings``; ``dfbig`` is a ``(2, m)`` array."""
-    off = offsets.astype(np.int64)
+    into sorted, per-key-ascending ``postings``; ``dfbig`` is a ``(2, m)`` array.  Keys
+    are coded in runs of about :data:`CHUNK` postings."""
+    off = np.asarray(offsets, dtype=np.int64)
+    df = np.diff(off)
+    n_keys = len(df)
+    key_bytes = np.zeros(n_keys + 1, dtype=np.int64)
+    pieces: list[np.ndarray] = []
+    lo = 0
+    while lo < n_keys:
+        hi = int(np.searchsorted(off, off[lo] + CHUNK, side="right")) - 1
+        hi = min(max(hi, lo + 1), n_keys)
+        o = off[lo : hi + 1]
+        data, per_key = _encode_run(o - o[0], postings[int(o[0]) : int(o[-1])], n_docs)
+        pieces.append(data)
+        key_bytes[lo + 1 : hi + 1] = per_key
+        lo = hi
+    np.cumsum(key_bytes, out=key_bytes)
+    blocks = np.append(key_bytes[:-1][::BLOCK], key_bytes[-1]).astype(np.uint64)
+    big = np.flatnonzero(df >= DF_ESCAPE)
+    df8 = np.minimum(df, DF_ESCAPE).astype(np.uint8)
+    data = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint8)
+    return df8, np.stack([big, df[big]]), blocks, data
+
+
+def _encode_run(
+    off: np.ndarray, postings: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes of a run of keys' lists and each key's byte count."""
     df = np.diff(off)
     n_keys = len(df)
     post = postings.astype(np.int64)
@@ -105,16 +134,13 @@ def encode(
         vals[1:] -= post[:-1] + 1
         firsts = off[:-1][cnt > 0]
         vals[firsts] = post[firsts]
+    del post
     data, nb = _varint(vals)
-    key_bytes = np.zeros(n_keys + 1, dtype=np.int64)
+    per_key = np.zeros(n_keys, dtype=np.int64)
     if len(nb):
         owner = np.repeat(np.arange(n_keys), cnt)
-        np.cumsum(np.bincount(owner, weights=nb, minlength=n_keys).astype(np.int64),
-                  out=key_bytes[1:])
-    blocks = np.append(key_bytes[:-1][::BLOCK], key_bytes[-1]).astype(np.uint64)
-    big = np.flatnonzero(df >= DF_ESCAPE)
-    df8 = np.minimum(df, DF_ESCAPE).astype(np.uint8)
-    return df8, np.stack([big, df[big]]), blocks, data
+        per_key = np.bincount(owner, weights=nb, minlength=n_keys).astype(np.int64)
+    return data, per_key
 
 
 def locate(kid: int, counts_before: int, blocks: np.ndarray, data: np.ndarray) -> int:
