@@ -294,6 +294,13 @@ def worker_synth(p: dict[str, Any]) -> dict[str, Any]:
     out = Path(p["dir"])
     gc.collect()
     rss0 = proc_status()["VmRSS"]
+
+    def cpu() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    cpu0 = cpu()
     t0 = time.perf_counter()
     idx = NgramIndex.build(
         timed_docs(),
@@ -305,6 +312,7 @@ def worker_synth(p: dict[str, Any]) -> dict[str, Any]:
         workers=int(p.get("workers", 1)),
     )
     wall_s = time.perf_counter() - t0
+    cpu_s = cpu() - cpu0  # worker processes count once they have exited (the build's end)
     peak_build = peak_rss()
     peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     st = idx.stats()
@@ -336,6 +344,7 @@ def worker_synth(p: dict[str, Any]) -> dict[str, Any]:
         "gen_s": gen["s"],
         "wall_s": wall_s,
         "build_s": build_s,
+        "cpu_s": cpu_s,
         "rss_before_build": rss0,
         "peak_rss": peak_build,
         "peak_rss_worker_processes": peak_children,

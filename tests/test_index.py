@@ -137,7 +137,7 @@ def test_truncated_file_is_refused(sample_index: NgramIndex, tmp_path: Path) -> 
 
 def test_flipped_byte_is_refused(sample_index: NgramIndex, tmp_path: Path) -> None:
     out = _copy(sample_index, tmp_path)
-    f = out / "views" / "fine" / "part-00000" / "offsets.bin"
+    f = out / "views" / "fine" / "part-00000" / "df.bin"
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 0xFF
     f.write_bytes(bytes(data))
@@ -290,3 +290,14 @@ def test_views_stored_over_others_equal_views_stored_alone(tmp_path_factory, doc
         ]
         for below in (2, 3):
             assert a.prefix_dfs_many(queries, below) == b.prefix_dfs_many(queries, below), name
+
+
+def test_an_index_of_format_3_asks_for_a_rebuild(sample_index: NgramIndex, tmp_path: Path) -> None:
+    # Format 4 changed the posting files (delta + variable-byte coded): a format-3 index
+    # (offsets.bin, fixed-width postings.bin) is refused before any file is read.
+    out = _copy(sample_index, tmp_path)
+    meta = json.loads((out / "meta.json").read_text())
+    meta["format_version"] = 3
+    resign(out, meta)
+    with pytest.raises(IndexFormatError, match="version 3; .*reads version 4: rebuild the index"):
+        NgramIndex.load(out)

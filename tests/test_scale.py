@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from presidio_delink import IndexFormatError, NgramIndex
 from presidio_delink.errors import BuildError
+from presidio_delink.index.shard import PART_FILES, partition_of
 from presidio_delink.linkage import analyze
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -103,7 +104,7 @@ def test_views_built_side_by_side_are_identical(single, tmp_path: Path, monkeypa
     assert all(len(v.parts) == 1 for v in par.views.values())
     assert keys(par) == keys(single)
     for name, view in single.views.items():
-        for f in ("ngrams.marisa", "offsets.bin", "postings.bin"):
+        for f in PART_FILES:
             assert (par.views[name].parts[0].own.directory / f).read_bytes() == (
                 view.parts[0].own.directory / f
             ).read_bytes()
@@ -157,3 +158,61 @@ def test_a_dying_worker_fails_the_build_and_leaves_nothing(tmp_path: Path, die_a
     assert not out.exists()
     with pytest.raises(IndexFormatError):
         NgramIndex.load(out)
+
+
+def _apriori(segments_per_doc: list[list[list[str]]], max_n: int) -> dict[str, dict[int, None]]:
+    """Brute force: every N-gram's documents, then the apriori-stored ones (every word;
+    a longer N-gram when its two (n-1)-grams are stored and in two or more documents)."""
+    occ: dict[tuple[str, ...], dict[int, None]] = {}
+    for d, segs in enumerate(segments_per_doc):
+        for seg in segs:
+            for i in range(len(seg)):
+                for n in range(1, max_n + 1):
+                    if i + n <= len(seg):
+                        occ.setdefault(tuple(seg[i:i + n]), {})[d] = None
+    stored: dict[str, dict[int, None]] = {}
+    for g in sorted(occ, key=len):
+        if len(g) == 1 or all(
+            " ".join(s) in stored and len(stored[" ".join(s)]) >= 2 for s in (g[:-1], g[1:])
+        ):
+            stored[" ".join(g)] = occ[g]
+    return stored
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(text_st, min_size=1, max_size=10), shard_words=st.integers(1, 15),
+       n_parts=st.integers(1, 7))
+def test_partitioned_merge_counts_exactly(tmp_path_factory, docs, shard_words, n_parts) -> None:  # type: ignore[no-untyped-def]
+    # Each partition's keys are merged on their own (a task per partition, every shard's
+    # codes of that partition): the keys and postings are those of a brute-force count.
+    coll = [(f"d{i}", t) for i, t in enumerate(docs)]
+    idx = NgramIndex.build(coll, tmp_path_factory.mktemp("m") / "i", max_n=4,
+                           shard_words=shard_words, n_parts=n_parts,
+                           views=["folded", "folded-cross"])
+    for name, v in idx.views.items():
+        want = _apriori([v.tokenizer.word_segments(t) for t in docs], 4)
+        got = {k: v.lookup(k.split(" ")).tolist() for k, _ in v.iter_keys()}
+        assert got == {k: sorted(d) for k, d in want.items()}, name
+        if v.parts[0].parent is not None:
+            continue  # stored over another view: its partitions hold differences only
+        assert [p.own.n_keys for p in v.parts] == [
+            sum(1 for k in want if partition_of(k.split(" ")[0], len(v.parts)) == p)
+            for p in range(len(v.parts))
+        ]
+
+
+@pytest.mark.parametrize("task", ["count_shard", "merge_partition", "rank_shard"])
+def test_a_worker_dying_mid_merge_fails_the_build(tmp_path: Path, task: str) -> None:
+    class Dies(_DyingClient):
+        def map(self, fn, *iterables, pure=False):  # type: ignore[no-untyped-def]
+            if fn.__name__ == task and self.calls >= 1:
+                raise RuntimeError("KilledWorker: worker tcp://127.0.0.1:1 died")
+            self.calls += fn.__name__ == task
+            return [fn(*a) for a in zip(*iterables, strict=True)]
+
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in _samples()[:8]))
+    out = tmp_path / "i"
+    with pytest.raises(BuildError, match=f"failed.*{task}|{task}.*failed"):
+        NgramIndex.build_files([src], out, dask_client=Dies(0), shard_words=500, n_parts=3)
+    assert not out.exists()

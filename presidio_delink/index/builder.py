@@ -9,21 +9,17 @@ same code runs in this process, on a process pool (``workers``) or on a Dask clu
    shard is written out.  Then the vocabularies are merged (a marisa-trie per word model;
    word id = trie id) and each raw shard is rewritten in those ids: the document ranges
    kept in the index (``folds/F/docs-NNNNN``).
-2. **Count** (per view, level by level, with *global* counts).  Level 1 counts words.
-   Level ``n`` looks only at positions where both ``(n-1)``-grams (prefix and suffix) are
-   stored and occur in at least two documents *of the whole collection*.  Per shard a task
-   computes the candidate codes ``(prefix key id, last word)`` and their (code, document)
-   pairs; the driver merges the sorted code sets into the level's global key ids and
-   document frequencies; a second task per shard gives each position its key id and
-   writes the postings bucketed by partition.  Memory: one shard's arrays per task, plus
-   the driver's per-level arrays (codes and counts of the distinct candidates).
+2. **Count** (per view, level by level, with *global* counts): tasks per shard and per
+   partition of the key space, the merge of each partition on a worker
+   (:mod:`~presidio_delink.index.counting`).  Memory: one shard's or one partition's
+   arrays per task; this process holds the vocabulary and a few integers per partition.
 3. **Write** (per partition): the keys whose first word falls in it, their postings
    (global document ordinals) and offsets, ordered by trie id.  A view stored over
    another (:data:`STORED_OVER`) keeps only its differences from that view's same
    partition, written before it (see :class:`~presidio_delink.index.shard.Layered`).
    The two are compared as integers: a key's id in the other view follows level by
-   level from its words' ids there (:func:`level_maps`; a key is the same string exactly
-   when its words are), and the other view leaves its whole posting lists in its levels
+   level from its words' ids there (:func:`_match_parent`; a key is the same string
+   exactly when its words are), and the other view leaves its whole posting lists in its levels
    folder; only the keys kept and the tombstones are ever spelled out as strings.
 
 Stored keys and document frequencies do not depend on the shard size, the number of
@@ -32,6 +28,7 @@ partitions or of workers: the index answers identically however it was built.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from array import array
@@ -43,17 +40,23 @@ from typing import Any
 import numpy as np
 
 from presidio_delink.errors import BuildError, DelinkError, InputError
-from presidio_delink.index.format import file_record
+from presidio_delink.index.counting import (
+    ShardRef,
+    count_view,
+    part_path,
+    shard_postings,
+)
+from presidio_delink.index.format import file_record, write_private
 from presidio_delink.index.shard import (
     DOC_FILES,
     PART_FILES,
     id_words,
     load_trie,
-    partition_of,
     save_trie,
     smallest_uint,
     trie_ids,
     write_array,
+    write_postings,
 )
 
 log = logging.getLogger(__name__)
@@ -154,19 +157,32 @@ class RawShard:
 
     def write(self, directory: Path) -> dict[str, Any]:
         directory.mkdir(parents=True, mode=0o700)
-        words = {}
         for f in self.folds:
             np.save(directory / f"{f}.tokens.npy", np.frombuffer(self.tokens[f], dtype=np.int32))
             np.save(directory / f"{f}.starts.npy", np.frombuffer(self.doc_starts[f], np.int64))
-            words[f] = list(self.vocab[f])
-        return {"dir": str(directory), "n_docs": self.n_docs, "words": words}
+            # The shard's words go to a file, not back to the driver: across shards they
+            # would grow with the collection there.
+            write_private(
+                directory / f"{f}.words.json",
+                json.dumps(list(self.vocab[f]), ensure_ascii=False).encode("utf-8"),
+            )
+        return {"dir": str(directory), "n_docs": self.n_docs}
+
+
+def raw_words(raw: dict[str, Any], fold: str) -> list[str]:
+    """A raw shard's local vocabulary of one word model (local id = index)."""
+    words: list[str] = json.loads((Path(raw["dir"]) / f"{fold}.words.json").read_bytes())
+    return words
 
 
 def finish_shard(
-    raw: dict[str, Any], fold: str, remap: np.ndarray, n_vocab: int, out: Path
+    raw: dict[str, Any], fold: str, vocab_path: str, n_vocab: int, out: Path
 ) -> dict[str, Any]:
     """Task: a raw shard of one word model in the final vocabulary ids (phase 1 end)."""
     d = Path(raw["dir"])
+    words = raw_words(raw, fold)
+    remap = trie_ids(load_trie(Path(vocab_path)), words) if words else np.empty(0, np.int64)
+    del words
     toks = np.load(d / f"{fold}.tokens.npy").astype(np.int64)
     starts = np.load(d / f"{fold}.starts.npy")
     marks = np.where(toks == -1, n_vocab, n_vocab + 1)
@@ -180,217 +196,6 @@ def finish_shard(
         "dtypes": dtypes,
         "files": {f: file_record(out / f) for f in DOC_FILES},
     }
-
-
-# -- phase 2: global level-wise counting ------------------------------------------------------
-def _fresh(v: np.ndarray) -> np.ndarray:
-    """For a sorted array: True where a value differs from the one before (the first of
-    each run)."""
-    keep = np.ones(len(v), dtype=bool)
-    np.not_equal(v[1:], v[:-1], out=keep[1:])
-    return keep
-
-
-def _unique(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values of an int64 array (a sort and a diff: numpy's hash-based
-    ``unique`` is several times slower on these arrays)."""
-    if len(values) == 0:
-        return values.astype(np.int64)
-    v = np.sort(values)
-    return v[_fresh(v)]
-
-
-@dataclass(frozen=True)
-class ShardRef:
-    """What a counting task needs to read one document range of a word model."""
-
-    directory: str
-    dtypes: dict[str, str]
-    doc_base: int
-    n_vocab: int
-    cross: bool
-    work: str  # this shard's scratch folder for the view
-
-
-_LOADED: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-
-def _load(ref: ShardRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Word ids (``-1`` closing a segment, in the view's break mode), each position's
-    global document ordinal, and the words left in its segment.  The last shard loaded
-    is kept: a task of the next level (in this process) usually reads the same one."""
-    key = (ref.directory, ref.cross)
-    got = _LOADED.get(key)
-    if got is None:
-        got = _read(ref)
-        _LOADED.clear()
-        _LOADED[key] = got
-    return got
-
-
-def _read(ref: ShardRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    d = Path(ref.directory)
-    toks = np.fromfile(d / "tokens.bin", dtype=ref.dtypes["tokens"]).astype(np.int64)
-    starts = np.fromfile(d / "doc_starts.bin", dtype=ref.dtypes["doc_starts"]).astype(np.int64)
-    v = ref.n_vocab
-    doc_local = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
-    if ref.cross:
-        keep = toks != v + 1
-        toks, doc_local = toks[keep], doc_local[keep]
-    toks = np.where(toks >= v, -1, toks)
-    length = len(toks)
-    seps = np.flatnonzero(toks < 0)
-    if length and len(seps) and seps[-1] == length - 1:
-        nxt = seps[np.searchsorted(seps, np.arange(length), side="left")]
-        rem = nxt - np.arange(length)
-    else:
-        rem = np.zeros(length, dtype=np.int64)
-    return toks, doc_local + ref.doc_base, rem
-
-
-def _level_path(ref: ShardRef, n: int, what: str) -> Path:
-    return Path(ref.work) / f"l{n}.{what}.npy"
-
-
-def count_shard(ref: ShardRef, n: int, df_path: str | None, n_docs: int) -> str:
-    """Task, level ``n``: the shard's candidate codes and their distinct (code, document)
-    pairs; returns the path of its sorted distinct codes."""
-    toks, doc_of, rem = _load(ref)
-    v = ref.n_vocab
-    if n == 1:
-        cand = np.flatnonzero(toks >= 0)
-        codes = toks[cand]
-    else:
-        rank = np.load(_level_path(ref, n - 1, "rank"))
-        df_prev = np.load(str(df_path), mmap_mode="r")
-        good = np.zeros(len(toks) + 1, dtype=bool)
-        ok = np.flatnonzero(rank >= 0)
-        good[ok] = np.asarray(df_prev[rank[ok]]) >= 2
-        cand = np.flatnonzero(good[:-1] & good[1:] & (rem >= n)) if len(toks) else ok[:0]
-        codes = rank[cand] * v + toks[cand + n - 1]
-    # One sort of the (code, document) pairs gives the distinct pairs, the distinct codes
-    # and, through its permutation, each candidate position's distinct code ("inv").
-    keyed = codes * n_docs + doc_of[cand]
-    del codes
-    order = np.argsort(keyed)
-    keyed = keyed[order]
-    pairs = keyed[_fresh(keyed)]
-    sorted_code = keyed // n_docs
-    del keyed
-    inv = np.empty(len(order), dtype=np.int64)
-    inv[order] = np.cumsum(_fresh(sorted_code)) - 1
-    del order, sorted_code
-    np.save(_level_path(ref, n, "len"), np.array([len(toks)]))
-    np.save(_level_path(ref, n, "cand"), cand)
-    np.save(_level_path(ref, n, "inv"), inv)
-    np.save(_level_path(ref, n, "pairs"), pairs)
-    # pairs are sorted and distinct: a code's run length is its document count here.
-    code = pairs // n_docs
-    starts = np.flatnonzero(np.diff(code, prepend=-1)) if len(code) else code
-    np.save(_level_path(ref, n, "cnt"), np.diff(np.append(starts, len(code))))
-    path = _level_path(ref, n, "uniq")
-    np.save(path, code[starts])
-    return str(path)
-
-
-def rank_shard(
-    ref: ShardRef, n: int, keys_path: str, part_path: str, n_docs: int, n_parts: int
-) -> None:
-    """Task, level ``n``: each candidate position's global key id (for level ``n + 1``),
-    and the postings ``(key id, document)`` bucketed by partition."""
-    keys = np.load(keys_path, mmap_mode="r")
-    part = np.load(part_path, mmap_mode="r")
-    toks_len = int(np.load(_level_path(ref, n, "len"))[0])
-    cand = np.load(_level_path(ref, n, "cand"))
-    # The shard's distinct codes (sorted) are searched in the level's keys once; positions
-    # (through `inv`) and pairs (sorted by code: a repeat) then map through them.
-    uniq = np.load(_level_path(ref, n, "uniq"))
-    at = np.searchsorted(keys, uniq)
-    rank = np.full(toks_len, -1, dtype=np.int64)
-    rank[cand] = at[np.load(_level_path(ref, n, "inv"))]
-    np.save(_level_path(ref, n, "rank"), rank)
-    if n > 1:
-        _level_path(ref, n - 1, "rank").unlink(missing_ok=True)
-    pairs = np.load(_level_path(ref, n, "pairs"))
-    kid = np.repeat(at, np.load(_level_path(ref, n, "cnt")))
-    docs = pairs % n_docs
-    where = np.asarray(part[kid])
-    for p in range(n_parts):
-        sel = where == p
-        np.save(_level_path(ref, n, f"post{p}"), np.stack([kid[sel], docs[sel]]))
-    for what in ("cand", "inv", "pairs", "uniq", "cnt", "len"):
-        _level_path(ref, n, what).unlink(missing_ok=True)
-
-
-def count_view(
-    refs: list[ShardRef],
-    words: list[str],
-    max_n: int,
-    n_docs: int,
-    n_parts: int,
-    work: Path,
-    runner: Runner,
-) -> int:
-    """Phase 2 for one view; writes per-level arrays into ``work``; returns the number of
-    levels with keys."""
-    work.mkdir(parents=True, mode=0o700, exist_ok=True)
-    for r in refs:
-        Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
-    v = len(words)
-    word_part = np.fromiter(
-        (partition_of(w, n_parts) for w in words), dtype=np.int64, count=v
-    )
-    first: np.ndarray | None = None
-    df_path: str | None = None
-    levels = 0
-    for n in range(1, max_n + 1):
-        uniq_paths = runner.map(count_shard, [(r, n, df_path, n_docs) for r in refs])
-        # Each shard's distinct codes with their document counts there; a code's global
-        # df is the sum (a document lies in one shard).
-        parts = [np.load(p) for p in uniq_paths]
-        if len(parts) == 1:
-            keys = parts[0]
-            df = np.load(_level_path(refs[0], n, "cnt")).astype(np.int64)
-        else:
-            keys = _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
-            df = np.zeros(len(keys), dtype=np.int64)
-            for r, u in zip(refs, parts, strict=True):  # codes are distinct within a shard
-                df[np.searchsorted(keys, u)] += np.load(_level_path(r, n, "cnt"))
-        del parts
-        if len(keys) == 0:
-            for r in refs:
-                for what in ("cand", "inv", "pairs", "uniq", "cnt"):
-                    _level_path(r, n, what).unlink(missing_ok=True)
-            break
-        if n == 1:
-            first = keys
-            prefix = np.full(len(keys), -1, dtype=np.int64)
-        else:
-            assert first is not None
-            prefix = keys // v
-            first = first[prefix]
-        last = keys % v if n > 1 else keys
-        part = word_part[first]
-        for name, arr in (
-            ("keys", keys), ("df", df), ("prefix", prefix), ("last", last), ("part", part),
-            ("first", first),
-        ):
-            np.save(work / f"level{n}.{name}.npy", arr)
-        df_path = str(work / f"level{n}.df.npy")
-        runner.map(
-            rank_shard,
-            [
-                (r, n, str(work / f"level{n}.keys.npy"), str(work / f"level{n}.part.npy"),
-                 n_docs, n_parts)
-                for r in refs
-            ],
-        )
-        levels = n
-    for r in refs:
-        for n in range(1, levels + 1):
-            _level_path(r, n, "rank").unlink(missing_ok=True)
-    _LOADED.clear()
-    return levels
 
 
 # -- phase 3: partitions ----------------------------------------------------------------------
@@ -417,98 +222,95 @@ class ParentLevels:
     levels: int
 
 
-def _local_ids(work: Path, levels: int, p: int) -> list[np.ndarray]:
-    """Per level, the global key ids of partition ``p`` (its keys in level-major order)."""
-    out = []
-    for n in range(1, levels + 1):
-        part = np.load(work / f"level{n}.part.npy", mmap_mode="r")
-        out.append(np.flatnonzero(np.asarray(part) == p))
-    return out
+def _level_keys(work: Path, levels: int, p: int) -> list[np.ndarray]:
+    """Per level, the sorted codes of partition ``p`` (local id = index)."""
+    return [np.load(part_path(work, n, p, "keys")) for n in range(1, levels + 1)]
 
 
 def _key_strings(
-    work: Path, words: list[str], ids: list[np.ndarray], want: np.ndarray
+    words: list[str], codes: list[np.ndarray], want: np.ndarray
 ) -> list[str]:
     """The keys (words joined by one space) at local indices ``want`` of a partition whose
-    level-``n`` global ids are ``ids[n - 1]``, built from the level arrays in ``work`` for
-    the keys wanted and their prefixes only."""
-    bounds = np.cumsum([0] + [len(x) for x in ids]).tolist()
+    level-``n`` codes are ``codes[n - 1]``, built for the keys wanted and their prefixes
+    only."""
+    v = len(words)
+    bounds = np.cumsum([0] + [len(x) for x in codes]).tolist()
     if len(want) == bounds[-1]:  # every key: level by level, no dictionaries
         keys: list[str] = []
-        prev_ids: np.ndarray = np.empty(0, dtype=np.int64)
         prev: list[str] = []
-        for n in range(1, len(ids) + 1):
-            tail = np.load(work / f"level{n}.last.npy", mmap_mode="r")[ids[n - 1]].tolist()
+        for n, c in enumerate(codes, 1):
             if n == 1:
-                level = [words[x] for x in tail]
+                level = [words[x] for x in c.tolist()]
             else:
-                pre = np.load(work / f"level{n}.prefix.npy", mmap_mode="r")[ids[n - 1]]
-                pos = np.searchsorted(prev_ids, pre).tolist()
-                level = [f"{prev[i]} {words[x]}" for i, x in zip(pos, tail, strict=True)]
+                level = [
+                    f"{prev[q]} {words[w]}"
+                    for q, w in zip((c // v).tolist(), (c % v).tolist(), strict=True)
+                ]
             keys.extend(level)
-            prev_ids, prev = ids[n - 1], level
+            prev = level
         return keys
-    need: list[np.ndarray] = [np.empty(0, np.int64) for _ in ids]
-    carry = np.empty(0, dtype=np.int64)  # ids needed as prefixes by the level above
-    for n in range(len(ids), 0, -1):
+    need: list[np.ndarray] = [np.empty(0, np.int64) for _ in codes]
+    carry = np.empty(0, dtype=np.int64)  # local ids needed as prefixes by the level above
+    for n in range(len(codes), 0, -1):
         mine = want[(want >= bounds[n - 1]) & (want < bounds[n])] - bounds[n - 1]
-        need[n - 1] = np.union1d(ids[n - 1][mine], carry)
-        carry = (
-            np.load(work / f"level{n}.prefix.npy", mmap_mode="r")[need[n - 1]]
-            if n > 1 and len(need[n - 1])
-            else np.empty(0, dtype=np.int64)
-        )
+        need[n - 1] = np.union1d(mine, carry)
+        carry = codes[n - 1][need[n - 1]] // v if n > 1 else carry[:0]
     out: dict[int, str] = {}  # local index -> key
-    strs: dict[int, str] = {}  # global id -> key, current level
-    for n in range(1, len(ids) + 1):
+    strs: dict[int, str] = {}  # local id -> key, current level
+    for n in range(1, len(codes) + 1):
         g = need[n - 1]
-        last = np.load(work / f"level{n}.last.npy", mmap_mode="r")[g].tolist()
+        c = codes[n - 1][g]
         if n == 1:
-            strs = {x: words[w] for x, w in zip(g.tolist(), last, strict=True)}
+            strs = {x: words[w] for x, w in zip(g.tolist(), c.tolist(), strict=True)}
         else:
-            pre = np.load(work / f"level{n}.prefix.npy", mmap_mode="r")[g].tolist()
             strs = {
-                x: f"{strs[q]} {words[w]}" for x, q, w in zip(g.tolist(), pre, last, strict=True)
+                x: f"{strs[q]} {words[w]}"
+                for x, q, w in zip(g.tolist(), (c // v).tolist(), (c % v).tolist(), strict=True)
             }
         loc = want[(want >= bounds[n - 1]) & (want < bounds[n])]
-        for i, x in zip(loc.tolist(), ids[n - 1][loc - bounds[n - 1]].tolist(), strict=True):
-            out[i] = strs[x]
+        for i in loc.tolist():
+            out[i] = strs[i - bounds[n - 1]]
     return [out[i] for i in want.tolist()]
 
 
-def level_maps(
-    work: Path, words: list[str], vocab_path: Path, levels: int, parent: ParentLevels
-) -> None:
-    """``map{n}.npy`` in ``work``: each level-``n`` key of this view -> the global id of
-    the same key (the same string) in the view it is stored over, or -1.  A key is the
-    same string exactly when its words are, one by one (words hold no space)."""
-    pw = Path(parent.work)
+def word_map(words: list[str], vocab_path: Path, parent: ParentLevels) -> np.ndarray:
+    """Each word id of this view's word model -> the id of the same word in the word
+    model of the view it is stored over, or -1."""
     if Path(parent.vocab_path) == vocab_path:  # the same word model
-        wmap = np.arange(len(words), dtype=np.int64)
-        vp = len(words)
-    else:
-        pvocab = load_trie(Path(parent.vocab_path))
-        vp = len(pvocab)
-        wmap = np.fromiter((pvocab.get(w, -1) for w in words), np.int64, count=len(words))
+        return np.arange(len(words), dtype=np.int64)
+    pvocab = load_trie(Path(parent.vocab_path))
+    return np.fromiter((pvocab.get(w, -1) for w in words), np.int64, count=len(words))
+
+
+def _match_parent(
+    codes: list[np.ndarray], v: int, wmap: np.ndarray, pcodes: list[np.ndarray], vp: int
+) -> np.ndarray:
+    """Per key of a partition (local index), the local index of the same key (the same
+    string) in the same partition of the view it is stored over, or -1.  A key is the same
+    string exactly when its words are, one by one (words hold no space), and the same
+    first word puts it in the same partition.  Matched level by level from its words'
+    ids: the strings are never built."""
+    bounds = np.cumsum([0] + [len(x) for x in codes]).tolist()
+    pbounds = np.cumsum([0] + [len(x) for x in pcodes]).tolist()
+    match = np.full(bounds[-1], -1, dtype=np.int64)
     prev = np.empty(0, dtype=np.int64)
-    for n in range(1, levels + 1):
-        last = wmap[np.load(work / f"level{n}.last.npy")]
-        if n > parent.levels:
-            m = np.full(len(last), -1, dtype=np.int64)
+    for n in range(1, min(len(codes), len(pcodes)) + 1):
+        c, pk = codes[n - 1], pcodes[n - 1]
+        if n == 1:
+            code = wmap[c]
+            ok = code >= 0
         else:
-            pkeys = np.load(pw / f"level{n}.keys.npy")
-            if n == 1:
-                code, ok = last, last >= 0
-            else:
-                pre = prev[np.load(work / f"level{n}.prefix.npy")]
-                ok = (pre >= 0) & (last >= 0)
-                code = np.where(ok, pre * vp + last, 0)
-            at = np.searchsorted(pkeys, code)
-            ok &= at < len(pkeys)
-            ok[ok] = pkeys[at[ok]] == code[ok]
-            m = np.where(ok, at, -1)
-        np.save(work / f"map{n}.npy", m)
+            pre, last = prev[c // v], wmap[c % v]
+            ok = (pre >= 0) & (last >= 0)
+            code = np.where(ok, pre * vp + last, 0)
+        at = np.searchsorted(pk, code)
+        ok &= at < len(pk)
+        ok[ok] = pk[at[ok]] == code[ok]
+        m = np.where(ok, at, -1)
+        found = np.flatnonzero(ok)
+        match[bounds[n - 1] + found] = pbounds[n - 1] + m[found]
         prev = m
+    return match
 
 
 def _differs(
@@ -542,6 +344,7 @@ def write_partition(
     vocab_path: str,
     refs: list[ShardRef],
     out: str,
+    n_docs: int,
     parent: ParentLevels | None = None,
     keep_full: bool = False,
 ) -> dict[str, Any]:
@@ -555,17 +358,17 @@ def write_partition(
     """
     w = Path(work)
     vocab = id_words(load_trie(Path(vocab_path)))
-    ids = _local_ids(w, levels, p)
-    per_level = {f"n_keys_{n}": len(x) for n, x in enumerate(ids, 1)}
-    n_keys = sum(len(x) for x in ids)
-    bounds = np.cumsum([0] + [len(x) for x in ids]).tolist()
+    codes = _level_keys(w, levels, p)
+    per_level = {f"n_keys_{n}": len(x) for n, x in enumerate(codes, 1)}
+    n_keys = sum(len(x) for x in codes)
+    bounds = np.cumsum([0] + [len(x) for x in codes]).tolist()
     kid_parts: list[np.ndarray] = []
     doc_parts: list[np.ndarray] = []
     for n in range(1, levels + 1):
         for r in refs:
-            got = np.load(_level_path(r, n, f"post{p}"))
-            kid_parts.append(bounds[n - 1] + np.searchsorted(ids[n - 1], got[0]))
-            doc_parts.append(got[1])
+            kid, doc = shard_postings(r, n, p)
+            kid_parts.append(bounds[n - 1] + kid)
+            doc_parts.append(doc)
     d = Path(out)
     d.mkdir(parents=True, mode=0o700)
     kidx = np.concatenate(kid_parts) if kid_parts else np.empty(0, np.int64)
@@ -587,28 +390,22 @@ def write_partition(
         np.save(w / f"full{p}.docs.npy", docs.astype(smallest_uint(top)))
     if parent is None:
         sel = np.arange(n_keys, dtype=np.int64)
-        own = _key_strings(w, vocab, ids, sel)
+        own = _key_strings(vocab, codes, sel)
     else:
         pw = Path(parent.work)
-        pids = _local_ids(pw, parent.levels, p)
-        pbounds = np.cumsum([0] + [len(x) for x in pids]).tolist()
-        match = np.full(n_keys, -1, dtype=np.int64)  # local index in the parent
-        for n in range(1, min(levels, parent.levels) + 1):
-            g = np.load(w / f"map{n}.npy", mmap_mode="r")[ids[n - 1]]
-            found = np.flatnonzero(g >= 0)
-            match[bounds[n - 1] + found] = pbounds[n - 1] + np.searchsorted(
-                pids[n - 1], g[found]
-            )
+        pcodes = _level_keys(pw, parent.levels, p)
+        vocab_p = id_words(load_trie(Path(parent.vocab_path)))
+        wmap = np.load(w / "wordmap.npy")
+        match = _match_parent(codes, len(vocab), wmap, pcodes, len(vocab_p))
         poff = np.load(pw / f"full{p}.off.npy")
         ppost = np.load(pw / f"full{p}.docs.npy")
         keep = _differs(off, docs, match, poff, ppost)
         del poff, ppost
-        theirs = np.ones(pbounds[-1], dtype=bool)
+        theirs = np.ones(sum(len(x) for x in pcodes), dtype=bool)
         theirs[match[match >= 0]] = False  # keys of the parent this view has
         sel = np.flatnonzero(keep)
-        vocab_p = id_words(load_trie(Path(parent.vocab_path)))
-        own = _key_strings(w, vocab, ids, sel) + _key_strings(
-            pw, vocab_p, pids, np.flatnonzero(theirs)
+        own = _key_strings(vocab, codes, sel) + _key_strings(
+            vocab_p, pcodes, np.flatnonzero(theirs)
         )
     trie = save_trie(own, d / "ngrams.marisa")
     # Own key j < len(sel) (local key sel[j]) goes to its trie id with its postings as one
@@ -623,11 +420,9 @@ def write_partition(
     at = np.repeat(start - offsets[:-1], lens)  # peak memory: two index arrays at most
     at += np.arange(len(at), dtype=np.int64)
     postings = docs[at]
-    del docs, at
-    n_docs_max = int(postings.max()) if len(postings) else 0
-    dtypes = {"offsets": smallest_uint(int(offsets[-1])), "postings": smallest_uint(n_docs_max)}
-    write_array(d / "offsets.bin", offsets, dtypes["offsets"])
-    write_array(d / "postings.bin", postings, dtypes["postings"])
+    del docs
+    del at
+    dtypes = write_postings(d, offsets, postings, n_docs)
     return {
         "dtypes": dtypes,
         "n_keys": n_keys,
@@ -656,7 +451,8 @@ def build_view(
     over (see `write_partition`)."""
     levels = count_view(refs, words, max_n, n_docs, n_parts, work, runner)
     return write_phase(
-        refs, words, vocab_path, n_parts, out, work, runner, levels, parent, keep_levels
+        refs, words, vocab_path, n_docs, n_parts, out, work, runner, levels, parent,
+        keep_levels,
     )
 
 
@@ -664,6 +460,7 @@ def write_phase(
     refs: list[ShardRef],
     words: list[str],
     vocab_path: Path,
+    n_docs: int,
     n_parts: int,
     out: Path,
     work: Path,
@@ -674,13 +471,13 @@ def write_phase(
 ) -> tuple[list[dict[str, Any]], ParentLevels | None]:
     """Phase 3 of one view, once it is counted (and the view it is stored over written)."""
     if parent is not None:
-        level_maps(work, words, vocab_path, levels, parent)
+        np.save(work / "wordmap.npy", word_map(words, vocab_path, parent))
     out.mkdir(mode=0o700)
     metas = runner.map(
         write_partition,
         [
-            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"), parent,
-             keep_levels)
+            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"), n_docs,
+             parent, keep_levels)
             for p in range(n_parts)
         ],
     )
@@ -708,8 +505,8 @@ def _write_alone(
 ) -> tuple[list[dict[str, Any]], ParentLevels | None]:
     """Task: :func:`write_phase` of one view, its own tasks run here."""
     return write_phase(
-        job["refs"], job["words"], job["vocab_path"], job["n_parts"], job["out"], job["work"],
-        Runner(), levels, parent, job["keep_levels"],
+        job["refs"], job["words"], job["vocab_path"], job["n_docs"], job["n_parts"], job["out"],
+        job["work"], Runner(), levels, parent, job["keep_levels"],
     )
 
 
@@ -777,11 +574,6 @@ def merge_vocab(raw_words: Iterable[list[str]]) -> list[str]:
     for ws in raw_words:
         seen.update(dict.fromkeys(ws))
     return list(seen)
-
-
-def remap_for(words: list[str], trie: Any) -> np.ndarray:
-    """Local word id -> final (trie) word id."""
-    return trie_ids(trie, words) if words else np.empty(0, dtype=np.int64)
 
 
 def check_doc_id(doc_id: object, seen: set[str]) -> str:

@@ -1,6 +1,6 @@
 """The on-disk format of an index, read and written in this module only.
 
-Layout (format version 3)::
+Layout (format version 4)::
 
     meta.json            what the index holds: format, views, documents, groups, and the
                          size and SHA-256 of every other file
@@ -15,7 +15,10 @@ Layout (format version 3)::
                          differences from that view (``shard.Layered``)
 
 Version 3 added ``stored_over`` (delta storage of views) and the fine word models'
-order of normalisation (format characters removed before NFC).
+order of normalisation (format characters removed before NFC).  Version 4 stores posting
+lists delta- and variable-byte-coded, complemented when a key is in most documents, with
+one byte of document frequency per key (``index/postings.py``); an index of an older
+version is refused with "rebuild the index".
 
 ``meta.json`` is validated against a strict schema (no unknown or missing fields, every
 value of the right type and range) after its signature is checked.  ``meta.json`` and
@@ -36,7 +39,7 @@ from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.io import sha256_file
 
 FORMAT_NAME = "presidio-delink-ngram-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 META_FILE = "meta.json"
 SIG_FILE = "meta.sig"
 LOCK_FILE = ".build-lock"

@@ -43,7 +43,7 @@ from presidio_delink.index.builder import (
     check_doc_id,
     finish_shard,
     merge_vocab,
-    remap_for,
+    raw_words,
 )
 from presidio_delink.index.format import (
     FORMAT_NAME,
@@ -842,7 +842,7 @@ def _finish(
     folds_meta = []
     fold_refs: dict[str, tuple[list[Any], list[str], Path]] = {}
     for f in toks:
-        words = merge_vocab(r["words"][f] for r in col.raws)
+        words = merge_vocab(raw_words(r, f) for r in col.raws)
         fd = out / _FOLDS / f
         (out / _FOLDS).mkdir(mode=0o700, exist_ok=True)
         fd.mkdir(mode=0o700)
@@ -850,7 +850,7 @@ def _finish(
         shards = runner.map(
             finish_shard,
             [
-                (r, f, remap_for(r["words"][f], trie), len(words), fd / f"docs-{i:05d}")
+                (r, f, str(fd / "vocab.marisa"), len(words), fd / f"docs-{i:05d}")
                 for i, r in enumerate(col.raws)
             ],
         )
@@ -882,6 +882,7 @@ def _finish(
                 n_vocab=len(words),
                 cross=v.cross,
                 work=str(out / _BUILD / "work" / v.name / f"s{i:05d}"),
+                index=i,
             )
             for i, sm in enumerate(shards)
         ]

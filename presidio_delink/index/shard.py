@@ -20,14 +20,24 @@ the detector:
   proper sub-N-grams have ``df >= k >= 2``;
 * every N-gram with ``df >= 2`` whose sub-N-grams all have ``df >= 2`` is stored.
 
+**Which postings exist.**  Every stored key keeps its whole posting list (format 4 codes
+it compactly, as its complement when the key is in more than half the documents; see
+:mod:`~presidio_delink.index.postings`).  No list is replaced by a bare count, however
+frequent the key: a combination of two or three frequent N-grams can still be held by
+fewer than ``k`` documents (two N-grams each in half the collection may share one
+document), so the arity-2 and arity-3 checks, the group mapping, the containment attack
+and ``index lookup`` need the lists of frequent keys too.  Only a key in all ``N``
+documents could do without (its complement is empty), and its list costs no byte.
+
 Files (little-endian; integer widths are the smallest that fit, recorded in meta.json):
 
 ``views/V/part-NNNNN/``  ``ngrams.marisa`` keys (words joined by one space) whose first
-                         word falls in this partition; ``offsets.bin`` (``K + 1``
-                         offsets into postings, by trie key id); ``postings.bin`` (global
-                         document ordinals, sorted within each key)
+                         word falls in this partition; by trie key id, ``df.bin`` (one
+                         byte each, 255: see ``dfbig.bin``), ``blocks.bin`` and
+                         ``postings.bin`` (global document ordinals, delta and
+                         variable-byte coded; see ``index/postings.py``)
                          A view stored over another (:class:`Layered`) holds only
-                         its differences, and tombstones (keys without postings)
+                         its differences, and tombstones (keys with df 0)
 ``folds/F/vocab.marisa``  the words of word model F (ids = trie ids)
 ``folds/F/docs-NNNNN/``  ``tokens.bin``: a range of documents as word ids, ``V`` closing
                          a segment at a placeholder or the end, ``V + 1`` at punctuation
@@ -47,9 +57,17 @@ import numpy as np
 
 from presidio_delink.errors import IndexFormatError
 from presidio_delink.index.format import write_private
+from presidio_delink.index.postings import (
+    BLOCK,
+    DF_ESCAPE,
+    decode_list,
+    encode,
+    locate,
+    stored_counts,
+)
 
-PART_FILES = ("ngrams.marisa", "offsets.bin", "postings.bin")
-PART_ARRAYS = ("offsets", "postings")
+PART_FILES = ("ngrams.marisa", "df.bin", "dfbig.bin", "blocks.bin", "postings.bin")
+PART_ARRAYS = ("dfbig",)
 DOC_FILES = ("tokens.bin", "doc_starts.bin")
 DOC_ARRAYS = ("tokens", "doc_starts")
 
@@ -114,25 +132,57 @@ def map_array(path: Path, dtype: str) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r").view(np.ndarray)
 
 
+_HIGH = bytes(range(0x80, 0x100))  # the bytes that do not end a value
+
+
 class Partition:
-    """One partition of a view's key space (read-only; arrays memory-mapped)."""
+    """One partition of a view's key space (read-only; arrays memory-mapped, posting
+    lists decoded when read: :mod:`~presidio_delink.index.postings`)."""
 
     def __init__(self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool):
         self.directory = directory
+        self.n_docs = n_docs
         self.trie = load_trie(directory / "ngrams.marisa")
         try:
-            self.offsets = map_array(directory / "offsets.bin", dtypes["offsets"])
-            self.postings = map_array(directory / "postings.bin", dtypes["postings"])
+            self.df8 = map_array(directory / "df.bin", "<u1")
+            big = map_array(directory / "dfbig.bin", dtypes["dfbig"])
+            self.blocks = map_array(directory / "blocks.bin", "<u8")
+            self.data = map_array(directory / "postings.bin", "<u1")
         except OSError as exc:
             raise IndexFormatError(f"cannot read index partition {directory}: {exc}") from exc
         n_keys = len(self.trie)
-        if len(self.offsets) != n_keys + 1 or (n_keys and int(self.offsets[0]) != 0):
-            raise IndexFormatError(f"{directory}: offsets do not match the {n_keys} keys")
-        if int(self.offsets[-1]) != len(self.postings):
+        if len(self.df8) != n_keys or len(big) % 2:
+            raise IndexFormatError(f"{directory}: document counts do not match the {n_keys} keys")
+        m = len(big) // 2
+        self._big_kid = np.asarray(big[:m], dtype=np.int64)
+        self._big_df = np.asarray(big[m:], dtype=np.int64)
+        n_blocks = -(-n_keys // BLOCK)
+        if len(self.blocks) != n_blocks + 1 or (n_keys and int(self.blocks[0]) != 0):
+            raise IndexFormatError(f"{directory}: posting blocks do not match the {n_keys} keys")
+        if int(self.blocks[-1]) != len(self.data):
             raise IndexFormatError(f"{directory}: postings file is truncated or too long")
-        if verify and len(self.postings) and int(self.postings.max()) >= n_docs:
-            raise IndexFormatError(f"{directory}: a posting points past the document table")
+        if verify:
+            self._verify()
         self._docs: dict[int, tuple[int, ...]] = {}
+
+    def _verify(self) -> None:
+        """The lists hold as many values as the document counts say (one pass over the
+        bytes; each list's ordinals are checked against the document table when read)."""
+        where = self.directory
+        esc = np.flatnonzero(np.asarray(self.df8) == DF_ESCAPE)
+        if not np.array_equal(esc, self._big_kid) or (self._big_df < DF_ESCAPE).any():
+            raise IndexFormatError(f"{where}: the large document counts do not match")
+        if (self._big_df > self.n_docs).any():
+            raise IndexFormatError(f"{where}: a document count exceeds the document table")
+        data = np.asarray(self.data)
+        if len(data) and data[-1] >= 0x80:
+            raise IndexFormatError(f"{where}: postings file is truncated")
+        cnt = stored_counts(self.dfs_kids(np.arange(self.n_keys)), self.n_docs)
+        if int(cnt.sum()) != int(np.count_nonzero(data < 0x80)):
+            raise IndexFormatError(f"{where}: postings do not match the document counts")
+
+    def _past(self) -> IndexFormatError:
+        return IndexFormatError(f"{self.directory}: a posting points past the document table")
 
     @property
     def n_keys(self) -> int:
@@ -140,11 +190,84 @@ class Partition:
         return len(self.trie)
 
     def df_of(self, kid: int) -> int:
-        return int(self.offsets[kid + 1] - self.offsets[kid])
+        d = int(self.df8[kid])
+        if d == DF_ESCAPE:
+            d = int(self._big_df[np.searchsorted(self._big_kid, kid)])
+        return d
+
+    def dfs_kids(self, kids: np.ndarray) -> np.ndarray:
+        """Document frequencies of many trie ids (int64)."""
+        d = self.df8[kids].astype(np.int64)
+        esc = np.flatnonzero(d == DF_ESCAPE)
+        if len(esc):
+            d[esc] = self._big_df[np.searchsorted(self._big_kid, kids[esc])]
+        return d
+
+    SMALL = 256  # values to skip and read below which Python beats numpy's call overhead
+
+    def _list(self, kid: int) -> list[int] | np.ndarray:
+        """The ordinals of a stored key: a list for a short one (most keys: read in
+        Python, a few microseconds), else an int64 array."""
+        df = self.df_of(kid)
+        if df == 0:
+            return []
+        n = self.n_docs
+        b0 = kid - kid % BLOCK
+        before = 0
+        if kid > b0:
+            head = self.df8[b0:kid].tobytes()
+            if n >= 2 * DF_ESCAPE and DF_ESCAPE not in head:
+                before = sum(head)  # no escape, no complement: the bytes are the counts
+            else:
+                before = int(stored_counts(self.dfs_kids(np.arange(b0, kid)), n).sum())
+        dense = df > n // 2
+        cnt = n - df if dense else df
+        if before + cnt <= self.SMALL and not dense:
+            lo = int(self.blocks[kid // BLOCK])
+            raw = self.data[lo : lo + 10 * (before + cnt)].tobytes()
+            # Skip ``before`` values: grow a prefix by its shortfall of value ends
+            # (counted in C by deleting the other bytes) until it holds them all, then
+            # step back to just after the last one.
+            i = before
+            while before:
+                c = len(raw[:i].translate(None, _HIGH))
+                if c == before:
+                    while raw[i - 1] >= 0x80:
+                        i -= 1
+                    break
+                if i > len(raw):
+                    raise self._past()
+                i += before - c
+            out: list[int] = []
+            v = shift = 0
+            doc = -1
+            for byte in raw[i:]:
+                v |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    doc += v + 1
+                    out.append(doc)
+                    if len(out) == cnt:
+                        break
+                    v = shift = 0
+                else:
+                    shift += 7
+            if doc >= n or len(out) != cnt:
+                raise self._past()
+            return out
+        start = locate(kid, before, self.blocks, self.data)
+        got = decode_list(self.data, start, cnt)
+        if len(got) != cnt or (cnt and int(got[-1]) >= n):
+            raise self._past()
+        if not dense:
+            return got
+        mask = np.ones(n, dtype=bool)
+        mask[got] = False
+        return np.flatnonzero(mask)
 
     def postings_of(self, kid: int) -> np.ndarray:
-        """Global document ordinals of a stored key."""
-        return np.asarray(self.postings[int(self.offsets[kid]) : int(self.offsets[kid + 1])])
+        """Global document ordinals of a stored key (int64, ascending)."""
+        got = self._list(kid)
+        return np.array(got, dtype=np.int64) if isinstance(got, list) else got
 
     DOCS_MEMO = 50_000
 
@@ -155,8 +278,23 @@ class Partition:
         if got is None:
             if len(memo) >= self.DOCS_MEMO:
                 memo.clear()
-            got = memo[kid] = tuple(self.postings_of(kid).tolist())
+            lst = self._list(kid)
+            got = memo[kid] = tuple(lst if isinstance(lst, list) else lst.tolist())
         return got
+
+
+def write_postings(
+    directory: Path, offsets: np.ndarray, postings: np.ndarray, n_docs: int
+) -> dict[str, str]:
+    """A partition's posting files (``offsets``: ``K + 1`` into ``postings``, by trie
+    id); returns their dtypes for meta.json."""
+    df8, big, blocks, data = encode(offsets, postings, n_docs)
+    dtypes = {"dfbig": smallest_uint(int(big.max()) if big.size else 0)}
+    write_array(directory / "df.bin", df8, "<u1")
+    write_array(directory / "dfbig.bin", big.reshape(-1), dtypes["dfbig"])
+    write_array(directory / "blocks.bin", blocks, "<u8")
+    write_array(directory / "postings.bin", data, "<u1")
+    return dtypes
 
 
 MAX_LAYERS = 4
@@ -203,7 +341,7 @@ class Layered:
         """One byte per own entry, 1 for a tombstone (built on first use)."""
         got = self._tomb
         if got is None:
-            got = self._tomb = (np.diff(self.own.offsets) == 0).tobytes()
+            got = self._tomb = (np.asarray(self.own.df8) == 0).tobytes()
         return got
 
     def get(self, key: str) -> int | None:
@@ -284,14 +422,13 @@ class Layered:
         """Document frequencies of many handles, read in one vectorised step per layer."""
         h = np.fromiter(handles, dtype=np.int64, count=len(handles))
         if len(self.layers) == 1:
-            return self.own.offsets[h + 1].astype(np.int64) - self.own.offsets[h]
+            return self.own.dfs_kids(h)
         res = np.empty(len(h), dtype=np.int64)
         layer = h >> LAYER_SHIFT
         for i, part in enumerate(self.layers):
             sel = np.flatnonzero(layer == i)
             if len(sel):
-                kid = h[sel] & KID_MASK
-                res[sel] = part.offsets[kid + 1].astype(np.int64) - part.offsets[kid]
+                res[sel] = part.dfs_kids(h[sel] & KID_MASK)
         return res
 
     def docs_of(self, handle: int) -> tuple[int, ...]:
