@@ -196,7 +196,13 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, list[DelinkResult]] = {"llm": [], "none": []}
     loads = []
     cpu: list[float] = []
+    began = time.monotonic()
+    records: list[dict[str, Any]] = []
     for i, (doc_id, _orig, text) in enumerate(docs, 1):
+        if args.minutes and time.monotonic() - began > 60 * args.minutes:
+            print(f"--minutes {args.minutes} spent: stopping after {i - 1} documents",
+                  file=sys.stderr)
+            break
         for name in ("none", "llm"):
             c0 = time.process_time()
             res = runs[name].delink(text, doc_id)
@@ -213,6 +219,13 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             file=sys.stderr,
             flush=True,
         )
+        if args.records:
+            records.append({"id": doc_id, "input": text, "cpu_seconds": round(cpu[-1], 1),
+                            "load": loads[-1], "llm": r.to_json(),
+                            "none_text": results["none"][-1].text})
+            args.records.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_output(args.records) as fh:  # rewritten whole after each document
+                fh.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in records))
     summary: dict[str, Any] = {}
     for name, rs in results.items():
         rewritten = sum(r.words_rewritten for r in rs)
@@ -293,7 +306,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     sample = random.Random(args.seed).sample(pairs, min(args.samples, len(pairs)))
     return {
         "settings": {
-            "docs": len(docs),
+            "docs": len(results["llm"]),
             "start": args.start,
             "llm": args.llm,
             "k": args.k,
@@ -386,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=22, help="seed of the sentence draw")
     ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "_work")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--records", type=Path,
+                    help="JSONL of every document's input, LLM result and CPU seconds, "
+                         "rewritten after each document")
+    ap.add_argument("--minutes", type=float, default=0.0,
+                    help="start no new document after this many minutes (0: no limit)")
     args = ap.parse_args(argv)
     started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     up0 = _uptime()
