@@ -182,14 +182,21 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         inner.load()
     load_s = time.perf_counter() - t0
     print(f"model {rewriter.name} loaded in {load_s:.1f} s", file=sys.stderr)
-    fluency = None
+    fluency: list[Any] = []
+    if args.pos:
+        from presidio_delink.presidio.pos import PosCheck
+
+        pos = PosCheck()
+        pos.load()
+        fluency.append(pos)
     if args.fluency:
         from presidio_delink.llm.fluency import FluencyCheck
 
-        fluency = FluencyCheck()
+        fluency.append(FluencyCheck())
     runs = {
         "llm": Delinker(
-            idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes, fluency=fluency
+            idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
+            fluency=fluency or None,
         ),
         "none": Delinker(idx, k=args.k, arity=1, rewriter=None),
     }
@@ -313,6 +320,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             "arity": 1,
             "passes": args.passes,
             "fluency": args.fluency,
+            "pos": args.pos,
             "threads": os.environ.get("PRESIDIO_DELINK_LLM_THREADS", "default"),
         },
         "index": {"how": how, "seconds": round(idx_s, 1)},
@@ -395,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=2)
     ap.add_argument("--concurrency", action="store_true", help="the concurrency check only")
     ap.add_argument("--fluency", action="store_true", help="with the fluency check")
+    ap.add_argument("--pos", action="store_true", help="with the part-of-speech check")
     ap.add_argument("--samples", type=int, default=15, help="before/after sentences drawn")
     ap.add_argument("--seed", type=int, default=22, help="seed of the sentence draw")
     ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "_work")

@@ -180,8 +180,10 @@ class Rewriting:
         strict: raise :class:`LLMError` instead of redacting when the LLM fails.
         llm_concurrency: requests in flight (None: the backend's default).
         passage_chars, passage_spans: the most characters and spans per request.
-        fluency: a fluency check of accepted rewrites (anything with ``reason(text,
-            start, end, replacement) -> str | None``); None skips it.
+        fluency: a check of accepted rewrites (anything with ``reason(text, start, end,
+            replacement) -> str | None``: :class:`~presidio_delink.llm.fluency.
+            FluencyCheck`, :class:`~presidio_delink.presidio.pos.PosCheck`), or a list
+            of them, run in order; None skips it.
         ner: ``text -> [(start, end, label)]`` with spaCy's entity labels, for typed
             generalisations of whole entities; None gives no labels.
         known_word: ``word -> bool``, whether the reference collection uses a word: a
@@ -222,6 +224,10 @@ class Rewriting:
         self.passage_chars = passage_chars
         self.passage_spans = passage_spans
         self.fluency = fluency
+        self._checks: list[Any] = (
+            [] if fluency is None else list(fluency) if isinstance(fluency, (list, tuple))
+            else [fluency]
+        )
         self.ner = ner
         self.known_word = known_word
 
@@ -272,8 +278,10 @@ class Rewriting:
                         new, why = None, bad
                 if new is not None:
                     break
-            if new is not None and new != REDACTED and self.fluency is not None:
-                bad = self.fluency.reason(text, r.start, r.end, new)
+            for test in self._checks:
+                if new is None or new == REDACTED:
+                    break
+                bad = test.reason(text, r.start, r.end, new)
                 if bad is not None:
                     new, why = None, bad
             if new is not None and new != REDACTED:
