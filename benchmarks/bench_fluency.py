@@ -1,14 +1,19 @@
 """What the rewrite checks catch among accepted rewrites, and what each costs.
 
 Input: the ``--records`` JSONL of ``bench_rewrite.py`` (each document's input and its
-LLM result with the audit). Each accepted LLM rewrite whose original text occurs in the
-input document is put back into the input at its first occurrence and scored, after the
-fact, by:
+LLM result with the audit). Each accepted LLM rewrite is found in the output text (first
+whole-word occurrence of its replacement; rewrites not found are skipped), the original
+is put back in its place, and the pair is scored after the fact, each check timed per
+rewrite (process CPU seconds), by:
 
 * the fluency check (:class:`presidio_delink.llm.fluency.FluencyCheck`, SmolLM2
-  log-probabilities, margin 12 nats), timed per rewrite (process CPU seconds);
-* the cheap grammar checks of :mod:`presidio_delink.grammar` (they ran during the delink
-  already, so they catch nothing here unless the context differs; listed for the record).
+  log-probabilities, margin 12 nats);
+* the part-of-speech check (:class:`presidio_delink.presidio.pos.PosCheck`);
+* the determiner check of :mod:`presidio_delink.grammar` (it ran during the delink, so
+  it catches nothing here unless the context differs; listed for the record).
+
+The context is the final output, not the text of the pass that made the rewrite: other
+rewrites nearby are already in place.
 
 Also the hand-picked cases (garbled ones seen in the demo, and good ones that must pass),
 in the sentences they came from, through every check.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,6 +37,7 @@ from typing import Any
 from presidio_delink.grammar import determiner_clash, unknown_word
 from presidio_delink.io import atomic_output
 from presidio_delink.llm.fluency import FluencyCheck
+from presidio_delink.presidio.pos import PosCheck
 
 CASES = [
     # (sentence, span, replacement, garbled?)
@@ -60,52 +67,66 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     check = FluencyCheck()
+    pos = PosCheck()
     t0 = time.process_time()
-    check.reason("Text: a warm-up.", 8, 12, "warm")  # load the engine outside the timing
+    check.reason("Text: a warm-up.", 8, 12, "warm")  # load the engines outside the timing
+    pos.load()
     load_cpu = time.process_time() - t0
     rows: list[dict[str, Any]] = []
     skipped = 0
-    cpu = 0.0
+    cpu = {"fluency": 0.0, "pos": 0.0}
     for path in args.records:
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
-            text = rec["input"]
+            out_text = rec["llm"]["text"] or ""
             for a in rec["llm"]["audit"]:
                 if a["method"] != "llm":
                     continue
-                i = text.find(a["original"])
-                if i < 0:
-                    skipped += 1  # a span of a later pass, over an earlier rewrite
-                    continue
                 rep = a["replacement"].strip()
-                c0 = time.process_time()
-                why = check.reason(text, i, i + len(a["original"]), rep)
-                cpu += time.process_time() - c0
-                rows.append({"doc": rec["id"], "original": a["original"], "replacement": rep,
-                             "fluency": why})
-    caught = [r for r in rows if r["fluency"]]
+                m = re.search(rf"(?<!\w){re.escape(rep)}(?!\w)", out_text)
+                if m is None:
+                    skipped += 1  # rewritten again by a later pass
+                    continue
+                text = out_text[: m.start()] + a["original"] + out_text[m.end() :]
+                i, j = m.start(), m.start() + len(a["original"])
+                row = {"doc": rec["id"], "pass": a["pass_no"], "original": a["original"],
+                       "replacement": rep}
+                for name, c in (("fluency", check), ("pos", pos)):
+                    c0 = time.process_time()
+                    row[name] = c.reason(text, i, j, rep)
+                    cpu[name] += time.process_time() - c0
+                row["determiner"] = determiner_clash(text, i, rep)
+                rows.append(row)
     cases = []
     for sent, span, rep, bad in CASES:
         i = sent.index(span)
         cases.append({
             "span": span, "replacement": rep, "garbled": bad,
             "fluency": check.reason(sent, i, i + len(span), rep),
+            "pos": pos.reason(sent, i, i + len(span), rep),
             "determiner": determiner_clash(sent, i, rep),
             "vocabulary (all words known but 'testees')": unknown_word(
                 rep, sent, lambda w: w != "testees"),
         })
+    n = max(1, len(rows))
     out = {
         "records": [str(p) for p in args.records],
         "accepted_llm_rewrites_scored": len(rows),
-        "skipped_not_in_input": skipped,
-        "fluency_caught": len(caught),
-        "fluency_caught_examples": [(r["original"], r["replacement"]) for r in caught],
-        "fluency_cpu_seconds_per_rewrite": round(cpu / max(1, len(rows)), 3),
-        "fluency_load_cpu_seconds": round(load_cpu, 1),
+        "skipped_not_in_output": skipped,
+        "caught": {k: sum(bool(r[k]) for r in rows) for k in ("fluency", "pos", "determiner")},
+        "caught_by_both_fluency_and_pos": sum(bool(r["fluency"] and r["pos"]) for r in rows),
+        "caught_examples": {
+            k: [(r["original"], r["replacement"]) for r in rows if r[k]]
+            for k in ("fluency", "pos", "determiner")
+        },
+        "cpu_seconds_per_rewrite": {k: round(v / n, 4) for k, v in cpu.items()},
+        "engines_load_cpu_seconds": round(load_cpu, 1),
         "load": os.getloadavg(),
         "cases": cases,
+        "rows": rows,
     }
-    print(json.dumps(out, indent=1, ensure_ascii=False))
+    print(json.dumps({k: v for k, v in out.items() if k != "rows"}, indent=1,
+                     ensure_ascii=False))
     if args.json:
         with atomic_output(args.json) as fh:
             fh.write(json.dumps(out, indent=1, ensure_ascii=False))
