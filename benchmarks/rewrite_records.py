@@ -5,7 +5,10 @@ over the records: the share rewritten, the mean embedding cosine (all-MiniLM-L6-
 ``bench_rewrite.py``) of the LLM output and of the ``--llm none`` output to the input,
 residual linkages (``analyze`` at k=2, arity 1, against ``--work-dir``/tab_index), and
 ``--samples`` seeded before/after sentences that differ and hold a word outside
-placeholders that the input sentence does not (a rewrite, not only redactions).
+placeholders that the input sentence does not (a rewrite, not only redactions); garbling
+as ``bench_rewrite.py`` counts it (copies of 3 input words, digits, word pairs repeated in
+a changed sentence), except doubled words: any in the output that the input lacks (the
+records hold no marks to tell which touch a rewrite).
 
 Usage::
 
@@ -27,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_pipeline import load_index  # noqa: E402
-from bench_rewrite import _SENT, _embed_cosines, _words  # noqa: E402
+from bench_rewrite import _FUNCTION, _SENT, _embed_cosines, _pairs, _words  # noqa: E402
 
 from presidio_delink.linkage import analyze  # noqa: E402
 
@@ -57,8 +60,31 @@ def main(argv: list[str] | None = None) -> int:
             for x, y in zip(s_in, s_out, strict=True):
                 if x != y and set(_words(_PH.sub(" ", y))) - set(_words(x)):
                     pairs.append((x, y))
+    copies, doubles, digits, repeats = [], [], [], []
+    for r in recs:
+        w = _words(r["input"])
+        grams = {tuple(w[i : i + 3]) for i in range(len(w) - 2)}
+        for a in r["llm"]["audit"]:
+            if a["method"] == "redacted":
+                continue
+            rep = _words(a["replacement"])
+            if any(tuple(rep[i : i + 3]) in grams for i in range(len(rep) - 2)):
+                copies.append((a["original"], a["replacement"]))
+            if any(c.isdigit() for c in a["replacement"]):
+                digits.append((a["original"], a["replacement"]))
+        dbl = re.compile(r"\b(\w+)\s+\1\b", re.I)
+        before = {m.group(0).lower() for m in dbl.finditer(r["input"])}
+        doubles += [m.group(0) for m in dbl.finditer(r["llm"]["text"])
+                    if m.group(0).lower() not in before]
+    for x, y in pairs:
+        seen: dict[tuple[str, str], int] = {}
+        for pair in _pairs(y):
+            seen[pair] = seen.get(pair, 0) + 1
+        repeats += [" ".join(p) for p, n in seen.items()
+                    if n > 1 and p not in set(_pairs(x)) and not set(p) <= _FUNCTION]
     out = {
         "documents": [r["id"] for r in recs],
+        "garbling_copies_doubles_digits_repeats": [copies, doubles, digits, repeats],
         "words_rewritten": rw,
         "words_redacted": rd,
         "share_rewritten": rw / max(1, rw + rd),

@@ -322,11 +322,15 @@ class Rewriting:
         stand (:func:`~presidio_delink.grammar.determiner_clash`; counted in
         ``res.refusals`` under "repaired: ..."), in order."""
         out: list[str] = []
+        span = text[r.start : r.end].casefold()
         for cand in candidate_list(value):
             if cand != REDACTED and determiner_clash(text, r.start, cand) is not None:
-                key = "repaired: a determiner after a modifier"
-                res.refusals[key] = res.refusals.get(key, 0) + 1
-                cand = strip_determiner(cand)
+                rest = strip_determiner(cand)
+                # what is left of an echo of the span is no rewrite: refused as it is
+                if rest and rest.casefold() not in span:
+                    key = "repaired: a determiner after a modifier"
+                    res.refusals[key] = res.refusals.get(key, 0) + 1
+                    cand = rest
             if cand and cand not in out:
                 out.append(cand)
         return out
