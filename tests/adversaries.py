@@ -27,7 +27,7 @@ Members:
   others is one word for every view, so a phrase through it can still single the document
   out for this adversary (1 phrase on the TAB test documents after delinking).
 * ``fts5-rd2-porter``: FTS5 with the Porter stemmer (``porter unicode61``): inflections
-  merged ("complained" = "complains").  Measured, not promised: see the README, "Who the
+  merged ("complained" = "complains").  Measured, not promised: see docs/design.md, "Who the
   guarantee covers".
 
 Masks (``[REDACTED]``, ``<PERSON>``, ``***``) split phrases for every member: an adversary
