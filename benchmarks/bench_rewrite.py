@@ -182,21 +182,34 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         inner.load()
     load_s = time.perf_counter() - t0
     print(f"model {rewriter.name} loaded in {load_s:.1f} s", file=sys.stderr)
-    fluency = None
+    fluency: list[Any] = []
+    if args.pos:
+        from presidio_delink.presidio.pos import PosCheck
+
+        pos = PosCheck()
+        pos.load()
+        fluency.append(pos)
     if args.fluency:
         from presidio_delink.llm.fluency import FluencyCheck
 
-        fluency = FluencyCheck()
+        fluency.append(FluencyCheck())
     runs = {
         "llm": Delinker(
-            idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes, fluency=fluency
+            idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
+            fluency=fluency or None,
         ),
         "none": Delinker(idx, k=args.k, arity=1, rewriter=None),
     }
     results: dict[str, list[DelinkResult]] = {"llm": [], "none": []}
     loads = []
     cpu: list[float] = []
+    began = time.monotonic()
+    records: list[dict[str, Any]] = []
     for i, (doc_id, _orig, text) in enumerate(docs, 1):
+        if args.minutes and time.monotonic() - began > 60 * args.minutes:
+            print(f"--minutes {args.minutes} spent: stopping after {i - 1} documents",
+                  file=sys.stderr)
+            break
         for name in ("none", "llm"):
             c0 = time.process_time()
             res = runs[name].delink(text, doc_id)
@@ -213,6 +226,13 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             file=sys.stderr,
             flush=True,
         )
+        if args.records:
+            records.append({"id": doc_id, "input": text, "cpu_seconds": round(cpu[-1], 1),
+                            "load": loads[-1], "llm": r.to_json(),
+                            "none_text": results["none"][-1].text})
+            args.records.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_output(args.records) as fh:  # rewritten whole after each document
+                fh.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in records))
     summary: dict[str, Any] = {}
     for name, rs in results.items():
         rewritten = sum(r.words_rewritten for r in rs)
@@ -293,13 +313,14 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     sample = random.Random(args.seed).sample(pairs, min(args.samples, len(pairs)))
     return {
         "settings": {
-            "docs": len(docs),
+            "docs": len(results["llm"]),
             "start": args.start,
             "llm": args.llm,
             "k": args.k,
             "arity": 1,
             "passes": args.passes,
             "fluency": args.fluency,
+            "pos": args.pos,
             "threads": os.environ.get("PRESIDIO_DELINK_LLM_THREADS", "default"),
         },
         "index": {"how": how, "seconds": round(idx_s, 1)},
@@ -382,10 +403,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=2)
     ap.add_argument("--concurrency", action="store_true", help="the concurrency check only")
     ap.add_argument("--fluency", action="store_true", help="with the fluency check")
+    ap.add_argument("--pos", action="store_true", help="with the part-of-speech check")
     ap.add_argument("--samples", type=int, default=15, help="before/after sentences drawn")
     ap.add_argument("--seed", type=int, default=22, help="seed of the sentence draw")
     ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "_work")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--records", type=Path,
+                    help="JSONL of every document's input, LLM result and CPU seconds, "
+                         "rewritten after each document")
+    ap.add_argument("--minutes", type=float, default=0.0,
+                    help="start no new document after this many minutes (0: no limit)")
     args = ap.parse_args(argv)
     started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     up0 = _uptime()

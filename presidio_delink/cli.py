@@ -580,6 +580,12 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 )
 @click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
 @click.option(
+    "--pos-check",
+    is_flag=True,
+    help="Refuse an LLM rewrite of one word that changes its word class in the sentence "
+    "(spaCy's tagger, --spacy-model; about 10 ms a rewrite): 'began' -> 'initial'.",
+)
+@click.option(
     "--llm-timeout",
     default=None,
     type=click.FloatRange(0, min_open=True),
@@ -660,6 +666,7 @@ def delink(
     risk_threshold: float | None,
     passes: int,
     strict: bool,
+    pos_check: bool,
     llm_timeout: float | None,
     llm_concurrency: int | None,
     allow_remote: bool,
@@ -734,6 +741,12 @@ def delink(
     monitor = None
     if monitor_inputs:
         monitor = _semantic_monitor(idx, k, monitor_inputs, output)
+    checks = None
+    if pos_check and rewriter is not None:
+        from presidio_delink.presidio.pos import PosCheck
+
+        checks = PosCheck(spacy_model)
+        checks.load()  # a missing model fails now, not at the first rewrite
     delinker = Delinker(
         idx,
         k=k,
@@ -747,6 +760,7 @@ def delink(
         monitor=monitor,
         llm_concurrency=llm_concurrency,
         protect=protect,
+        fluency=checks,
     )
     from presidio_delink.attacks.audit import linked_by, source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack

@@ -67,6 +67,12 @@ from presidio_delink.edits import (
 )
 from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.generalise import generalise
+from presidio_delink.grammar import (
+    determiner_clash,
+    sentence_case,
+    strip_determiner,
+    unknown_word,
+)
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
 from presidio_delink.llm.base import (
@@ -174,10 +180,15 @@ class Rewriting:
         strict: raise :class:`LLMError` instead of redacting when the LLM fails.
         llm_concurrency: requests in flight (None: the backend's default).
         passage_chars, passage_spans: the most characters and spans per request.
-        fluency: a fluency check of accepted rewrites (anything with ``reason(text,
-            start, end, replacement) -> str | None``); None skips it.
+        fluency: a check of accepted rewrites (anything with ``reason(text, start, end,
+            replacement) -> str | None``: :class:`~presidio_delink.llm.fluency.
+            FluencyCheck`, :class:`~presidio_delink.presidio.pos.PosCheck`), or a list
+            of them, run in order; None skips it.
         ner: ``text -> [(start, end, label)]`` with spaCy's entity labels, for typed
             generalisations of whole entities; None gives no labels.
+        known_word: ``word -> bool``, whether the reference collection uses a word: a
+            rewrite holding a content word that neither it nor the document uses is
+            refused (:func:`~presidio_delink.grammar.unknown_word`); None skips that check.
     """
 
     def __init__(
@@ -191,6 +202,7 @@ class Rewriting:
         passage_spans: int = 8,
         fluency: Any = None,
         ner: Any = None,
+        known_word: Any = None,
     ) -> None:
         if llm_concurrency is not None and (
             not isinstance(llm_concurrency, int) or llm_concurrency < 1
@@ -212,7 +224,12 @@ class Rewriting:
         self.passage_chars = passage_chars
         self.passage_spans = passage_spans
         self.fluency = fluency
+        self._checks: list[Any] = (
+            [] if fluency is None else list(fluency) if isinstance(fluency, (list, tuple))
+            else [fluency]
+        )
         self.ner = ner
+        self.known_word = known_word
 
     def _ask_llm(
         self, text: str, rs: list[Run], forbidden: list[str], res: DelinkResult
@@ -240,21 +257,31 @@ class Rewriting:
                 *fold_words(text[r.end : max(b, r.end)], self.tokenizer),
                 *taken.get(si, []),
             ]
-            new, why = pick(
-                text[r.start : r.end],
-                value,
-                self.tokenizer,
-                forbidden,
-                siblings,
-                context,
-                copy_grams=copy_grams,
-                around=neighbours(text, r.start, r.end),
-                known_lower=known_lower,
-                sentence_words=around,
-                taken_words=frozenset(taken.get(si, ())),
-            )
-            if new is not None and new != REDACTED and self.fluency is not None:
-                bad = self.fluency.reason(text, r.start, r.end, new)
+            new, why = None, "no answer"
+            for cand in self._repaired(text, r, value, res):
+                new, why = pick(
+                    text[r.start : r.end],
+                    cand,
+                    self.tokenizer,
+                    forbidden,
+                    siblings,
+                    context,
+                    copy_grams=copy_grams,
+                    around=neighbours(text, r.start, r.end),
+                    known_lower=known_lower,
+                    sentence_words=around,
+                    taken_words=frozenset(taken.get(si, ())),
+                )
+                if new is not None and new != REDACTED and self.known_word is not None:
+                    bad = unknown_word(new, text, self.known_word)
+                    if bad is not None:
+                        new, why = None, bad
+                if new is not None:
+                    break
+            for test in self._checks:
+                if new is None or new == REDACTED:
+                    break
+                bad = test.reason(text, r.start, r.end, new)
                 if bad is not None:
                     new, why = None, bad
             if new is not None and new != REDACTED:
@@ -274,7 +301,7 @@ class Rewriting:
                 si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
                 new, _why = check(r, cands, [], text[bounds[si][0] : bounds[si][1]])
                 if new is not None:
-                    out[(r.start, r.end)] = (fit(new, text, r.start, r.end), _GENERALISED)
+                    out[(r.start, r.end)] = (self._placed(new, text, r), _GENERALISED)
                     continue
             pending.append(r)
         if self.rewriter is None or not pending:
@@ -290,6 +317,30 @@ class Rewriting:
             res.cached_tokens += after[1] - before[1]
             res.generated_tokens += after[2] - before[2]
         return out
+
+    @staticmethod
+    def _repaired(text: str, r: Run, value: object, res: DelinkResult) -> list[str]:
+        """The candidates of ``value``, each opening determiner dropped where it cannot
+        stand (:func:`~presidio_delink.grammar.determiner_clash`; counted in
+        ``res.refusals`` under "repaired: ..."), in order."""
+        out: list[str] = []
+        span = text[r.start : r.end].casefold()
+        for cand in candidate_list(value):
+            if cand != REDACTED and determiner_clash(text, r.start, cand) is not None:
+                rest = strip_determiner(cand)
+                # what is left of an echo of the span is no rewrite: refused as it is
+                if rest and rest.casefold() not in span:
+                    key = "repaired: a determiner after a modifier"
+                    res.refusals[key] = res.refusals.get(key, 0) + 1
+                    cand = rest
+            if cand and cand not in out:
+                out.append(cand)
+        return out
+
+    @staticmethod
+    def _placed(new: str, text: str, r: Run) -> str:
+        """An accepted replacement as written into ``text``: sentence case, spacing."""
+        return fit(sentence_case(new, text, r.start, r.end), text, r.start, r.end)
 
     def _llm_round(
         self,
@@ -357,7 +408,7 @@ class Rewriting:
                     if given and not refused:
                         again[r] = (given[0], why)
                 else:
-                    out[(r.start, r.end)] = (fit(new, text, r.start, r.end), None)
+                    out[(r.start, r.end)] = (self._placed(new, text, r), None)
         return again
 
     def _call_all(
@@ -454,6 +505,7 @@ class DelinkLoop(Rewriting):
             passage_spans=passage_spans,
             fluency=fluency,
             ner=ner,
+            known_word=lambda w: index.df(w) > 0,
         )
         self.index = index
         self.k, self.arity, self.max_n = k, arity, max_n

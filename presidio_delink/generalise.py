@@ -131,6 +131,21 @@ def magnitude(value: float, before_noun: bool) -> str | None:
     return None
 
 
+_GLUE = frozenset("/-‐‑–:.")
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether the number ``text[start:end]`` is a piece of a longer code (``43186/98``,
+    ``2-113``, ``12.5.3``): joined to a letter or digit by one of ``_GLUE`` (a full stop
+    or colon only between digits: ``in 1957.`` ends a sentence)."""
+    left = text[start - 2 : start] if start > 1 else ""
+    right = text[end : end + 2]
+    for glue, other in ((left[1:], left[:1]), (right[:1], right[1:])):
+        if glue and glue in _GLUE and other.isalnum() and (glue not in ".:" or other.isdigit()):
+            return True
+    return False
+
+
 def _before(text: str, start: int) -> str:
     m = _WORD_BEFORE.search(text[max(0, start - 40) : start])
     return m.group(1).casefold() if m else ""
@@ -186,6 +201,8 @@ def generalise(text: str, start: int, end: int, label: str | None = None) -> lis
     before, after = _before(text, start), _after(text, end)
     low = span.casefold()
     if _NUMBER_RE.fullmatch(span):
+        if _glued(text, start, end):
+            return []  # a piece of a code or reference: "43186/98", "no. 2-113"
         return _number(span, before, after)
     if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
         if after.casefold() in _MONTHS or before in _MONTHS:

@@ -237,3 +237,10 @@ def test_fluency_reference_is_the_best_of_span_and_neutral_words() -> None:
     i = text.index("Kilkenny")
     assert check.reason(text, i, i + 8, "the county") is None  # -40 >= -30 - 12
     assert check.reason(text, i, i + 8, "zzz") is not None  # -45 < -42
+
+
+def test_a_number_glued_to_a_code_gets_nothing() -> None:
+    text = "applications (nos. 43185/98 and 43186/98) and case no. 2-113 of 12.5 units"
+    for piece in ("98", "43186", "113"):
+        i = text.index(piece, text.index("and"))
+        assert generalise(text, i, i + len(piece)) == [], piece

@@ -117,7 +117,9 @@ def test_operator_plans_one_request_per_sentence(sample_index: NgramIndex, sampl
     assert n <= len(rw.calls) < len(spans)
     first = sum(len(c) for c in rw.calls[:n])
     assert len(rw.given) - first == sum(len(c) for c in rw.calls[n:]) <= len(spans) - n
-    assert sum(out.text.count(w) - text.count(w) for w in set(rw.given)) == len(spans)
+    # (case-blind: a rewrite of a sentence's first word is written with a capital)
+    low, text_low = out.text.lower(), text.lower()
+    assert sum(low.count(w) - text_low.count(w) for w in set(rw.given)) == len(spans)
     # without results: one request per span
     rw2 = Counting()
     anonymizer.anonymize(text, results, operators={  # type: ignore[arg-type]

@@ -3,6 +3,8 @@ a second request only for the spans whose answer was refused, tokens per documen
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from presidio_delink import NgramIndex
@@ -10,6 +12,14 @@ from presidio_delink.linkage import analyze
 from presidio_delink.llm.base import TokenUsage
 from presidio_delink.llm.prompt import REFUSED_SEP, render_messages
 from presidio_delink.pipeline import Delinker
+
+
+def _delinker(index: NgramIndex, **kw: Any) -> Delinker:
+    """A delinker whose vocabulary check is off: the fakes answer with synthetic words
+    the collection never uses (that check has tests of its own)."""
+    d = Delinker(index, **kw)
+    d.known_word = None
+    return d
 
 
 def _word(request: int, i: int) -> str:
@@ -41,7 +51,7 @@ class Budgeted:
 
 def test_second_request_only_for_refused_spans(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
     rw = Budgeted()
-    res = Delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
     assert not res.failed and not analyze(sample_index, res.text or "", k=2).linkable
     first = [(c, s) for c, s in rw.requests if REFUSED_SEP not in c]
     again = [(c, s) for c, s in rw.requests if REFUSED_SEP in c]
@@ -83,7 +93,7 @@ def test_no_second_request_when_every_answer_passes(
             return {s: _word(len(self.requests), i) for i, s in enumerate(spans)}
 
     rw = Good()
-    res = Delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
     assert rw.requests and all(REFUSED_SEP not in c for c, _s in rw.requests)
     # each span is asked about once, in one request per passage
     spans = [s for _c, s in rw.requests for s in s]
@@ -99,7 +109,7 @@ def test_a_number_for_a_number_is_never_applied(
         def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
             return {s: answer for s in spans}
 
-    res = Delinker(sample_index, k=2, rewriter=Numbers(), passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewriter=Numbers(), passes=1).delink(sample_deid[0][1])
     assert not [a for a in res.audit if a.method == "llm"]
     assert answer not in (res.text or "").split()
 
@@ -110,7 +120,7 @@ def test_ner_labels_give_typed_generalisations(sample_index: NgramIndex, sample_
     i = text.index(span)
 
     def run(entity: tuple[int, int]) -> dict[str, str]:
-        d = Delinker(sample_index, k=2, rewriter=Budgeted(), passes=1,
+        d = _delinker(sample_index, k=2, rewriter=Budgeted(), passes=1,
                      ner=lambda t: [(*entity, "GPE")] if t == text else [])
         res = d.delink(text)
         assert not res.failed
