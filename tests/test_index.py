@@ -245,7 +245,8 @@ def test_stats(sample_index: NgramIndex) -> None:
     st_ = sample_index.stats()
     assert st_["n_docs"] == 40 and st_["max_n"] == 8 and st_["n_groups"] == 40
     views = st_["views"]
-    assert list(views) == ["folded", "folded-cross", "folded-dash", "fine", "accent-cross"]  # type: ignore[call-overload]
+    assert list(views) == ["folded", "folded-cross", "folded-dash", "fine", "surface",  # type: ignore[call-overload]
+                           "accent-cross"]
     for v in views.values():  # type: ignore[attr-defined]
         assert v["n_partitions"] == 1 and sum(v["keys_per_n"].values()) == v["n_keys"]
     assert st_["bytes_on_disk"] > 0
@@ -273,10 +274,11 @@ def test_views_stored_over_others_equal_views_stored_alone(tmp_path_factory, doc
     """Delta storage (a view kept as its differences from another) changes nothing: stored
     keys, their df and the detector's prefix walks equal those of the view built alone."""
     root = tmp_path_factory.mktemp("layers")
-    views = ["folded", "folded-cross", "folded-dash", "fine", "accent-cross", "case", "case-cross"]
+    views = ["folded", "folded-cross", "folded-dash", "fine", "surface", "accent-cross", "case",
+             "case-cross"]
     both = NgramIndex.build(docs, root / "all", max_n=max_n, views=views, shard_words=shard_words)
     assert [both.meta["views"][i]["stored_over"] for i in range(len(views))] == [
-        None, "folded", "folded", "folded", "folded-cross", "fine", "case"]
+        None, "folded", "folded", "folded", "fine", "folded-cross", "fine", "case"]
     for name in views[1:]:
         alone = NgramIndex.build(docs, root / name, max_n=max_n, views=[name], shard_words=shard_words)
         a, b = both.views[name], alone.views[name]
