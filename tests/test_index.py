@@ -292,3 +292,27 @@ def test_views_stored_over_others_equal_views_stored_alone(tmp_path_factory, doc
         ]
         for below in (2, 3):
             assert a.prefix_dfs_many(queries, below) == b.prefix_dfs_many(queries, below), name
+
+
+def test_every_index_file_is_written_through_atomic_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Index files (arrays, tries, metadata, document table) go through io.atomic_output:
+    a temporary file renamed, never a file written in place under its final name."""
+    import presidio_delink.index.format as fmt
+    import presidio_delink.index.shard as shard
+    from presidio_delink import io
+
+    written: set[Path] = set()
+
+    def recording(path, mode="w"):  # type: ignore[no-untyped-def]
+        written.add(Path(path).resolve())
+        return io.atomic_output(path, mode)
+
+    monkeypatch.setattr(fmt, "atomic_output", recording)
+    monkeypatch.setattr(shard, "atomic_output", recording)
+    docs = [(f"d{i}", f"The applicant {i} was heard by the court in case {i % 3}.") for i in range(6)]
+    out = NgramIndex.build(docs, tmp_path / "i", views=("folded", "fine", "surface")).directory
+    copy = NgramIndex.load(out).save(tmp_path / "copy")
+    files = {p.resolve() for d in (out, copy) for p in d.rglob("*") if p.is_file()}
+    assert files and files <= written, sorted(map(str, files - written))
