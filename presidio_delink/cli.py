@@ -236,13 +236,17 @@ def index_stats(directory: Path, key_file: Path | None) -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.argument("phrases", nargs=-1, required=True)
 @click.option("--view", default=None, help="The view to query (default: folded).")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Document ids printed per phrase (0: all); df and groups count them all.")
 @_key_opt
 @_clean_errors
 def index_query(
-    directory: Path, phrases: tuple[str, ...], view: str | None, key_file: Path | None
+    directory: Path, phrases: tuple[str, ...], view: str | None, limit: int,
+    key_file: Path | None,
 ) -> None:
     """Print {"ngram", "view", "df", "groups", "doc_ids"} for each PHRASE (one N-gram
-    each); df counts documents, groups distinct groups."""
+    each); df counts documents, groups distinct groups; "doc_ids" lists the first
+    --limit documents ("more" says how many were left out)."""
     from presidio_delink.errors import ConfigError
 
     idx = _load_index(directory, key_file)
@@ -253,18 +257,17 @@ def index_query(
     for phrase in phrases:
         words = idx.words_of(phrase, v.name)
         ords = v.lookup(words)
-        click.echo(
-            json.dumps(
-                {
-                    "ngram": " ".join(words),
-                    "view": v.name,
-                    "df": len(ords),
-                    "groups": len(idx.groups_of(ords)),
-                    "doc_ids": [ids[i] for i in ords.tolist()],
-                },
-                ensure_ascii=False,
-            )
-        )
+        shown = ords.tolist() if limit == 0 else ords[:limit].tolist()
+        row: dict[str, Any] = {
+            "ngram": " ".join(words),
+            "view": v.name,
+            "df": len(ords),
+            "groups": len(idx.groups_of(ords)),
+            "doc_ids": [ids[i] for i in shown],
+        }
+        if len(shown) < len(ords):
+            row["more"] = len(ords) - len(shown)
+        click.echo(json.dumps(row, ensure_ascii=False))
 
 
 def _open_out(path: Path | None) -> Any:

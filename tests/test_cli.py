@@ -56,6 +56,14 @@ def test_index_stats_and_query(built: Path) -> None:
     assert json.loads(res.output)["ngram"] == "36110 97"
     res = run("index", "query", str(built), "--view", "nope", "x")
     assert res.exit_code == 2 and "no view 'nope'" in res.output
+    # --limit: ids printed (default 20), df and groups count every document
+    every = json.loads(run("index", "query", str(built), "--limit", "0", "the applicant").output)
+    assert every["df"] == len(every["doc_ids"]) > 20 and "more" not in every
+    some = json.loads(run("index", "query", str(built), "--limit", "3", "the applicant").output)
+    assert some["doc_ids"] == every["doc_ids"][:3] and some["more"] == every["df"] - 3
+    assert some["df"] == every["df"] and some["groups"] == every["groups"]
+    default = json.loads(run("index", "query", str(built), "the applicant").output)
+    assert len(default["doc_ids"]) == 20 and default["more"] == every["df"] - 20
 
 
 def test_check_exit_codes_and_offsets(built: Path, tmp_path: Path) -> None:
