@@ -343,7 +343,9 @@ def check(
     output: Path | None,
     inputs: tuple[Path, ...],
 ) -> None:
-    """Report the linkable N-grams of each document of INPUT... as JSONL.
+    """Report the linkable N-grams of each document of INPUT... as JSONL: one record per
+    flagged place of the text, with the views it links in ("ngram", "df" and "groups"
+    are those of the view where it occurs in the fewest groups).  A summary goes to stderr.
 
     Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
     """
@@ -352,32 +354,48 @@ def check(
 
     check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
-    any_linkable = False
+    n_docs = n_linkable = n_spans = 0
     with _open_out(output) as out:
         for doc_id, text in read_many(inputs):
             rep = analyze(idx, text, k=k, arity=arity, max_n=max_n)
-            any_linkable |= rep.linkable
-            spans = [
-                {
-                    "start": a,
-                    "end": b,
-                    "text": text[a:b],
-                    "ngram": f.key,
-                    "view": f.view,
-                    "df": f.df,
-                    "groups": f.groups,
-                    "arity": f.arity,
-                    "partners": list(f.partners),
-                }
-                for a, b, f in rep.spans()
-            ]
+            n_docs += 1
+            n_linkable += rep.linkable
+            places: dict[tuple[Any, ...], dict[str, Any]] = {}
+            for a, b, f in rep.spans():
+                where = (a, b, f.arity, f.partners)
+                rec = places.get(where)
+                if rec is None or (f.groups, f.df) < (rec["groups"], rec["df"]):
+                    views = rec["views"] if rec is not None else []
+                    rec = places[where] = {
+                        "start": a,
+                        "end": b,
+                        "text": text[a:b],
+                        "ngram": f.key,
+                        "view": f.view,
+                        "views": views,
+                        "df": f.df,
+                        "groups": f.groups,
+                        "arity": f.arity,
+                        "partners": list(f.partners),
+                    }
+                if f.view not in rec["views"]:
+                    rec["views"].append(f.view)
+            spans = list(places.values())
+            n_spans += len(spans)
             out.write(
                 json.dumps(
                     {"id": doc_id, "linkable": rep.linkable, "spans": spans}, ensure_ascii=False
                 )
                 + "\n"
             )
-    sys.exit(1 if any_linkable else 0)
+    click.echo(
+        f"checked {n_docs} document(s) against {idx.n_docs} ({idx.stats()['n_groups']} groups), "
+        f"k={k}, arity {arity}: {n_linkable} linkable, {n_spans} flagged place(s)"
+        + (f" (mean {n_spans / n_docs:.1f} a document)" if n_docs else "")
+        + ("; no input documents" if not n_docs else ""),
+        err=True,
+    )
+    sys.exit(1 if n_linkable else 0)
 
 
 @main.command("attack")
@@ -427,6 +445,11 @@ def attack(
     methods = ["ngram", "containment", "ranked", "semantic"] if method == "all" else [method]
     if method == "all" and not monitor_inputs:
         methods.remove("semantic")
+        click.echo(
+            "attack --method all: the semantic attack is skipped (it needs the collection's "
+            "texts: --semantic-monitor INPUT)",
+            err=True,
+        )
     attacks = _make_attacks(idx, k, methods, monitor_inputs, output)
     any_linkable = False
     with _open_out(output) as out:
@@ -445,7 +468,10 @@ def attack(
                         "links_to": [
                             {
                                 "doc_id": d,
-                                "evidence": [list(e) for e in ev[:20]],
+                                "evidence": [
+                                    {"ngrams": list(e.ngrams), "views": list(e.views)}
+                                    for e in ev[:20]
+                                ],
                                 "n_evidence": len(ev),
                             }
                             for d, ev in linked.items()
