@@ -1082,9 +1082,10 @@ def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: in
 
 
 def _register_eval() -> None:
-    from presidio_delink.eval.cli import eval_command
+    from presidio_delink.eval.cli import eval_command, eval_risk_command
 
     main.add_command(eval_command)
+    main.add_command(eval_risk_command)
 
 
 _register_eval()
