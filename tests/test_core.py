@@ -250,3 +250,32 @@ def test_look_alikes_are_written_back_in_the_documents_script() -> None:
     assert n == 4 and len(out) == len(text)  # one character for one; a Cyrillic word stays
     assert latin_text("\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u043a\u043e\u0442 x") == (
         "\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u043a\u043e\u0442 x", 0)  # not a Latin text
+
+
+def test_audit_entries_name_the_flagged_ngram_and_their_offsets(
+    sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
+) -> None:
+    """Every edit's entry names a flagged N-gram it breaks (never "" with df 0), its view
+    and groups, and its offsets in the text of its pass."""
+    from presidio_delink.edits import REDACTED
+
+    class Half:  # answers half the spans, refuses the rest: both kinds of edit
+        name = "half"
+
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            return {s: "some matter" for s in spans[::2]}
+
+    d = Delinker(sample_index, k=2, rewriter=Half())  # type: ignore[arg-type]
+    seen = 0
+    for doc_id, text in sample_deid[:3]:
+        res = d.delink(text, doc_id)
+        assert res.text is not None
+        passes: dict[int, str] = {1: res.input_text}
+        for a in res.audit:
+            seen += 1
+            assert a.ngram and a.df >= 1 and a.groups >= 1 and a.view in sample_index.views, a
+            assert a.end > a.start
+            if a.pass_no == 1:
+                assert passes[1][a.start : a.end] == a.original
+            assert a.replacement == REDACTED or a.method != "redacted"
+    assert seen > 10
