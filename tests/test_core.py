@@ -279,3 +279,23 @@ def test_audit_entries_name_the_flagged_ngram_and_their_offsets(
                 assert passes[1][a.start : a.end] == a.original
             assert a.replacement == REDACTED or a.method != "redacted"
     assert seen > 10
+
+
+def test_report_says_groups_where_groups_decide(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from presidio_delink.report import render
+
+    docs = [
+        ("judgment", "The applicant was detained in Sirnak prison for nine days.", "case-1"),
+        ("hudoc", "The applicant was detained in Sirnak prison for nine days.", "case-1"),
+        ("other", "The applicant was detained in a prison.", "case-2"),
+        ("third", "An applicant was released.", "case-3"),
+    ]
+    grouped = NgramIndex.build(docs, tmp_path / "g")
+    res = Delinker(grouped, k=2).delink("He was detained in Sirnak prison for nine days.", "q")
+    page = render([res])
+    assert '<sup class="df">groups=1 (df=2)</sup>' in page  # two documents, one case
+    assert "groups=1 (df=2)</td>" in page  # the audit table too
+    assert "the number of groups, which k counts" in page
+    plain = NgramIndex.build([(d, t) for d, t, _ in docs[1:]], tmp_path / "p")
+    page = render([Delinker(plain, k=2).delink("He was detained in Sirnak prison.", "q")])
+    assert '<sup class="df">df=1</sup>' in page and "groups=1 (" not in page.split("</p>", 1)[1]
