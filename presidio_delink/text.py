@@ -3,7 +3,7 @@
 The index is built and queried with this module only, so that a phrase of a
 de-identified text and the same phrase in the collection always give the same keys.
 
-Design (see README, "Text model"):
+Design (see docs/design.md, "Text models (views) and groups"):
 
 * Words are found in the *original* text, so every word keeps its character offsets.
   A word is a run of letters/digits, together with the invisible characters that can

@@ -25,7 +25,7 @@ Members:
   variants kept), casefolded, separated by white space only (any other character between
   two words, a trailing apostrophe among them, ends the phrase).
 * ``fts5-rd2-porter``: FTS5 with the Porter stemmer (``porter unicode61``): inflections
-  merged ("complained" = "complains").  Measured, not promised: see the README, "Who the
+  merged ("complained" = "complains").  Measured, not promised: see docs/design.md, "Who the
   guarantee covers".
 
 Masks (``[REDACTED]``, ``<PERSON>``, ``***``) split phrases for every member: an adversary
