@@ -552,7 +552,15 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     groups = [group_of.get(d, d) for d, _ in docs]
     cache = (near.parent if near else Path.cwd()) / ".delink-embeddings"
-    return SemanticMonitor.from_collection(docs, Embedder(), cache, groups=groups, k=k)
+    click.echo(
+        f"semantic attack: embedding the collection's {len(docs)} texts once, cached in "
+        f"{cache} (a rerun on the same texts reads the cache)",
+        err=True,
+    )
+    # progress=None: a bar on a terminal, counted in chunks, so it moves within a long text
+    return SemanticMonitor.from_collection(
+        docs, Embedder(), cache, progress=None, groups=groups, k=k
+    )
 
 
 @main.command("delink")

@@ -181,3 +181,33 @@ def test_runs_as_a_module(module: str) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "Usage:" in res.stdout and "delink" in res.stdout
+
+
+def test_semantic_attack_caches_the_collection_and_shows_progress(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collection is embedded through the cache next to the output (a rerun reads it)
+    with a progress bar on a terminal, and the command says so."""
+    import numpy as np
+
+    import presidio_delink.eval.embeddings as emb
+
+    calls: list[tuple[object, object]] = []
+
+    class Fake:
+        fingerprint = "fake"
+
+        def encode(self, texts, progress=False):  # type: ignore[no-untyped-def]
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+        def encode_cached(self, ids, texts, cache_dir, progress=False):  # type: ignore[no-untyped-def]
+            calls.append((cache_dir, progress))
+            return self.encode(texts)
+
+    monkeypatch.setattr(emb, "Embedder", Fake)
+    out = tmp_path / "a.jsonl"
+    res = run("attack", "--index", str(built), "--method", "semantic", "--semantic-monitor",
+              str(SAMPLES / "collection.jsonl"), str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code in (0, 1), res.output
+    assert calls == [(tmp_path / ".delink-embeddings", None)]
+    assert "embedding the collection's 40 texts once, cached in" in res.stderr
