@@ -100,7 +100,9 @@ class AuditEntry:
     ``ngram``, ``df``, ``groups``, ``view`` and ``arity`` describe the flagged N-gram the
     edit breaks (of those it overlaps, one it lies within if any, else the one found in
     the fewest groups); ``start`` and ``end`` are the edit's character offsets in the text
-    of its pass (pass 1: the input text).
+    of its pass (pass 1: the input text).  Edits of ``protect`` (``pass_no`` 0, made after
+    nothing links) break no flagged N-gram: ``ngram`` is ``""``, ``df`` and ``arity`` 0,
+    and ``reason`` says which search they answer.
     """
 
     original: str

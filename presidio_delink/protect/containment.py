@@ -240,6 +240,8 @@ def protect_containment(
                     method="redacted",
                     n_words=1,
                     reason="containment chain",
+                    start=tokens[i].start,
+                    end=tokens[i].end,
                 )
             )
         out.words_cut += len(chosen)

@@ -187,7 +187,7 @@ def edit_spans(
         audit.append(
             AuditEntry(
                 original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,
-                method=method, n_words=1, reason=reason,
+                method=method, n_words=1, reason=reason, start=a, end=b,
             )
         )
     text, marks2 = apply(text, edits, marks)
