@@ -90,17 +90,28 @@ def run_setting(idx, tests, name: str, llm: str):  # type: ignore[no-untyped-def
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
     for tid, _o, deid in tests:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = d.delink(deid, tid)
         if prot is not None:
             prot.protect(res, group_of[tid])
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         assert res.text is not None and not analyze(idx, res.text, k=2, arity=arity).linkable
+        prot_red = sum(a.n_words for a in res.audit if a.reason in PROTECT_REASONS
+                       and a.method == "redacted")
+        prot_rew = sum(a.n_words for a in res.audit if a.reason in PROTECT_REASONS
+                       and a.method != "redacted")
         out.append({
             "id": tid, "text": res.text, "n_words": res.n_words,
             "redacted": res.words_redacted, "rewritten": res.words_rewritten, "seconds": dt,
+            "cpu_seconds": dc, "protect_redacted": prot_red, "protect_rewritten": prot_rew,
+            "relinked": res.words_redacted - sum(
+                a.n_words for a in res.audit if a.method == "redacted"),
         })
     return out
+
+
+#: The audit reasons of the protections' own edits (``presidio_delink.protect``).
+PROTECT_REASONS = ("ranked term", "containment chain")
 
 
 def main() -> None:
@@ -110,6 +121,8 @@ def main() -> None:
     ap.add_argument("--llm", default="none")
     ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
     ap.add_argument("--no-cosine", action="store_true")
+    ap.add_argument("--limit-slow", type=int, default=None,
+                    help="first N documents only for the slow settings (arity3)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     print("load:", uptime(), "commit:", commit(), flush=True)
@@ -130,16 +143,22 @@ def main() -> None:
         from presidio_delink.eval.embeddings import Embedder
 
         embed = Embedder()
-        inputs = {tid: v for tid, v in zip(
-            [t for t, _, _ in tests], embed.encode([d for _, _, d in tests]), strict=True)}
+    inputs = None
+    from presidio_delink.attacks.audit import source_ranks
+    from presidio_delink.attacks.containment import ContainmentAttack
+    from presidio_delink.attacks.ranked import RankedAttack
+
+    tool_ranked = RankedAttack(idx, k=2)
+    tool_cont = ContainmentAttack(idx, k=2)
+    group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     rows = []
-    n = len(tests)
     for name in a.settings.split(","):
+        n = min(len(tests), a.limit_slow) if name in SLOW and a.limit_slow else len(tests)
         cache = work / f"{name}-{a.llm.replace(':', '_')}-{n}.json"
         if cache.is_file():
             outs = json.loads(cache.read_text())
         else:
-            outs = run_setting(idx, tests, name, a.llm)
+            outs = run_setting(idx, tests[:n], name, a.llm)
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         words = sum(o["n_words"] for o in outs) or 1
@@ -150,16 +169,39 @@ def main() -> None:
             "changed_pct": round(100 * (red + rew) / words, 1),
             "redacted_pct": round(100 * red / words, 1),
             "rewritten_pct": round(100 * rew / words, 1),
+            "protect_redacted_pct": round(
+                100 * sum(o.get("protect_redacted", 0) for o in outs) / words, 1),
+            "protect_rewritten_pct": round(
+                100 * sum(o.get("protect_rewritten", 0) for o in outs) / words, 1),
             "s_per_doc": round(sum(o["seconds"] for o in outs) / n, 2),
+            "cpu_s_per_doc": round(sum(o.get("cpu_seconds", 0.0) for o in outs) / n, 2),
+            "load": uptime(),
         }
+        # what delink's audit reports for these outputs (the tool's own attacks)
+        t0 = time.perf_counter()
+        audit = [source_ranks(o["text"], group_of[o["id"]], tool_cont, None, tool_ranked)
+                 for o in outs]
+        row["audit_s_per_doc"] = round((time.perf_counter() - t0) / n, 3)
+        row["tool_ranked_first"] = sum(r["ranked"]["source_rank"] == 1 for r in audit)
+        row["tool_ranked_any_sentence"] = sum(
+            r["ranked"]["any_sentence_rank"] == 1 for r in audit)
+        row["tool_ranked_claimed"] = sum(bool(r["ranked"]["linked"]) for r in audit)
+        row["tool_containment_first"] = sum(
+            r["containment"]["source_rank"] == 1 for r in audit)
         if embed is not None:
             vec = embed.encode([o["text"] for o in outs])
+            inputs = {t: v for t, v in zip(
+                [t for t, _, _ in tests], embed.encode([d for _, _, d in tests]), strict=True)
+            } if inputs is None else inputs
             cos = [float(inputs[o["id"]] @ v) for o, v in zip(outs, vec, strict=True)]
             row["cosine"] = round(float(np.mean(cos)), 3)
         for m in ranked:
             res = [ra.ranked_outcome(m, o["text"], ra.case_of(o["id"])) for o in outs]
             for q in ("whole", "sentence", "any_sentence"):
                 row[f"{m.name}:{q}"] = sum(r[q] for r in res)  # type: ignore[attr-defined]
+            # the searcher's reading, as the tool's audit counts it: whole or best sentence
+            row[f"{m.name}:either"] = sum(  # type: ignore[attr-defined]
+                r["whole"] or r["sentence"] for r in res)
         for k, w in winnow.items():
             res = [w.first(o["text"], ra.case_of(o["id"])) for o in outs]
             for rule in ra.RULES:
@@ -173,19 +215,27 @@ def main() -> None:
             f.write(json.dumps({"load": uptime(), "commit": commit(), "rows": rows}, indent=2))
 
 
+SLOW = ("arity3",)
+
+
 def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-def]
-    head = ["setting", "changed (red./rew.)", "cosine", "s/doc"]
-    head += [f"{m} W/S" for m in members] + [f"winnow {k} (max rule)" for k in lengths]
+    head = ["setting", "docs", "changed (red./rew.)", "protection red./rew.", "cosine",
+            "s/doc (CPU)", "audit: ranked first (any sentence)"]
+    head += [f"{m} W/S (either)" for m in members] + [f"winnow {k} (max rule)" for k in lengths]
     print("\n| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
         cells = [
             str(r["setting"]),
+            str(r["docs"]),
             f"{r['changed_pct']} % ({r['redacted_pct']} / {r['rewritten_pct']})",
+            f"{r['protect_redacted_pct']} / {r['protect_rewritten_pct']} %",
             str(r.get("cosine", "")),
-            str(r["s_per_doc"]),
+            f"{r['s_per_doc']} ({r['cpu_s_per_doc']})",
+            f"{r['tool_ranked_first']} ({r['tool_ranked_any_sentence']})",
         ]
-        cells += [f"{r[f'{m}:whole']} / {r[f'{m}:sentence']}" for m in members]
+        cells += [f"{r[f'{m}:whole']} / {r[f'{m}:sentence']} ({r[f'{m}:either']})"
+                  for m in members]
         cells += [str(max(r[f"winnow{k}:{rule}"] for rule in ra.RULES)) for k in lengths]
         print("| " + " | ".join(cells) + " |")
     print(f"(counts of {n} documents whose case is ranked first)")

@@ -233,8 +233,8 @@ class Rewriting:
         (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
         one LLM call per passage (:func:`passage_groups`, up to ``llm_concurrency`` in
         flight), then one more for the spans whose answer was refused; every candidate is
-        validated by :func:`pick`, in document order."""
-        assert self.rewriter is not None
+        validated by :func:`pick`, in document order.  Without a rewriter only the
+        generalisations are tried (the protection's edits use that)."""
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
         copy_grams = trigrams([text, *example_texts()], self.tokenizer)
         known_lower = lower_words(text)
@@ -289,6 +289,8 @@ class Rewriting:
                     out[(r.start, r.end)] = (fit(new, text, r.start, r.end), _GENERALISED)
                     continue
             pending.append(r)
+        if self.rewriter is None or not pending:
+            return out
         usage = find_usage(self.rewriter)
         before = usage.snapshot() if usage is not None else None
         refused = self._llm_round(text, pending, {}, out, res, check)
@@ -562,7 +564,7 @@ class DelinkLoop(Rewriting):
                 res.semantic = dict(self.monitor.assess(current))
         res.seconds += time.perf_counter() - t0
         if self.protect and group is not None and res.text is not None:
-            self._protect(res, group)
+            self._protect(res, group, forbidden)
         log.info(
             "document %s: %d passes, %d words rewritten, %d redacted, %d LLM calls",
             doc_id,
@@ -574,7 +576,7 @@ class DelinkLoop(Rewriting):
         return res
 
     # -- internals ----------------------------------------------------------------------
-    def _protect(self, res: DelinkResult, group: str) -> None:
+    def _protect(self, res: DelinkResult, group: str, forbidden: Sequence[str] = ()) -> None:
         from presidio_delink.protect import Protector
 
         with self._attack_lock:
@@ -582,7 +584,7 @@ class DelinkLoop(Rewriting):
                 # Protector reads only the loop's settings (index, k, arity, max_n,
                 # monitor), which every DelinkLoop has.
                 self._protector = Protector(cast("Delinker", self), self.protect or "")
-        self._protector.protect(res, group)
+        self._protector.protect(res, group, forbidden=forbidden)
 
     def _edits(
         self,

@@ -198,6 +198,22 @@ def test_writers(tmp_path: Path) -> None:
 
 # -- end to end ------------------------------------------------------------------------
 @needs_data
+def test_run_eval_accepts_every_protection(tmp_path: Path) -> None:
+    from presidio_delink.eval.runner import Setting, run_eval
+
+    res = run_eval(
+        "wiki-manual", [Setting(2, 1, protect="ranked")], limit=2, work_dir=tmp_path,
+        semantic=False, progress=lambda _m: None,
+    )
+    s = res["settings"][0]
+    assert s["label"].endswith("protect=ranked") and len(s["docs"]) == 2
+    assert s["summary"]["linkage"]["linkable_docs_after"] == 0
+    with pytest.raises(ConfigError, match="unknown protection"):
+        run_eval("wiki-manual", [Setting(2, 1, protect="bm25")], limit=1, work_dir=tmp_path,
+                 semantic=False, progress=lambda _m: None)
+
+
+@needs_data
 def test_run_eval_wiki_manual(tmp_path: Path) -> None:
     from presidio_delink.eval.runner import Setting, run_eval
 

@@ -59,8 +59,8 @@ def protected(index: NgramIndex) -> list[tuple[str, str, int, int]]:
 
 
 def test_parse_modes() -> None:
-    assert parse_modes("all") == ("containment", "ranked")
-    assert parse_modes("ranked, containment") == ("containment", "ranked")
+    assert parse_modes("all") == ("ranked", "containment")  # ranked first: fewer words
+    assert parse_modes("containment, ranked") == ("ranked", "containment")
     assert parse_modes(["ranked"]) == ("ranked",)
     assert parse_modes(None) == ()
     with pytest.raises(ConfigError, match="unknown protection bm25"):
@@ -183,3 +183,54 @@ def test_cli_delink_protect_all(index: NgramIndex, tmp_path: Path) -> None:
          "--no-progress", "-o", str(tmp_path / "o2.jsonl"), str(inp)],
     )
     assert bad.exit_code == 2 and "unknown protection" in bad.output
+
+
+def test_loop_editor_rewrites_through_the_loops_checks(index: NgramIndex) -> None:
+    """With an LLM configured, the protections' words are rewritten (validated) before
+    any is redacted; the output still holds against the tool's attacks and links nothing."""
+    from presidio_delink.protect.editor import runs_of, shares_term
+
+    spans = [(0, 1), (2, 3), (5, 6), (7, 8)]
+    assert runs_of("a b, c\nd", spans) == [(0, 3, 2), (5, 6, 1), (7, 8, 1)]
+    assert shares_term("applicant", "the applicants") and not shares_term("judge", "a person")
+
+    class Neutral:  # answers every span with words no source holds
+        name = "neutral"
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            return {s: "zorblat" for s in spans}
+
+    d = Delinker(index, k=2, arity=1, rewriter=Neutral())
+    prot = Protector(d, "all")
+    doc_id, text = INPUTS[0]
+    res = d.delink(text, doc_id)
+    before = res.words_rewritten
+    prot.protect(res, doc_id)
+    assert res.text is not None and not analyze(index, res.text, k=2, arity=1).linkable
+    assert res.words_rewritten > before  # the protection's own edits include rewrites
+    assert any(a.reason in ("ranked term", "containment chain") and a.method == "llm"
+               for a in res.audit)
+    assert RankedAttack(index).scores(res.text).source_rank(doc_id) != 1
+
+
+def test_variants_share_words_and_score_as_fresh_attacks(index: NgramIndex) -> None:
+    """The protection's variants share one vocabulary and the encoded documents; their
+    scores are those of attacks built alone, also after a vocabulary reset."""
+    from presidio_delink.attacks import containment as cmod
+
+    base = ContainmentAttack(index)
+    vs = variants(base)
+    assert variants(base)[1] is vs[1]  # kept on the attack
+    args = ("k", "seed", "gap", "drift", "min_chain", "candidates", "max_df")
+    texts = [t for _, t in INPUTS[:2]]
+    for v in vs:
+        fresh = ContainmentAttack(index, **{a: getattr(v, a) for a in args})
+        for t in texts:
+            assert v.scores(t) == fresh.scores(t)
+    old = cmod._VOCAB_RESET
+    try:
+        cmod._VOCAB_RESET = 1  # every prepare resets the shared ids
+        for v in vs[:3]:
+            fresh = ContainmentAttack(index, **{a: getattr(v, a) for a in args})
+            assert v.scores(texts[0]) == fresh.scores(texts[0])
+    finally:
+        cmod._VOCAB_RESET = old

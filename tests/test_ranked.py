@@ -211,6 +211,22 @@ def test_group_ranking_and_cautious_combination(attack: RankedAttack) -> None:
     assert ps.rank_of(ps.row("fts5-unicode61"), other[2]) != 1
 
 
+def test_searchers_reading_is_whole_text_and_best_sentence(attack: RankedAttack) -> None:
+    """The oracle (some sentence ranks it first) counts a short sentence a searcher
+    cannot single out; the searcher's reading (whole text, best sentence) does not."""
+    text = CORPUS[0][1][:300] + " " + CORPUS[1][1][:300]
+    other = CORPUS[5]
+    short = " ".join(w for w in other[1].split()[12:24] if w not in STOP_WORDS)
+    short = " ".join(short.strip(".").split()[:3]) + "."  # 3 terms: under the sentence floor
+    ps = attack.scores(text + "\n\n" + short.capitalize())
+    assert ps.source_rank(other[2]) == 1  # the oracle: that sentence puts it first
+    assert ps.attacker_rank(other[2]) != 1  # a searcher reads the whole text's answer
+    assert ps.attacker_rank("g0") == 1
+    rows = ps.attacker_rows()
+    assert all(ps.keys[i][1] == "text" or ps.n_terms[i] >= 5 for i in rows)
+    assert sum(ps.keys[i][1] != "text" for i in rows) <= len(attack.members)
+
+
 def test_margin_decision(index: NgramIndex) -> None:
     text = _query_text(3)
     strict = RankedAttack(index, margin=1.0, sentence_margin=1.0)

@@ -3,9 +3,11 @@
 ``source_ranks`` runs the given attacks on one text and, for each, reports the 1-based rank
 of the source's group (ties with a better-placed group count as found, the cautious
 reading; None when the attack finds no evidence for it), its score, the top group and the
-attack's decision.  For the ranked attack the rank is the best over every panel member
-and query (whole text, each sentence): 1 when any of these searches puts the source
-first.  :func:`linked_by` says which attacks of a record rank its source first.
+attack's decision.  For the ranked attack the rank is the searcher's reading
+(:meth:`~presidio_delink.attacks.ranked.PanelScores.attacker_rank`: each member's
+whole-text answer and its best sentence's); the oracle over every sentence is reported
+beside it as ``any_sentence_rank``.  :func:`linked_by` says which attacks of a record
+rank its source first.
 Cost: one run of each attack.
 """
 
@@ -35,7 +37,8 @@ def source_ranks(
         containment: a :class:`ContainmentAttack`, or None to skip.
         semantic: a ``SemanticMonitor`` (or None to skip).
         ranked: a :class:`RankedAttack`, or None to skip.  Its record: ``source_rank``
-            (the cautious rank), ``source_first``, ``top_group`` (of the combined
+            (the searcher's reading), ``source_first``, ``any_sentence_rank`` (the best
+            rank over every sentence: an oracle), ``top_group`` (of the combined
             ranking), ``margin`` (the largest whole-text lead ``(s_1 - s_k) / s_1`` over
             the members), ``claimed`` (the group the calibrated margin decision claims,
             or None), ``linked`` (it claims the source), and per member the whole-text
@@ -68,7 +71,8 @@ def source_ranks(
 
 def _ranked(text: str, group: str, attack: RankedAttack) -> dict[str, Any]:
     ps = attack.scores(text)
-    rank = ps.source_rank(group) if attack.has_group(group) else None
+    rank = ps.attacker_rank(group) if attack.has_group(group) else None
+    oracle = ps.source_rank(group) if attack.has_group(group) else None
     combined = ps.combined(depth=1)
     leads = ps.leads()
     text_rows = [i for i, (_m, q) in enumerate(ps.keys) if q == "text"]
@@ -81,12 +85,13 @@ def _ranked(text: str, group: str, attack: RankedAttack) -> dict[str, Any]:
             "sentences_first": sum(
                 1
                 for i, (mm, q) in enumerate(ps.keys)
-                if mm == m and q != "text" and rank is not None and ps.rank_of(i, group) == 1
+                if mm == m and q != "text" and oracle is not None and ps.rank_of(i, group) == 1
             ),
         }
     return {
         "source_rank": rank,
         "source_first": rank == 1,
+        "any_sentence_rank": oracle,
         "top_group": combined[0].group if combined else None,
         "margin": round(float(max(leads[text_rows])), 4) if text_rows else 0.0,
         "claimed": claim[0] if claim else None,

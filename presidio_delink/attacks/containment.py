@@ -74,6 +74,16 @@ __all__ = ["DEFAULT_MARGIN", "Chain", "ContainmentAttack", "Prepared"]
 
 _VOCAB_RESET = 1 << 20  # word ids stay below 2**21 (a text adds far fewer than 2**20)
 
+
+class _Shared:
+    """Word ids and encoded documents, shared by attacks over one index
+    (:meth:`ContainmentAttack.share_words`); ``epoch`` counts vocabulary resets."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.ids: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.epoch = 0
+
 #: Calibrated margin between the best and the k-th group (see the module docstring).
 DEFAULT_MARGIN = 0.25
 
@@ -150,8 +160,23 @@ class ContainmentAttack:
         self.cache_docs = cache_docs
         self._groups = index.doc_groups
         self._ids = index.doc_ids
-        self._vocab: dict[str, int] = {}
+        self._shared = _Shared()
+        self._epoch = 0
         self._doc_cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def share_words(self, other: ContainmentAttack) -> None:
+        """Use ``other``'s word ids and encoded documents (same index): attacks with
+        other settings then decode and encode each candidate document once between them
+        (the protection runs seven variants over the same candidates)."""
+        if other.index is not self.index:
+            raise ConfigError("attacks of different indexes share no words")
+        self._shared = other._shared
+        self._epoch = -1  # this attack's own keys were made with other ids
+        self._doc_cache.clear()
+
+    @property
+    def _vocab(self) -> dict[str, int]:
+        return self._shared.vocab
 
     # -- public ---------------------------------------------------------------------
     def rank(self, text: str, top: int = 10) -> list[Ranked]:
@@ -192,9 +217,14 @@ class ContainmentAttack:
     def prepare(self, text: str) -> Prepared:
         """The text's words (numbered across punctuation) and the keys of its seeds."""
         words = [t.word for seg in self.index.tokenizer.segments(text) for t in seg]
-        if len(self._vocab) > _VOCAB_RESET:  # keeps the keys exact; ids are per-attack
-            self._vocab.clear()
+        sh = self._shared
+        if len(sh.vocab) > _VOCAB_RESET:  # keeps the keys exact; ids are per vocabulary
+            sh.vocab.clear()
+            sh.ids.clear()
+            sh.epoch += 1
+        if self._epoch != sh.epoch:  # the ids changed (here or in a sharing attack)
             self._doc_cache.clear()
+            self._epoch = sh.epoch
         return Prepared(words, self._keys(self._encode(words)))
 
     def coverage(self, prep: Prepared, docs: Sequence[int]) -> dict[int, set[int]]:
@@ -243,7 +273,16 @@ class ContainmentAttack:
         if got is not None:
             self._doc_cache.move_to_end(doc)
             return got
-        keys = self._keys(self._encode([w for w in self.index.doc_words(doc) if w]))
+        sh = self._shared
+        ids = sh.ids.get(doc)
+        if ids is None:
+            ids = self._encode([w for w in self.index.doc_words(doc) if w])
+            sh.ids[doc] = ids
+            if len(sh.ids) > self.cache_docs:
+                sh.ids.popitem(last=False)
+        else:
+            sh.ids.move_to_end(doc)
+        keys = self._keys(ids)
         order = np.argsort(keys, kind="stable")
         got = (keys[order], order)
         self._doc_cache[doc] = got

@@ -31,10 +31,15 @@ Definitions.
   calibrated on held-in data only (TAB train/dev documents and Wikipedia biographies
   queried with their source removed from the collection): :data:`CALIBRATION`, written
   by ``benchmarks/ranked/calibrate.py``, holds the margins and their false-claim rates.
-* **Cautious reading.**  :meth:`PanelScores.source_rank` is the best rank of a group over
-  every member and query: 1 when any of these searches puts it first, whatever the margin
-  says.  That is what the audit reports as "ranked first"; the margin decision is
-  reported beside it.
+* **The searcher's reading.**  :meth:`PanelScores.attacker_rank` is the best rank of a
+  group over each member's whole-text query and each member's best sentence (the one
+  whose answer leads most): 1 when one of the answers a searcher acts on, without
+  knowing the source, is the source.  That is what the audit reports as "ranked first",
+  whatever the margin says; the margin decision is reported beside it.  The *oracle*
+  :meth:`PanelScores.source_rank` (the best over every sentence) is reported too: with
+  about 30 sentences and four members, some short sentence puts almost any source first
+  by chance, and a searcher cannot tell which one (on TAB's gold-masked inputs the oracle
+  says 127 of 127 where independent engines rank the source first for 112 to 126).
 
 Cost.  The engine is built once per index and process (about 2.5 s of CPU for TAB, see
 :mod:`.fts5`).  :meth:`RankedAttack.scores` maps the text's words to terms once per member,
@@ -178,8 +183,33 @@ class PanelScores:
         return 1 + int(np.count_nonzero(s > s[gi]))
 
     def source_rank(self, group: str) -> int | None:
-        """The cautious rank: the best over every member and query."""
+        """The oracle rank: the best over every member and query (every sentence).  Only
+        a reader who knows the source can pick the sentence that ranks it first; see
+        :meth:`attacker_rank` for what a searcher reads."""
         ranks = [r for i in range(len(self.keys)) if (r := self.rank_of(i, group)) is not None]
+        return min(ranks) if ranks else None
+
+    def attacker_rows(self) -> list[int]:
+        """The rows a searcher who does not know the source acts on: each member's
+        whole-text query, and each member's *best sentence* (of those with at least
+        :data:`MIN_SENTENCE_TERMS` terms, the one whose top group leads the ``k``-th by
+        the largest share of its score: the sentence whose answer stands out)."""
+        leads = self.leads()
+        rows: list[int] = []
+        best: dict[str, tuple[float, int]] = {}
+        for i, (m, q) in enumerate(self.keys):
+            if q == "text":
+                rows.append(i)
+            elif self.n_terms[i] >= MIN_SENTENCE_TERMS and (
+                m not in best or float(leads[i]) > best[m][0]
+            ):
+                best[m] = (float(leads[i]), i)
+        return rows + [i for _, i in best.values()]
+
+    def attacker_rank(self, group: str) -> int | None:
+        """The source's best rank over :meth:`attacker_rows` (ties count as found): 1
+        when some member's whole-text answer or best-sentence answer is the source."""
+        ranks = [r for i in self.attacker_rows() if (r := self.rank_of(i, group)) is not None]
         return min(ranks) if ranks else None
 
     def first_by(self, group: str) -> list[tuple[str, str]]:

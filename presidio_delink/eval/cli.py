@@ -75,9 +75,9 @@ _LAYOUT_HELP = (
 )
 @click.option(
     "--protect",
-    type=click.Choice(["containment"]),
     default=None,
-    help="Also evaluate each setting with --protect containment (the frontier plot shows both).",
+    help="Also evaluate each setting with this protection: containment, ranked, "
+    "containment,ranked or all (the frontier plot shows both).",
 )
 @click.option(
     "--llm-limit",
@@ -315,6 +315,10 @@ def _run(
 
     for spec in llms:  # fail fast on a bad backend spec (models load only when used)
         make_rewriter(spec)
+    if protect is not None:
+        from presidio_delink.protect import parse_modes
+
+        protect = ",".join(parse_modes(protect))  # ConfigError on an unknown name
     t0 = time.perf_counter()
 
     def say(msg: str) -> None:

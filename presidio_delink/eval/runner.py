@@ -32,7 +32,7 @@ class Setting:
     arity: int = 1
     llm: str = "none"
     passes: int = 2
-    protect: str | None = None  # "containment": presidio_delink.protect on each output
+    protect: str | None = None  # modes of presidio_delink.protect.parse_modes, or None
 
     @property
     def label(self) -> str:
@@ -200,14 +200,17 @@ def run_eval(
         say(f"[{s_no}/{len(settings)}] {setting.label}")
         results: list[DelinkResult] = []
         t0 = time.perf_counter()
+        protector = None
+        if setting.protect is not None:
+            from presidio_delink.protect import Protector
+
+            # every mode parse_modes accepts ("containment", "ranked", "all", ...);
+            # a bad name is a ConfigError before any document is delinked
+            protector = Protector(delinker, setting.protect, containment=containment)
         stream = delinker.delink_many(((t.id, t.deidentified) for t in tests), progress=bars)
         for i, res in enumerate(stream, 1):
-            if setting.protect == "containment":
-                from presidio_delink.protect import protect_result
-
-                protect_result(delinker, containment, res, group_of[res.id])
-            elif setting.protect is not None:
-                raise ConfigError(f"unknown protection {setting.protect!r}")
+            if protector is not None:
+                protector.protect(res, group_of[res.id])
             results.append(res)
             if i % 10 == 0 or i == len(tests):
                 say(f"  {i}/{len(tests)} docs, {time.perf_counter() - t0:.0f} s")

@@ -37,7 +37,7 @@ check; a TAB document takes a handful of rounds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -52,21 +52,35 @@ from presidio_delink.protect.containment import ProtectOutcome, _relink
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_RANKED_SAFETY", "DEFAULT_SENTENCE_SAFETY", "Editor", "edit_spans", "protect_ranked",
+    "DEFAULT_RANKED_SAFETY", "DEFAULT_REWRITE_ROUNDS", "DEFAULT_SENTENCE_SAFETY", "Editor",
+    "edit_spans", "protect_ranked",
 ]
 
 #: Relative margin below the competitor for the whole text (see the module docstring):
-#: the source at most 90 % of the best other group's score.
-DEFAULT_RANKED_SAFETY = 0.1
-#: For sentences: strictly below the best other group.
+#: the source at most 70 % of the best other group's score.  Chosen on held-in data only
+#: (``benchmarks/ranked/calibrate_protect.py``: 40 TAB train/dev and 20 Wikipedia texts,
+#: a family of 24 BM25 variants of its own: k1/b, idf, stemming, stop words, a group as
+#: one document): the smallest margin of the grid 0-0.3 at which no member of the family
+#: ranks the source first for more than 5 % of the texts (at 0.2 the case-as-one-document
+#: members still found 4 of 60).
+DEFAULT_RANKED_SAFETY = 0.3
+#: For sentences: strictly below the best other group (the same calibration: at the
+#: whole-text margin above, no member's best sentence finds more than 1 of 60).
 DEFAULT_SENTENCE_SAFETY = 0.0
+#: Rounds in which the protections ask their editor before they only redact.
+DEFAULT_REWRITE_ROUNDS = 3
 
 
 class Editor(Protocol):
-    """Proposes replacements for spans of a text (a generaliser, an LLM)."""
+    """Proposes replacements for spans of a text (a generaliser, an LLM):
+    :class:`~presidio_delink.protect.editor.LoopEditor`."""
 
-    def propose(self, text: str, spans: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
-        """``{span: replacement}`` for the spans it can rewrite (others are redacted)."""
+    def propose(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> Mapping[tuple[int, int], str | tuple[str, str]]:
+        """``{(start, end): replacement}`` or ``{(start, end): (replacement, method)}``
+        for what it can rewrite; a key may cover several adjacent spans (a run); the
+        spans it does not cover are redacted."""
         ...
 
 
@@ -162,36 +176,54 @@ def edit_spans(
 ) -> tuple[str, list[tuple[int, int, str]], list[AuditEntry], int, int]:
     """Apply one round of edits: every span (a word occurrence) is replaced.
 
-    The one place where the protection changes text: ``editor`` (a generaliser or an LLM)
-    may propose a replacement for a span; a proposal that keeps the span's word (casefolded)
-    is refused and the span redacted.  Whatever comes out is verified by the caller (the
-    panel runs again; the index is checked and what links is redacted).
+    The one place where the protections change text: ``editor`` (a generaliser or an LLM)
+    may propose a replacement for a span or a run of adjacent spans; a proposal that
+    writes one of the replaced words again (casefolded) is refused and its spans redacted.
+    Whatever comes out is verified by the caller (the attacks run again; the index is
+    checked and what links is redacted).
 
     Returns:
         ``(text, marks, audit entries, words redacted, words rewritten)``.
     """
-    proposals = editor.propose(text, spans) if editor is not None and spans else {}
+    todo = sorted(set(spans))
+    proposals = editor.propose(text, todo) if editor is not None and todo else {}
     edits: list[tuple[int, int, str]] = []
     audit: list[AuditEntry] = []
     red = rew = 0
-    for a, b in sorted(set(spans)):
+    done: set[tuple[int, int]] = set()
+    for (a, b), value in sorted(proposals.items()):
+        new, method = (value, "generalised") if isinstance(value, str) else value
+        inside = [s for s in todo if a <= s[0] and s[1] <= b and s not in done]
         old = text[a:b]
-        new = proposals.get((a, b))
-        if new is None or old.casefold() in new.casefold().split() or not new.strip():
-            new, method = REDACTED, "redacted"
-            red += 1
-        else:
-            method = "generalised"
-            rew += 1
+        if not inside or not new.strip() or any(
+            w in new.casefold().split() for w in old.casefold().split()
+        ):
+            continue
+        if edits and edits[-1][1] > a:  # overlaps an accepted proposal
+            continue
+        done.update(inside)
+        rew += len(inside)
         edits.append((a, b, new))
         audit.append(
             AuditEntry(
                 original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,
-                method=method, n_words=1, reason=reason, start=a, end=b,
+                method=method, n_words=len(inside), reason=reason, start=a, end=b,
             )
         )
-    text, marks2 = apply(text, edits, marks)
-    return text, marks2, audit, red, rew
+    for a, b in todo:
+        if (a, b) in done or any(x <= a and b <= y for x, y, _ in edits):
+            continue
+        red += 1
+        edits.append((a, b, REDACTED))
+        audit.append(
+            AuditEntry(
+                original=text[a:b], df=0, arity=0, ngram="", replacement=REDACTED, pass_no=0,
+                method="redacted", n_words=1, reason=reason, start=a, end=b,
+            )
+        )
+    order = sorted(range(len(edits)), key=lambda i: edits[i][0])  # audit in text order
+    text, marks2 = apply(text, sorted(edits), marks)
+    return text, marks2, [audit[i] for i in order], red, rew
 
 
 def protect_ranked(
@@ -208,6 +240,7 @@ def protect_ranked(
     max_rounds: int = 40,
     marks: Sequence[tuple[int, int, str]] = (),
     editor: Editor | None = None,
+    rewrite_rounds: int = DEFAULT_REWRITE_ROUNDS,
 ) -> ProtectOutcome:
     """Edit a linkage-free ``text`` until no member of ``attack`` (a
     :class:`~presidio_delink.attacks.ranked.RankedAttack` over the delinker's index) ranks
@@ -227,6 +260,9 @@ def protect_ranked(
         max_rounds: bound on panel rounds.
         marks: the pipeline's edit marks, carried along.
         editor: proposes rewrites of the chosen words (default: redaction).
+        rewrite_rounds: rounds in which the editor is asked; later rounds redact (a
+            rewrite that brought new evidence for the source is redacted then, so the
+            loop ends).
 
     Returns:
         The protected text and what was changed; the text is linkage-free.
@@ -255,7 +291,7 @@ def protect_ranked(
         if not taken:  # nothing left that leads (cannot happen while the source leads)
             break
         out.text, out.marks, audit, red, rew = edit_spans(
-            out.text, sorted(taken), out.marks, editor
+            out.text, sorted(taken), out.marks, editor if out.rounds <= rewrite_rounds else None
         )
         out.audit.extend(audit)
         out.words_cut += red

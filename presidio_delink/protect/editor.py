@@ -1,0 +1,95 @@
+"""The protections' editor: generalise or rewrite the chosen words before redacting them.
+
+The protections (:mod:`.ranked`, :mod:`.containment`) choose word occurrences to change.
+:class:`LoopEditor` hands them to the delink loop's own rewriting step
+(:meth:`presidio_delink.core.Rewriting._ask_llm`): a deterministic generalisation
+(:mod:`presidio_delink.generalise`) where one applies and passes the checks, else the
+configured LLM (one request per passage), each answer validated by the loop's checks
+(:func:`presidio_delink.edits.pick`: no removed PII put back, no copy of the span, ...).
+Without an LLM only the generalisations are tried.
+
+Definitions.  Chosen words separated by nothing but spaces, within one segment, form one
+*run* (``life imprisonment`` is rewritten as a whole, as the pipeline does).  An answer
+for a run is refused here (the run is redacted) when it writes one of the run's words
+again, or a word sharing its first five letters (``applicant`` / ``applicants``: one
+term for a stemming engine), since the protection needs the term out of the query.
+
+Why the result is still safe: the caller applies the answers, runs its panel again on
+the new text (an answer that brings new evidence for the source is chosen again, and
+redacted once the protection's rewrite rounds are spent) and redacts whatever an answer
+made linkable by the pipeline's rule.  Cost: what the generalisations and LLM requests
+of the runs cost; nothing without an LLM beyond a few regular expressions per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from presidio_delink.core import DelinkResult
+from presidio_delink.edits import REDACTED, Run
+
+__all__ = ["LoopEditor", "runs_of", "shares_term"]
+
+_PREFIX = 5
+
+
+def runs_of(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """``(start, end, words)`` runs of ``spans`` (sorted, distinct) joined across spaces."""
+    out: list[list[int]] = []
+    for a, b in sorted(set(spans)):
+        if out and text[out[-1][1] : a].strip(" ") == "" and "\n" not in text[out[-1][1] : a]:
+            out[-1][1] = b
+            out[-1][2] += 1
+        else:
+            out.append([a, b, 1])
+    return [(a, b, n) for a, b, n in out]
+
+
+def _words(s: str) -> list[str]:
+    return [w for w in "".join(c if c.isalnum() else " " for c in s.casefold()).split() if w]
+
+
+def shares_term(old: str, new: str) -> bool:
+    """Whether ``new`` writes a word of ``old`` again (or one with its first five letters)."""
+    olds = _words(old)
+    for w in _words(new):
+        for o in olds:
+            if w == o or (len(w) >= _PREFIX and len(o) >= _PREFIX and w[:_PREFIX] == o[:_PREFIX]):
+                return True
+    return False
+
+
+class LoopEditor:
+    """Proposes generalisations and LLM rewrites for the protection's chosen words.
+
+    Args:
+        loop: the delink loop (its rewriter, checks and tokenizer).
+        res: the document's result: LLM calls, seconds, tokens and refusals are added to it.
+        forbidden: strings an answer may not put back (the removed PII).
+    """
+
+    def __init__(self, loop: Any, res: DelinkResult, forbidden: Sequence[str] = ()) -> None:
+        self.loop = loop
+        self.res = res
+        self.forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
+
+    def propose(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], tuple[str, str]]:
+        """``{(start, end) of a run: (replacement, method)}`` for the runs it rewrote;
+        ``method`` is ``"generalised"`` (deterministic) or ``"llm"``."""
+        rs = [Run(a, b, n) for a, b, n in runs_of(text, spans)]
+        if not rs:
+            return {}
+        answers = self.loop._ask_llm(text, rs, self.forbidden, self.res)
+        out: dict[tuple[int, int], tuple[str, str]] = {}
+        for r in rs:
+            new, reason = answers.get((r.start, r.end), (None, None))
+            if new is None or new == REDACTED or not new.strip():
+                continue
+            if shares_term(text[r.start : r.end], new):
+                self.res.refusals["keeps the term"] = self.res.refusals.get("keeps the term", 0) + 1
+                continue
+            out[(r.start, r.end)] = (new, "generalised" if reason == "generalised" else "llm")
+        return out
