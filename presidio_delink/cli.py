@@ -236,13 +236,17 @@ def index_stats(directory: Path, key_file: Path | None) -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.argument("phrases", nargs=-1, required=True)
 @click.option("--view", default=None, help="The view to query (default: folded).")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Document ids printed per phrase (0: all); df and groups count them all.")
 @_key_opt
 @_clean_errors
 def index_query(
-    directory: Path, phrases: tuple[str, ...], view: str | None, key_file: Path | None
+    directory: Path, phrases: tuple[str, ...], view: str | None, limit: int,
+    key_file: Path | None,
 ) -> None:
     """Print {"ngram", "view", "df", "groups", "doc_ids"} for each PHRASE (one N-gram
-    each); df counts documents, groups distinct groups."""
+    each); df counts documents, groups distinct groups; "doc_ids" lists the first
+    --limit documents ("more" says how many were left out)."""
     from presidio_delink.errors import ConfigError
 
     idx = _load_index(directory, key_file)
@@ -253,18 +257,17 @@ def index_query(
     for phrase in phrases:
         words = idx.words_of(phrase, v.name)
         ords = v.lookup(words)
-        click.echo(
-            json.dumps(
-                {
-                    "ngram": " ".join(words),
-                    "view": v.name,
-                    "df": len(ords),
-                    "groups": len(idx.groups_of(ords)),
-                    "doc_ids": [ids[i] for i in ords.tolist()],
-                },
-                ensure_ascii=False,
-            )
-        )
+        shown = ords.tolist() if limit == 0 else ords[:limit].tolist()
+        row: dict[str, Any] = {
+            "ngram": " ".join(words),
+            "view": v.name,
+            "df": len(ords),
+            "groups": len(idx.groups_of(ords)),
+            "doc_ids": [ids[i] for i in shown],
+        }
+        if len(shown) < len(ords):
+            row["more"] = len(ords) - len(shown)
+        click.echo(json.dumps(row, ensure_ascii=False))
 
 
 def _open_out(path: Path | None) -> Any:
@@ -340,7 +343,9 @@ def check(
     output: Path | None,
     inputs: tuple[Path, ...],
 ) -> None:
-    """Report the linkable N-grams of each document of INPUT... as JSONL.
+    """Report the linkable N-grams of each document of INPUT... as JSONL: one record per
+    flagged place of the text, with the views it links in ("ngram", "df" and "groups"
+    are those of the view where it occurs in the fewest groups).  A summary goes to stderr.
 
     Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
     """
@@ -349,32 +354,48 @@ def check(
 
     check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
     idx = _load_index(index_dir, key_file)
-    any_linkable = False
+    n_docs = n_linkable = n_spans = 0
     with _open_out(output) as out:
         for doc_id, text in read_many(inputs):
             rep = analyze(idx, text, k=k, arity=arity, max_n=max_n)
-            any_linkable |= rep.linkable
-            spans = [
-                {
-                    "start": a,
-                    "end": b,
-                    "text": text[a:b],
-                    "ngram": f.key,
-                    "view": f.view,
-                    "df": f.df,
-                    "groups": f.groups,
-                    "arity": f.arity,
-                    "partners": list(f.partners),
-                }
-                for a, b, f in rep.spans()
-            ]
+            n_docs += 1
+            n_linkable += rep.linkable
+            places: dict[tuple[Any, ...], dict[str, Any]] = {}
+            for a, b, f in rep.spans():
+                where = (a, b, f.arity, f.partners)
+                rec = places.get(where)
+                if rec is None or (f.groups, f.df) < (rec["groups"], rec["df"]):
+                    views = rec["views"] if rec is not None else []
+                    rec = places[where] = {
+                        "start": a,
+                        "end": b,
+                        "text": text[a:b],
+                        "ngram": f.key,
+                        "view": f.view,
+                        "views": views,
+                        "df": f.df,
+                        "groups": f.groups,
+                        "arity": f.arity,
+                        "partners": list(f.partners),
+                    }
+                if f.view not in rec["views"]:
+                    rec["views"].append(f.view)
+            spans = list(places.values())
+            n_spans += len(spans)
             out.write(
                 json.dumps(
                     {"id": doc_id, "linkable": rep.linkable, "spans": spans}, ensure_ascii=False
                 )
                 + "\n"
             )
-    sys.exit(1 if any_linkable else 0)
+    click.echo(
+        f"checked {n_docs} document(s) against {idx.n_docs} ({idx.stats()['n_groups']} groups), "
+        f"k={k}, arity {arity}: {n_linkable} linkable, {n_spans} flagged place(s)"
+        + (f" (mean {n_spans / n_docs:.1f} a document)" if n_docs else "")
+        + ("; no input documents" if not n_docs else ""),
+        err=True,
+    )
+    sys.exit(1 if n_linkable else 0)
 
 
 @main.command("attack")
@@ -424,6 +445,11 @@ def attack(
     methods = ["ngram", "containment", "ranked", "semantic"] if method == "all" else [method]
     if method == "all" and not monitor_inputs:
         methods.remove("semantic")
+        click.echo(
+            "attack --method all: the semantic attack is skipped (it needs the collection's "
+            "texts: --semantic-monitor INPUT)",
+            err=True,
+        )
     attacks = _make_attacks(idx, k, methods, monitor_inputs, output)
     any_linkable = False
     with _open_out(output) as out:
@@ -442,7 +468,10 @@ def attack(
                         "links_to": [
                             {
                                 "doc_id": d,
-                                "evidence": [list(e) for e in ev[:20]],
+                                "evidence": [
+                                    {"ngrams": list(e.ngrams), "views": list(e.views)}
+                                    for e in ev[:20]
+                                ],
                                 "n_evidence": len(ev),
                             }
                             for d, ev in linked.items()
@@ -523,7 +552,15 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     groups = [group_of.get(d, d) for d, _ in docs]
     cache = (near.parent if near else Path.cwd()) / ".delink-embeddings"
-    return SemanticMonitor.from_collection(docs, Embedder(), cache, groups=groups, k=k)
+    click.echo(
+        f"semantic attack: embedding the collection's {len(docs)} texts once, cached in "
+        f"{cache} (a rerun on the same texts reads the cache)",
+        err=True,
+    )
+    # progress=None: a bar on a terminal, counted in chunks, so it moves within a long text
+    return SemanticMonitor.from_collection(
+        docs, Embedder(), cache, progress=None, groups=groups, k=k
+    )
 
 
 @main.command("delink")
@@ -1070,9 +1107,10 @@ def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: in
 
 
 def _register_eval() -> None:
-    from presidio_delink.eval.cli import eval_command
+    from presidio_delink.eval.cli import eval_command, eval_risk_command
 
     main.add_command(eval_command)
+    main.add_command(eval_risk_command)
 
 
 _register_eval()

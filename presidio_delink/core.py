@@ -101,7 +101,15 @@ _GENERALISED = "generalised"
 
 @dataclass
 class AuditEntry:
-    """One edit: what was there, why, what replaced it, when and how."""
+    """One edit: what was there, why, what replaced it, when and how.
+
+    ``ngram``, ``df``, ``groups``, ``view`` and ``arity`` describe the flagged N-gram the
+    edit breaks (of those it overlaps, one it lies within if any, else the one found in
+    the fewest groups); ``start`` and ``end`` are the edit's character offsets in the text
+    of its pass (pass 1: the input text).  Edits of ``protect`` (``pass_no`` 0, made after
+    nothing links) break no flagged N-gram: ``ngram`` is ``""``, ``df`` and ``arity`` 0,
+    and ``reason`` says which search they answer.
+    """
 
     original: str
     df: int
@@ -112,6 +120,10 @@ class AuditEntry:
     method: str  # "llm", "generalised" (a deterministic generalisation) or "redacted"
     n_words: int
     reason: str | None = None  # why the LLM's answer was not used
+    start: int = 0
+    end: int = 0
+    view: str = ""
+    groups: int = 0
 
 
 @dataclass
@@ -637,12 +649,21 @@ class DelinkLoop(Rewriting):
         res: DelinkResult,
     ) -> list[tuple[int, int, str]]:
         """Replacement of each run: the LLM's (validated) or the placeholder."""
-        why = {(a, b): f for a, b, f in rep.spans()}
+        spans = rep.spans()
+        starts = [a for a, _, _ in spans]
+        longest = max((b - a for a, b, _ in spans), default=0)
         info = {}
         for r in rs:
-            # The flagged N-gram this run breaks (any one covering it).
-            f = next((f for (a, b), f in why.items() if a <= r.start and r.end <= b), None)
-            info[(r.start, r.end)] = f
+            # The flagged N-gram this run breaks: every chosen word stabs one, so some
+            # flagged span overlaps the run (a run can be wider than one span: words
+            # widened to whole written words, neighbouring choices joined).
+            lo = bisect.bisect_left(starts, r.start - longest)
+            near = [
+                (not (a <= r.start and r.end <= b), f.groups, f.df, -(b - a), f)
+                for a, b, f in spans[lo : bisect.bisect_left(starts, r.end)]
+                if a < r.end and r.start < b
+            ]
+            info[(r.start, r.end)] = min(near, key=lambda x: x[:4])[4] if near else None
         answers: Answers = {}
         if use_llm:
             answers = self._ask_llm(text, rs, forbidden, res)
@@ -670,6 +691,10 @@ class DelinkLoop(Rewriting):
                     method=method,
                     n_words=r.n_words,
                     reason=reason if use_llm and method == "redacted" else None,
+                    start=r.start,
+                    end=r.end,
+                    view=f.view if f else "",
+                    groups=f.groups if f else 0,
                 )
             )
             edits.append((r.start, r.end, replacement))

@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,7 +65,7 @@ from presidio_delink.index import NgramIndex, ViewIndex
 from presidio_delink.index.view_index import Lows
 from presidio_delink.text import Token, join_soft
 
-__all__ = ["Combination", "Flagged", "LinkageReport", "analyze"]
+__all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
 
 MAX_ARITY = 3
 
@@ -118,6 +118,14 @@ class Combination:
     view: str = "folded"
 
 
+class Evidence(NamedTuple):
+    """One piece of evidence singling a document out (:meth:`LinkageReport.linked_docs`):
+    the N-gram (or the combination's N-grams) and the views it links in."""
+
+    ngrams: tuple[str, ...]
+    views: tuple[str, ...]
+
+
 @dataclass
 class LinkageReport:
     """What the adversary can do with one text.
@@ -164,17 +172,37 @@ class LinkageReport:
                 out.setdefault(d, []).append(c.keys)
         return dict(sorted(out.items()))
 
-    def linked_docs(self) -> dict[str, list[tuple[str, ...]]]:
-        """Collection document id -> evidence (N-gram tuples) singling it out, in
-        collection order (see :meth:`linked_ordinals`).
+    def linked_docs(self) -> dict[str, list[Evidence]]:
+        """Collection document id -> the evidence singling it out, in collection order:
+        each piece once, with the views it links in (a phrase that links in several
+        views, at the same place of the text, is one piece of evidence; its N-grams are
+        given in the first of those views).
 
         Raises:
             ValueError: the report was not made by :func:`analyze` (it has no ids).
         """
-        out = self.linked_ordinals()
-        if out and len(self.doc_ids) <= max(out):
+        pieces: dict[int, dict[object, tuple[tuple[str, ...], list[str]]]] = {
+            d: {} for d in self.combination_docs
+        }
+
+        def add(d: int, where: object, keys: tuple[str, ...], view: str) -> None:
+            got = pieces.setdefault(d, {}).setdefault(where, (keys, []))
+            if view not in got[1]:
+                got[1].append(view)
+
+        for f in self.flagged:
+            if f.arity == 1:
+                for d in f.docs:
+                    add(d, f.spans[0] if f.spans else f.key, (f.key,), f.view)
+        for c in self.combinations:
+            for d in c.docs:
+                add(d, c.keys, c.keys, c.view)
+        if pieces and len(self.doc_ids) <= max(pieces):
             raise ValueError("this report has no document ids (build it with analyze())")
-        return {self.doc_ids[d]: ev for d, ev in out.items()}
+        return {
+            self.doc_ids[d]: [Evidence(keys, tuple(views)) for keys, views in ev.values()]
+            for d, ev in sorted(pieces.items())
+        }
 
     def spans(self) -> list[tuple[int, int, Flagged]]:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""

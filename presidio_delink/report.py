@@ -24,12 +24,13 @@ td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left} .fail{color:#b0
 def _highlight(
     text: str,
     spans: Iterable[tuple[int, int, str, str]],
-    dfs: dict[tuple[int, int], int] | None = None,
+    dfs: dict[tuple[int, int], tuple[int, int]] | None = None,
 ) -> str:
     """``spans``: (start, end, css class, tooltip); overlapping spans are merged.  With
-    ``dfs`` (span -> document frequency), each mark shows the lowest df of the spans it
-    merges, as a visible label (no hovering needed)."""
-    merged: list[tuple[int, int, str, str, int | None]] = []
+    ``dfs`` (span -> (groups, document frequency)), each mark shows the lowest of the
+    spans it merges, as a visible label (no hovering needed): ``df=D``, or
+    ``groups=G (df=D)`` where the groups decide (fewer groups than documents)."""
+    merged: list[tuple[int, int, str, str, tuple[int, int] | None]] = []
     dfs = dfs or {}
     for a, b, cls, tip in sorted(spans):
         df = dfs.get((a, b))
@@ -43,7 +44,7 @@ def _highlight(
     pos = 0
     for a, b, cls, tip, df in merged:
         out.append(html.escape(text[pos:a]))
-        label = "" if df is None else f'<sup class="df">df={df}</sup>'
+        label = "" if df is None else f'<sup class="df">{_count(*df)}</sup>'
         out.append(
             f'<mark class="{cls}" title="{html.escape(tip)}">{html.escape(text[a:b])}</mark>'
             + label
@@ -51,6 +52,11 @@ def _highlight(
         pos = b
     out.append(html.escape(text[pos:]))
     return "".join(out)
+
+
+def _count(groups: int, df: int) -> str:
+    """A flagged span's label: its document frequency, and its groups where they decide."""
+    return f"df={df}" if groups in (0, df) else f"groups={groups} (df={df})"
 
 
 def _status(r: DelinkResult, ranks: Mapping[str, Any] | None) -> str:
@@ -105,7 +111,10 @@ def render(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         "<p class='meta'>Left: the input (after PII redaction), linkable N-grams in red, each "
-        "followed by its document frequency (df=1: found in one collection document). "
+        "followed by the number of collection documents it occurs in (df=1: found in one "
+        "document); where the collection is grouped (all documents of one case or person) "
+        "and the groups decide, by the number of groups, which k counts (groups=1 (df=3): "
+        "three documents, all of one group). "
         "Right: the output, LLM rewrites in green, redactions in grey.</p>",
     ]
     for r in results:
@@ -120,11 +129,14 @@ def render(
         if ranks:
             parts.append(_ranks_table(ranks))
         before = []
-        dfs: dict[tuple[int, int], int] = {}
+        dfs: dict[tuple[int, int], tuple[int, int]] = {}
         if r.first_report is not None:
             for a, b, f in r.first_report.spans():
-                before.append((a, b, "flag", f"df={f.df}, arity={f.arity}, {f.view}"))
-                dfs[(a, b)] = min(dfs.get((a, b), f.df), f.df)
+                before.append(
+                    (a, b, "flag", f"{_count(f.groups, f.df)}, arity={f.arity}, {f.view}")
+                )
+                got = (f.groups or f.df, f.df)
+                dfs[(a, b)] = min(dfs.get((a, b), got), got)
         after = [(a, b, label, label) for a, b, label in r.marks]
         parts.append("<div class='cols'>")
         parts.append(f"<div class='text'>{_highlight(r.input_text, before, dfs)}</div>")
@@ -132,12 +144,13 @@ def render(
         if r.audit:
             parts.append(
                 "<details><summary>audit</summary><table><tr><th>pass</th>"
-                "<th>original</th><th>df</th><th>arity</th><th>replacement</th>"
+                "<th>original</th><th>documents (groups)</th><th>arity</th><th>replacement</th>"
                 "<th>method</th><th>note</th></tr>"
             )
             for e in r.audit:
                 parts.append(
-                    f"<tr><td>{e.pass_no}</td><td>{html.escape(e.original)}</td><td>{e.df}</td>"
+                    f"<tr><td>{e.pass_no}</td><td>{html.escape(e.original)}</td>"
+                    f"<td>{_count(e.groups, e.df)}</td>"
                     f"<td>{e.arity}</td><td>{html.escape(e.replacement)}</td><td>{e.method}</td>"
                     f"<td>{html.escape(e.reason or '')}</td></tr>"
                 )

@@ -71,13 +71,27 @@ _FINE_WORD_RE = re.compile(rf"{_WORD}(?:[\-\u2010\u2011.{_APOSTROPHES}]{_WORD})*
 #: normalisation, so a decomposed ``c`` + cedilla is not ``ç``), ``fine`` (NFC and
 #: casefold only; inner hyphens, apostrophes and periods kept in the word), ``case``
 #: (``fine`` without casefolding), ``folded-dash`` (``folded``, and a free-standing dash
-#: breaks the segment as punctuation does: see :data:`DASHES`).
-FOLDS = ("folded", "accent", "fine", "case", "folded-dash")
+#: breaks the segment as punctuation does: see :data:`DASHES`), ``surface`` (``fine``
+#: words, and every character between two words other than white space breaks the
+#: segment: exact substring search).
+#:
+#: ``fine`` and ``surface`` also write look-alike letters of other scripts as the ASCII
+#: letters they imitate (as ``folded`` does): an adversary who folds look-alikes *and*
+#: keeps inner apostrophes reads ``аpplicant’s`` (Cyrillic ``а``) as ``applicant’s``.
+#: Over a collection without look-alike spellings (the promise) this merges nothing
+#: that an adversary who does not fold them could tell apart: the look-alike word is
+#: found nowhere by that adversary.  A combining mark that NFC cannot compose
+#: (``casé`` + U+0301, ``t`` + U+0301) is not a letter of the word for these word models,
+#: as for every ``\w``-based tokeniser: it separates words (``casé``, and for ``surface``
+#: it also ends the phrase, not being white space).
+FOLDS = ("folded", "accent", "fine", "case", "folded-dash", "surface")
 _FOLDED = ("folded", "folded-dash")  # the word models of fold_word
+_FINE_WORDS = ("fine", "case", "surface")  # words keep inner hyphens, apostrophes, periods
+_LOOKALIKES = ("fine", "surface")  # fine words with look-alike letters folded
 # Either a *chunk* (group 1: words joined by single in-word punctuation characters, e.g.
 # ``36110/97``, ``well-known``, ``applicant's``) or one punctuation mark or symbol
 # between chunks (group 2; it breaks the segment only if :func:`breaks` says so).
-_SCANNER = re.compile(rf"({_WORD}(?:(?:[^\w\s]|_){_WORD})*)|([^\w\s])")
+_SCANNER = re.compile(rf"({_WORD}(?:(?:[^\w\s]|_){_WORD})*)|([^\w\s]|_)")
 
 # Dashes.  Standing alone (not inside a word: a list bullet, a parenthetical dash), a dash
 # ends a phrase for the ``folded-dash`` word model only: an adversary who reads it as
@@ -109,10 +123,13 @@ _SPLIT = re.compile("[" + re.escape(_ASCII_BREAKS) + "]")
 _SPLIT_KEEP_PERIOD = re.compile("[" + re.escape(_ASCII_BREAKS.replace(".", "")) + "]")
 
 
-def split_chunk(chunk: str, keep_period: bool) -> list[tuple[int, str]]:
+def split_chunk(chunk: str, keep_period: bool, every: bool = False) -> list[tuple[int, str]]:
     """A chunk (words joined by single marks) cut at the marks that break a segment:
     ``(offset, sub-chunk)`` pairs; a break lies between consecutive ones.  A period inside
-    a word (``U.S``, ``3.5``) is part of the word when ``keep_period`` (the fine models)."""
+    a word (``U.S``, ``3.5``) is part of the word when ``keep_period`` (the fine models);
+    with ``every`` (the ``surface`` model) every mark between two fine words breaks."""
+    if every:
+        return [(m.start(), m.group()) for m in _FINE_WORD_RE.finditer(chunk)]
     if chunk.isascii():
         rx = _SPLIT_KEEP_PERIOD if keep_period else _SPLIT
         if rx.search(chunk) is None:
@@ -198,18 +215,37 @@ def normalize_word(surface: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1 << 18)
-def fine_word(surface: str, casefold: bool = True, nfc: bool = True) -> str:
-    """The word model of the ``fine``, ``case`` and ``accent`` views: NFC (unless ``nfc``
-    is False), format characters (zero-width and the like) removed, casefolded unless
-    ``casefold`` is False; diacritics, look-alike letters and inner punctuation kept as
-    written."""
+def fine_words(
+    surface: str, casefold: bool = True, nfc: bool = True, lookalikes: bool = False
+) -> tuple[str, ...]:
+    """The word model of the ``fine``, ``surface``, ``case`` and ``accent`` views: NFC
+    (unless ``nfc`` is False), format characters (zero-width and the like) removed,
+    look-alike letters of other scripts written as ASCII when ``lookalikes``, casefolded
+    unless ``casefold`` is False; diacritics and inner punctuation kept as written.
+
+    Usually one word; none when nothing is left, and several when NFC leaves a combining
+    mark it cannot compose (``t`` + U+0301): a mark is not a word character, so it
+    separates words, as for any tokeniser of regular-expression word characters.
+
+    >>> fine_words("Bi\u00e7er")
+    ('bi\u00e7er',)
+    >>> fine_words("cas\u00e9\u0301")
+    ('cas\u00e9',)
+    """
     s = surface
     if not s.isascii():
         # Format characters go first, so that NFC sees the letters an adversary sees.
         s = "".join(c for c in s if unicodedata.category(c) != "Cf")
         if nfc:
             s = unicodedata.normalize("NFC", s)
-    return s.casefold() if casefold else s
+            if lookalikes:
+                s = latin(s)
+            if _has_marks(s):
+                parts = _FINE_WORD_RE.findall(s)
+                return tuple(p.casefold() if casefold else p for p in parts)
+    if not s:
+        return ()
+    return (s.casefold() if casefold else s,)
 
 
 def fold_word(surface: str) -> tuple[str, ...]:
@@ -282,7 +318,7 @@ class Tokenizer:
             "break_on_punctuation": self.break_on_punctuation,
             "fold": self.fold,
             "unicode": unicodedata.unidata_version,
-            "confusables": table_version() if self.fold in _FOLDED else None,
+            "confusables": table_version() if self.fold in _FOLDED + _LOOKALIKES else None,
         }
 
     @classmethod
@@ -306,7 +342,7 @@ class Tokenizer:
         ):
             raise ConfigError("malformed tokenizer settings")
         tok = cls(max_n=mx, placeholders=tuple(ph), break_on_punctuation=brk, fold=fold)
-        if fold in _FOLDED and settings.get("confusables") != table_version():
+        if fold in _FOLDED + _LOOKALIKES and settings.get("confusables") != table_version():
             raise ConfigError(
                 "the index was built with another look-alike table (another version of "
                 "confusable-homoglyphs): rebuild the index"
@@ -338,18 +374,19 @@ class Tokenizer:
         """
         out: list[tuple[int, str | None]] = []
         pos = 0
-        keep = self.fold in ("fine", "case")
+        keep = self.fold in _FINE_WORDS
         dash = self.fold == "folded-dash"
+        every = self.fold == "surface"
         for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
             if a > pos:
                 for m in _SCANNER.finditer(text, pos, a):
                     chunk = m.group(1)
                     if chunk:
-                        for off, sub in split_chunk(chunk, keep):
+                        for off, sub in split_chunk(chunk, keep, every):
                             if off:
                                 out.append((m.start() + off - 1, ""))
                             out.append((m.start() + off, sub))
-                    elif breaks(m.group(2)) or (dash and m.group(2) in DASHES):
+                    elif every or breaks(m.group(2)) or (dash and m.group(2) in DASHES):
                         out.append((m.start(), ""))
             out.append((a, None))
             pos = b
@@ -358,7 +395,7 @@ class Tokenizer:
     def _scan(self, text: str) -> tuple[str, list[int] | None, list[tuple[int, str | None]]]:
         """``strip_invisible(text)`` and its chunks, shared by the word models that cut
         chunks alike (cached: the views of one text read it several times)."""
-        key = (self.fold in ("fine", "case"), self.fold == "folded-dash", self.placeholders, text)
+        key = (_cut_mode(self.fold), self.placeholders, text)
         got = _SCANS.get(key)
         if got is None:
             stripped, omap = strip_invisible(text)
@@ -390,7 +427,9 @@ class Tokenizer:
         fine = fold not in _FOLDED
         casefold = fold != "case"
         nfc = fold != "accent"
-        word_re = _FINE_WORD_RE if fold in ("fine", "case") else _WORD_RE
+        look = fold in _LOOKALIKES
+        every = fold == "surface"
+        word_re = _FINE_WORD_RE if fold in _FINE_WORDS else _WORD_RE
         out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
         cache: dict[str, list[tuple[str, int, int]]] = {}
@@ -409,8 +448,10 @@ class Tokenizer:
                         # up to the next character kept: the word's trailing combining
                         # marks are part of it ("the" + U+0301 is not "the")
                         a, b = omap[a], omap[b]
-                    word = fine_word(text[a:b], casefold, nfc)
-                    if word:
+                    for j, word in enumerate(fine_words(text[a:b], casefold, nfc, look)):
+                        if j and every and cur:  # an uncomposed mark is not white space
+                            out.append((cur, False))
+                            cur = []
                         cur.append(Token(word, a, b))
                 continue
             parts = cache.get(chunk)
@@ -419,7 +460,7 @@ class Tokenizer:
                     parts = [
                         (n, w.start(), w.end())
                         for w in word_re.finditer(chunk)
-                        if (n := fine_word(w.group(), casefold, nfc))
+                        for n in fine_words(w.group(), casefold, nfc, look)
                     ]
                 else:
                     parts = [
@@ -482,22 +523,23 @@ class Tokenizer:
         if fold not in _FOLDED and _marked(text):
             # Combining marks were removed: the fine word models read the words as written
             # (with their marks), through the offsets of `pieces`.  When only format
-            # characters were removed, the stripped words are the words `fine_word` makes.
+            # characters were removed, the stripped words are the words `fine_words` makes.
             out: list[int] = []
             for seg, hard in self.pieces(text):
                 out.extend([vocab.setdefault(t.word, len(vocab)) for t in seg])
                 out.append(-1 if hard else -2)
             return out
         casefold, nfc = fold != "case", fold != "accent"
-        keep = fold in ("fine", "case")
+        keep = fold in _FINE_WORDS
         dash = fold == "folded-dash"
+        every = fold == "surface"
+        look = fold in _LOOKALIKES
         word_re = _FINE_WORD_RE if keep else _WORD_RE
 
         def norm(w: str) -> tuple[str, ...]:
             if fold in _FOLDED:
                 return fold_word(w)
-            got = fine_word(w, casefold, nfc)
-            return (got,) if got else ()
+            return fine_words(w, casefold, nfc, look)
 
         out = []
         add, extend = out.append, out.extend
@@ -507,7 +549,7 @@ class Tokenizer:
             # findall gives (chunk, "") or ("", mark).
             for whole, mark in regions:
                 if not whole:
-                    if open_seg and (breaks(mark) or (dash and mark in DASHES)):
+                    if open_seg and (every or breaks(mark) or (dash and mark in DASHES)):
                         add(-2)
                         open_seg = False
                     continue
@@ -524,7 +566,7 @@ class Tokenizer:
                                 for n in norm(w)
                             ),
                         )
-                        for off, chunk in split_chunk(whole, keep)
+                        for off, chunk in split_chunk(whole, keep, every)
                     ]
                     subs = pieces[0][1] if len(pieces) == 1 else pieces
                     if len(cache) < 4_000_000:
@@ -561,14 +603,23 @@ class Tokenizer:
             yield from iter_ngrams(seg, self.max_n)
 
 
-TOKENIZER_VERSION = "delink-text-5"  # 5: the folded-dash word model
+# 5: the folded-dash word model; 6: the surface word model, look-alikes folded in fine words,
+# an uncomposed combining mark separates fine words
+TOKENIZER_VERSION = "delink-text-6"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
 _SCANS: dict[
-    tuple[bool, bool, tuple[str, ...], str],
+    tuple[str, tuple[str, ...], str],
     tuple[str, list[int] | None, list[tuple[int, str | None]]],
 ] = {}
+
+
+def _cut_mode(fold: str) -> str:
+    """How a word model cuts chunks (word models that cut alike share ``Tokenizer._scan``)."""
+    if fold == "surface" or fold == "folded-dash":
+        return fold
+    return "fine" if fold in _FINE_WORDS else "plain"
 
 
 @lru_cache(maxsize=4)

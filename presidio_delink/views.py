@@ -30,8 +30,13 @@ view               models an adversary who                                      
                    also where ``and\n- the seriousness`` is written
 ``fine``           keeps diacritics, inner hyphens, apostrophes (each variant   yes
                    as written) and periods inside words (``non-pecuniary``,
-                   ``applicant’s``, ``3.5``), folds case only; phrases stop at
-                   punctuation
+                   ``applicant’s``, ``3.5``), folds case and look-alike
+                   letters only; phrases stop at punctuation
+``surface``        ``fine`` words, and any character between two words other   yes
+                   than white space ends a phrase: exact substring search
+                   (grep -i, Ctrl-F), which counts ``the applicant's
+                   representatives`` only where nothing but spaces separates
+                   the words (not in ``the applicant's' representatives``)
 ``accent-cross``   keeps diacritics and code points as written (no Unicode       yes
                    normalisation), folds case, splits words at every
                    punctuation mark and runs phrases across punctuation
@@ -42,15 +47,30 @@ view               models an adversary who                                      
 
 Look-alike letters of other scripts (Cyrillic, Greek, ...) are folded to the ASCII letter
 they imitate (TR39 confusables, see :mod:`presidio_delink.confusables`) in the folded
-views only, on both sides.  Latin letters are never folded (``ı`` stays ``ı`` as in FTS5,
-``l995`` stays apart from ``1995``): merging spellings raises document frequencies, the
-unsafe direction, and the other views see the exact spelling.
+views, ``fine`` and ``surface``, on both sides: an adversary who folds look-alikes and
+keeps inner apostrophes at once reads ``аpplicant’s`` as ``applicant’s``, and over a
+collection without look-alike spellings the folding merges nothing an adversary who does
+not fold could tell apart (for that adversary the look-alike word is found nowhere).
+Latin letters are never folded (``ı`` stays ``ı`` as in FTS5, ``l995`` stays apart from
+``1995``): merging spellings raises document frequencies, the unsafe direction, and the
+other views see the exact spelling.
+
+A combining mark that NFC cannot compose with the letter before it (``casé`` + U+0301)
+is not a letter of the word for ``fine``, ``surface`` and ``case`` (as for any
+tokeniser of regular-expression word characters); ``accent-cross`` keeps it in the word
+(as FTS5 does).
+
+Why ``surface`` as well as ``fine``: phrases of ``fine`` run through marks that do not
+end a clause (a trailing apostrophe, ``/``, ``§``, a dash), so ``fine`` counts
+``the applicant's representatives`` also where ``the applicant's' representatives`` is
+written; exact substring search does not, and counts fewer documents.
 
 Not covered: look-alike spellings
 inside the collection itself, found by an adversary who folds both sides.
 
 Not covered: an adversary whose text model is finer than ``fine`` in one respect and
-coarser than ``folded`` in another at once, semantic (paraphrase, embedding) search, and
+coarser than ``folded`` in another at once (``surface`` covers the phrases written with
+white space only between words), semantic (paraphrase, embedding) search, and
 near-verbatim containment search (see :mod:`presidio_delink.attacks`).
 """
 
@@ -92,12 +112,15 @@ VIEWS: dict[str, View] = {
         View("folded-cross", "folded", True, "the same, phrases across punctuation"),
         View("folded-dash", "folded-dash", False, "the same, a free-standing dash ends a phrase"),
         View("fine", "fine", False, "keeps diacritics and inner punctuation, folds case"),
+        View("surface", "surface", False, "fine words, any mark between words ends a phrase"),
         View("accent-cross", "accent", True, "keeps diacritics, folds case, across punctuation"),
         View("case", "case", False, "case-sensitive, diacritics and inner punctuation kept"),
         View("case-cross", "case", True, "the same, phrases across punctuation"),
     )
 }
-DEFAULT_VIEWS: tuple[str, ...] = ("folded", "folded-cross", "folded-dash", "fine", "accent-cross")
+DEFAULT_VIEWS: tuple[str, ...] = (
+    "folded", "folded-cross", "folded-dash", "fine", "surface", "accent-cross",
+)
 OPTIONAL_VIEWS: tuple[str, ...] = ("case", "case-cross")
 
 

@@ -329,8 +329,8 @@ def test_cli_attack_containment_shape_and_exit_code(cli_files) -> None:  # type:
 def test_cli_attack_all_and_semantic_needs_collection(cli_files) -> None:  # type: ignore[no-untyped-def]
     idx, q, _ = cli_files
     res = _run("attack", "--index", str(idx), "--method", "all", str(q))
-    assert res.exit_code == 1
-    methods = [json.loads(line)["method"] for line in res.output.splitlines()]
+    assert res.exit_code == 1 and "semantic attack is skipped" in res.stderr
+    methods = [json.loads(line)["method"] for line in res.stdout.splitlines()]
     assert methods == ["ngram", "containment", "ranked"] * 2
     res = _run("attack", "--index", str(idx), str(q))  # default: today's output
     assert "method" not in json.loads(res.output.splitlines()[0])

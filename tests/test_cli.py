@@ -56,6 +56,14 @@ def test_index_stats_and_query(built: Path) -> None:
     assert json.loads(res.output)["ngram"] == "36110 97"
     res = run("index", "query", str(built), "--view", "nope", "x")
     assert res.exit_code == 2 and "no view 'nope'" in res.output
+    # --limit: ids printed (default 20), df and groups count every document
+    every = json.loads(run("index", "query", str(built), "--limit", "0", "the applicant").output)
+    assert every["df"] == len(every["doc_ids"]) > 20 and "more" not in every
+    some = json.loads(run("index", "query", str(built), "--limit", "3", "the applicant").output)
+    assert some["doc_ids"] == every["doc_ids"][:3] and some["more"] == every["df"] - 3
+    assert some["df"] == every["df"] and some["groups"] == every["groups"]
+    default = json.loads(run("index", "query", str(built), "the applicant").output)
+    assert len(default["doc_ids"]) == 20 and default["more"] == every["df"] - 20
 
 
 def test_check_exit_codes_and_offsets(built: Path, tmp_path: Path) -> None:
@@ -63,16 +71,20 @@ def test_check_exit_codes_and_offsets(built: Path, tmp_path: Path) -> None:
     assert res.exit_code == 1
     texts = {json.loads(x)["id"]: json.loads(x)["text"] for x in
              (SAMPLES / "deidentified.jsonl").read_text().splitlines()}
-    for line in res.output.splitlines():
+    for line in res.stdout.splitlines():
         rec = json.loads(line)
         assert rec["linkable"] is True
+        places = [(s["start"], s["end"]) for s in rec["spans"]]
+        assert len(places) == len(set(places))  # one record per place, not per view
         for s in rec["spans"]:
             assert texts[rec["id"]][s["start"] : s["end"]] == s["text"]
             assert s["df"] == 1 and s["arity"] == 1
+            assert s["view"] in s["views"] and len(set(s["views"])) == len(s["views"])
+    assert "checked 5 document(s) against 40" in res.stderr and "5 linkable" in res.stderr
     clean = tmp_path / "clean.jsonl"
     clean.write_text(json.dumps({"id": "c", "text": "zzqx wubble, [REDACTED]"}) + "\n")
     res = run("check", "--index", str(built), str(clean))
-    assert res.exit_code == 0 and json.loads(res.output)["linkable"] is False
+    assert res.exit_code == 0 and json.loads(res.stdout)["linkable"] is False
 
 
 def test_attack(built: Path, tmp_path: Path) -> None:
@@ -83,6 +95,20 @@ def test_attack(built: Path, tmp_path: Path) -> None:
     for line in out.read_text().splitlines():
         rec = json.loads(line)
         assert rec["id"] in [x["doc_id"] for x in rec["links_to"]]  # source singled out
+        for x in rec["links_to"]:  # each piece once, naming the views it links in
+            for e in x["evidence"]:
+                assert e["ngrams"] and e["views"] and len(set(e["views"])) == len(e["views"])
+
+
+def test_attack_all_says_it_skips_the_semantic_attack(built: Path, tmp_path: Path) -> None:
+    one = tmp_path / "one.jsonl"
+    one.write_text((SAMPLES / "deidentified.jsonl").read_text().splitlines()[0] + "\n")
+    res = run("attack", "--index", str(built), "--method", "all", str(one), "-o",
+              str(tmp_path / "a.jsonl"))
+    assert res.exit_code == 1
+    assert "semantic attack is skipped" in res.stderr and "--semantic-monitor" in res.stderr
+    methods = [json.loads(x)["method"] for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert "semantic" not in methods and "ngram" in methods
 
 
 @pytest.mark.parametrize(
@@ -139,7 +165,7 @@ def test_cross_punctuation_index(tmp_path: Path) -> None:
         doc = tmp_path / "d.jsonl"
         doc.write_text(json.dumps({"id": "q", "text": "arrested. The gendarmes"}) + "\n")
         res = run("check", "--index", str(out), "-k", "2", str(doc))
-        spans = json.loads(res.output)["spans"]
+        spans = json.loads(res.stdout)["spans"]
         # the folded-cross and accent-cross views flag the phrase across the period
         assert len({(s["start"], s["end"]) for s in spans if "." in s["text"]}) == want
         assert all(s["view"].endswith("-cross") for s in spans if "." in s["text"])
@@ -155,3 +181,33 @@ def test_runs_as_a_module(module: str) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "Usage:" in res.stdout and "delink" in res.stdout
+
+
+def test_semantic_attack_caches_the_collection_and_shows_progress(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collection is embedded through the cache next to the output (a rerun reads it)
+    with a progress bar on a terminal, and the command says so."""
+    import numpy as np
+
+    import presidio_delink.eval.embeddings as emb
+
+    calls: list[tuple[object, object]] = []
+
+    class Fake:
+        fingerprint = "fake"
+
+        def encode(self, texts, progress=False):  # type: ignore[no-untyped-def]
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+        def encode_cached(self, ids, texts, cache_dir, progress=False):  # type: ignore[no-untyped-def]
+            calls.append((cache_dir, progress))
+            return self.encode(texts)
+
+    monkeypatch.setattr(emb, "Embedder", Fake)
+    out = tmp_path / "a.jsonl"
+    res = run("attack", "--index", str(built), "--method", "semantic", "--semantic-monitor",
+              str(SAMPLES / "collection.jsonl"), str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code in (0, 1), res.output
+    assert calls == [(tmp_path / ".delink-embeddings", None)]
+    assert "embedding the collection's 40 texts once, cached in" in res.stderr

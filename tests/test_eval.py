@@ -295,3 +295,26 @@ def test_cli_needs_data_and_says_what_risk_logprobs_ignores(
     r = CliRunner().invoke(eval_command, ["--data", str(bad), "--dataset", "tab-gold",
                                           "--llm", "none", "--out", str(tmp_path / "o")])
     assert r.exit_code != 0 and "Traceback" not in r.output
+
+
+def test_eval_risk_is_its_own_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The risk-indicator evaluation is `presidio-delink eval-risk FILE...`, with its own
+    options only (no delinking option to ignore silently); bad input is a clean error."""
+    from click.testing import CliRunner
+
+    from presidio_delink.cli import main
+
+    monkeypatch.delenv("PRESIDIO_DELINK_DATA", raising=False)
+    lp = tmp_path / "lp.jsonl"
+    lp.write_text("{}\n")
+    r = CliRunner().invoke(main, ["eval-risk", "--help"])
+    assert r.exit_code == 0 and "LOGPROBS" in r.output and "--data" in r.output
+    assert "-k" not in r.output.split("Options:")[1].split()  # delinking options do not exist
+    r = CliRunner().invoke(main, ["eval-risk", str(lp), "-k", "3"])
+    assert r.exit_code == 2 and "No such option" in r.output
+    r = CliRunner().invoke(main, ["eval-risk", str(lp), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "--data DIR" in r.output
+    r = CliRunner().invoke(main, ["eval-risk", str(lp), "--data", str(tmp_path / "none"),
+                                  "--out", str(tmp_path / "o"), "--work-dir", str(tmp_path / "w")])
+    assert r.exit_code == 2 and r.output.startswith("error:") and "line 1" in r.output
+    assert "--risk-logprobs" not in CliRunner().invoke(main, ["eval", "--help"]).output

@@ -245,7 +245,8 @@ def test_stats(sample_index: NgramIndex) -> None:
     st_ = sample_index.stats()
     assert st_["n_docs"] == 40 and st_["max_n"] == 8 and st_["n_groups"] == 40
     views = st_["views"]
-    assert list(views) == ["folded", "folded-cross", "folded-dash", "fine", "accent-cross"]  # type: ignore[call-overload]
+    assert list(views) == ["folded", "folded-cross", "folded-dash", "fine", "surface",  # type: ignore[call-overload]
+                           "accent-cross"]
     for v in views.values():  # type: ignore[attr-defined]
         assert v["n_partitions"] == 1 and sum(v["keys_per_n"].values()) == v["n_keys"]
     assert st_["bytes_on_disk"] > 0
@@ -273,10 +274,11 @@ def test_views_stored_over_others_equal_views_stored_alone(tmp_path_factory, doc
     """Delta storage (a view kept as its differences from another) changes nothing: stored
     keys, their df and the detector's prefix walks equal those of the view built alone."""
     root = tmp_path_factory.mktemp("layers")
-    views = ["folded", "folded-cross", "folded-dash", "fine", "accent-cross", "case", "case-cross"]
+    views = ["folded", "folded-cross", "folded-dash", "fine", "surface", "accent-cross", "case",
+             "case-cross"]
     both = NgramIndex.build(docs, root / "all", max_n=max_n, views=views, shard_words=shard_words)
     assert [both.meta["views"][i]["stored_over"] for i in range(len(views))] == [
-        None, "folded", "folded", "folded", "folded-cross", "fine", "case"]
+        None, "folded", "folded", "folded", "fine", "folded-cross", "fine", "case"]
     for name in views[1:]:
         alone = NgramIndex.build(docs, root / name, max_n=max_n, views=[name], shard_words=shard_words)
         a, b = both.views[name], alone.views[name]
@@ -301,3 +303,27 @@ def test_an_index_of_format_3_asks_for_a_rebuild(sample_index: NgramIndex, tmp_p
     resign(out, meta)
     with pytest.raises(IndexFormatError, match="version 3; .*reads version 4: rebuild the index"):
         NgramIndex.load(out)
+
+
+def test_every_index_file_is_written_through_atomic_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Index files (arrays, tries, metadata, document table) go through io.atomic_output:
+    a temporary file renamed, never a file written in place under its final name."""
+    import presidio_delink.index.format as fmt
+    import presidio_delink.index.shard as shard
+    from presidio_delink import io
+
+    written: set[Path] = set()
+
+    def recording(path, mode="w"):  # type: ignore[no-untyped-def]
+        written.add(Path(path).resolve())
+        return io.atomic_output(path, mode)
+
+    monkeypatch.setattr(fmt, "atomic_output", recording)
+    monkeypatch.setattr(shard, "atomic_output", recording)
+    docs = [(f"d{i}", f"The applicant {i} was heard by the court in case {i % 3}.") for i in range(6)]
+    out = NgramIndex.build(docs, tmp_path / "i", views=("folded", "fine", "surface")).directory
+    copy = NgramIndex.load(out).save(tmp_path / "copy")
+    files = {p.resolve() for d in (out, copy) for p in d.rglob("*") if p.is_file()}
+    assert files and files <= written, sorted(map(str, files - written))

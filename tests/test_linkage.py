@@ -117,7 +117,7 @@ def test_a_triple_links_where_no_pair_does(tmp_path) -> None:  # type: ignore[no
     rep = analyze(idx, "c, b, a", k=2, arity=3)
     assert [c.keys for c in rep.combinations] == [("a", "b", "c")]
     assert rep.combinations[0].docs == (0,)
-    assert rep.linked_docs() == {idx.doc_ids[0]: [("a", "b", "c")]}
+    assert rep.linked_docs() == {idx.doc_ids[0]: [(("a", "b", "c"), ("folded",))]}
     assert {f.key for f in rep.flagged} == {"a"} and rep.flagged[0].arity == 3
 
 
@@ -204,3 +204,21 @@ def test_unknown_text_links_nothing(sample_index: NgramIndex) -> None:
     rep = analyze(sample_index, "zzqx wubble frobnicate", k=5, arity=3)
     assert not rep.linkable and not rep.combinations
     assert analyze(sample_index, "", k=2).flagged == []
+
+
+def test_linked_docs_name_the_views_and_give_each_piece_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    docs = [("d0", "The applicant's representatives were heard."),
+            ("d1", "The applicant was heard."), ("d2", "The court was heard.")]
+    idx = NgramIndex.build(docs, tmp_path / "i")
+    rep = analyze(idx, "Their applicant's representatives left.", k=2)
+    linked = rep.linked_docs()
+    assert list(linked) == ["d0"]
+    pieces = linked["d0"]
+    # one phrase links in several views at one place: one piece, naming them all
+    where = [next(f.spans[0] for f in rep.flagged if f.key == p.ngrams[0] and f.view == p.views[0])
+             for p in pieces]
+    assert len(where) == len(set(where))
+    assert any(len(p.views) > 1 for p in pieces)
+    assert {v for p in pieces for v in p.views} <= set(idx.views)
+    assert sum(len(p.views) for p in pieces) == sum(
+        1 for f in rep.flagged if 0 in f.docs and f.arity == 1)

@@ -268,3 +268,25 @@ def test_embedded_threads_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(THREADS_ENV, bad)
         with pytest.raises(ConfigError, match=THREADS_ENV):
             default_threads()
+
+
+def test_one_spec_parser_for_the_rewriter_and_the_risk_scorer() -> None:
+    """`make_rewriter` and `risk.lm.make_scorer` read a spec through `parse_spec`: the
+    same forms, the same normalisation and the same reasons for a bad one."""
+    from presidio_delink.llm import LLMSpec, parse_spec
+    from presidio_delink.risk.lm import make_scorer
+
+    assert parse_spec(" Embedded:smollm2 ") == LLMSpec("embedded", "smollm2")
+    assert parse_spec("embedded") == LLMSpec("embedded", "")
+    assert parse_spec("ollama:llama3") == LLMSpec("ollama", "llama3")
+    assert parse_spec("openai:http://127.0.0.1:8080/v1#m") == LLMSpec(
+        "openai", "http://127.0.0.1:8080/v1", "m")
+    assert parse_spec("openai:http://127.0.0.1:8080") == LLMSpec("openai", "http://127.0.0.1:8080")
+    assert parse_spec("none") == LLMSpec("none")
+    for bad, why in (("embedded:", "missing model name"), ("bogus", "unknown backend"),
+                     ("ollama:", "missing model name"), ("openai:#m", "openai:URL#MODEL")):
+        with pytest.raises(ConfigError, match=why):
+            make_rewriter(bad)
+        with pytest.raises(ConfigError, match=why) as info:
+            make_scorer(bad)
+        assert "cannot score" in str(info.value)

@@ -320,7 +320,7 @@ def test_cli_attack_ranked(cli_files) -> None:  # type: ignore[no-untyped-def]
     rec = json.loads(res.output)
     assert rec["linked"] is False and rec["ranking"] == [] and rec["claim"] is None
     res = _run("attack", "--index", str(idx), "--method", "all", str(q))
-    methods = [json.loads(line)["method"] for line in res.output.splitlines()]
+    methods = [json.loads(line)["method"] for line in res.stdout.splitlines()]
     assert methods == ["ngram", "containment", "ranked"] * 2
 
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from presidio_delink.confusables import latin
 from presidio_delink.errors import ConfigError
 from presidio_delink.text import Tokenizer, fold_word, normalize_word
 
@@ -77,7 +78,8 @@ def test_offsets_point_into_original() -> None:
         ("\u0130zmir Izmir", [["i\u0307zmir", "izmir"]], [["\u0130zmir", "Izmir"]]),
         ("Bic\u0327er Bi\u00e7er", [["bi\u00e7er", "bi\u00e7er"]], [["Bi\u00e7er", "Bi\u00e7er"]]),
         ("hid\u200bden, U.S. law", [["hidden"], ["u.s"], ["law"]], [["hidden"], ["U.S"], ["law"]]),
-        ("\u0430pplicant", [["\u0430pplicant"]], [["\u0430pplicant"]]),
+        # fine folds look-alike letters of other scripts; case keeps them
+        ("\u0430pplicant", [["applicant"]], [["\u0430pplicant"]]),
     ],
 )
 def test_fine_and_case_word_models(text: str, fine: list[list[str]], case: list[list[str]]) -> None:
@@ -85,8 +87,8 @@ def test_fine_and_case_word_models(text: str, fine: list[list[str]], case: list[
     assert CASE.word_segments(text) == case
     for seg in FINE.segments(text):  # offsets cover the word as written
         for t in seg:
-            assert unicodedata.normalize("NFC", text[t.start : t.end]).replace(
-                "\u200b", "").casefold() == t.word
+            assert latin(unicodedata.normalize("NFC", text[t.start : t.end]).replace(
+                "\u200b", "")).casefold() == t.word
 
 
 def test_accent_word_model_splits_like_fts5_and_keeps_diacritics() -> None:
@@ -165,12 +167,14 @@ def test_fast_and_offset_paths_agree(text: str) -> None:
 MIXED = st.lists(st.sampled_from(
     ["court", "Bi\u00e7er", "Bic\u0327er", "non-pecuniary", "applicant\u2019s", "3.5", ", ",
      ". ", " ", "[REDACTED]", "x\u200by", "\u0430pplicant", "\u0130zmir", "\u00bd", "\u00ad",
-     "\ufeff", "\u1100\u200b\u1161", "e\u0301", "\u212b"]),
+     "\ufeff", "\u1100\u200b\u1161", "e\u0301", "\u212b", "cas\u00e9\u0301", "t\u0301he", " _ ",
+     "s' ", "36110/97", " - "]),
     max_size=20).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(max_size=60), MIXED), st.sampled_from(["folded", "accent", "fine", "case"]),
+@given(st.one_of(st.text(max_size=60), MIXED),
+       st.sampled_from(["folded", "accent", "fine", "case", "folded-dash", "surface"]),
        st.booleans())
 def test_build_and_query_paths_agree(text: str, fold: str, cross: bool) -> None:
     """The index builder's ids (encode) and the detector's tokens (segments) are one model."""
@@ -223,3 +227,33 @@ def test_nfkc_casefold() -> None:
     assert normalize_word("\ufb01ne") == ("fine",)
     assert normalize_word("\u00bd") == ("1", "2")
     assert normalize_word(unicodedata.normalize("NFD", "\u00c9t\u00e9")) == ("ete",)
+
+
+SURFACE = Tokenizer(fold="surface")
+
+
+@pytest.mark.parametrize(
+    ("text", "segs"),
+    [
+        # only white space between two words keeps them in one phrase (exact substring)
+        ("the applicant's' representatives were", [["the", "applicant's"], ["representatives", "were"]]),
+        ("the applicant\u2019s representatives", [["the", "applicant\u2019s", "representatives"]]),
+        ("a 36110/97 b _ c well-known", [["a", "36110"], ["97", "b"], ["c", "well-known"]]),
+        ("and\n- the seriousness", [["and"], ["the", "seriousness"]]),
+        ("U.S. law", [["u.s"], ["law"]]),
+        # look-alikes folded; an uncomposed mark separates words and, not being space, ends
+        # the phrase
+        ("\u0430pplicant\u2019s lawyer", [["applicant\u2019s", "lawyer"]]),
+        ("the cas\u00e9\u0301 t\u0301he jury", [["the", "cas\u00e9", "t"], ["he", "jury"]]),
+    ],
+)
+def test_surface_word_model(text: str, segs: list[list[str]]) -> None:
+    assert SURFACE.word_segments(text) == segs
+    assert [[t.word for t in s] for s in SURFACE.segments(text)] == segs
+
+
+def test_fine_words_drop_uncomposed_marks() -> None:
+    """NFC composes what it can; a mark left over is not a letter of the word (as for
+    a regular-expression word tokeniser), so ``casé`` + U+0301 reads ``casé``."""
+    assert FINE.word_segments("the cas\u00e9\u0301 the\u0301 t\u0301he") == [
+        ["the", "cas\u00e9", "th\u00e9", "t", "he"]]

@@ -124,11 +124,9 @@ _LAYOUT_HELP = (
     "--risk-logprobs",
     "risk_logprobs",
     multiple=True,
+    hidden=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Evaluate the privacy risk indicators instead (per indicator and combined: MASK "
-    "precision/recall/F1, DIRECT/QUASI entity recall, words masked, linkage; Wikipedia and "
-    "TAB test, CV and cross-dataset) from our model's log-probabilities of the span tables "
-    "(benchmarks/risk/extract_logprobs.py output; repeatable). Writes risk.json to --out.",
+    help="Deprecated: use 'presidio-delink eval-risk FILE...'.",
 )
 # -- end risk indicators --
 @click.option(
@@ -179,10 +177,13 @@ def eval_command(
         if ignored:
             click.echo(
                 f"error: --risk-logprobs runs the risk-indicator evaluation only, which "
-                f"takes --data, --work-dir and --out; {', '.join(ignored)} do not apply",
+                f"takes --data, --work-dir and --out; {', '.join(ignored)} do not apply "
+                "(it is now its own command: presidio-delink eval-risk FILE...)",
                 err=True,
             )
             sys.exit(2)
+        click.echo("note: 'eval --risk-logprobs' is now 'presidio-delink eval-risk FILE...'",
+                   err=True)
         _run_risk(data_root, risk_logprobs, work_dir, out_dir)
         return
     try:
@@ -217,10 +218,58 @@ def eval_command(
         sys.exit(2)
 
 
+@click.command("eval-risk", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
+@click.argument(
+    "logprobs", nargs=-1, required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+)
+@click.option(
+    "--data",
+    "data_root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA; one "
+    "of the two is needed].",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Cache folder for the indexes [default: ~/.cache/presidio-delink/eval].",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("eval-out"),
+    show_default=True,
+    help="Folder for risk.json.",
+)
+def eval_risk_command(
+    logprobs: tuple[Path, ...], data_root: Path | None, work_dir: Path | None, out_dir: Path
+) -> None:
+    """Evaluate the privacy risk indicators from our model's log-probabilities of the span
+    tables (LOGPROBS: benchmarks/risk/extract_logprobs.py output, one or more files): per
+    indicator and combined, MASK precision/recall/F1, DIRECT/QUASI entity recall, words
+    masked and linkage, on the Wikipedia and TAB test sets, cross-validated and across
+    datasets.  Writes risk.json to --out."""
+    if data_root is None:
+        env = os.environ.get("PRESIDIO_DELINK_DATA")
+        if not env:
+            click.echo(
+                "error: give the evaluation data folder with --data DIR (or set "
+                "PRESIDIO_DELINK_DATA); 'presidio-delink data convert' makes one",
+                err=True,
+            )
+            sys.exit(2)
+        data_root = Path(env)
+    _run_risk(data_root, logprobs, work_dir, out_dir)
+
+
 def _run_risk(
     data_root: Path | None, logprobs: tuple[Path, ...], work_dir: Path | None, out_dir: Path
 ) -> None:
-    """``--risk-logprobs``: the risk-indicator evaluation (presidio_delink.eval.risk)."""
+    """``eval-risk``: the risk-indicator evaluation (presidio_delink.eval.risk)."""
     import json
 
     from presidio_delink.datasets import data_dir

@@ -205,6 +205,7 @@ STORED_OVER: dict[str, tuple[str, ...]] = {
     "folded-cross": ("folded",),
     "folded-dash": ("folded",),
     "fine": ("folded",),
+    "surface": ("fine", "folded"),
     "accent-cross": ("folded-cross", "fine", "folded"),
     "case": ("fine", "folded"),
     "case-cross": ("case", "accent-cross", "folded-cross"),

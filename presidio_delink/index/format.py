@@ -31,12 +31,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from presidio_delink.errors import ConfigError, IndexFormatError
-from presidio_delink.io import sha256_file
+from presidio_delink.io import atomic_output, sha256_file
 
 FORMAT_NAME = "presidio-delink-ngram-index"
 FORMAT_VERSION = 4
@@ -48,13 +47,10 @@ _DTYPES = {"<u2", "<u4", "<u8"}
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` with mode 0600 (index files reproduce the text)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
+    """Write ``data`` to ``path`` through :func:`~presidio_delink.io.atomic_output`
+    (temporary file, renamed; mode 0600: index files reproduce the text)."""
+    with atomic_output(path, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(path, 0o600)
 
 
 def file_record(path: Path) -> dict[str, Any]:

@@ -47,7 +47,6 @@ Files (little-endian; integer widths are the smallest that fit, recorded in meta
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +64,7 @@ from presidio_delink.index.postings import (
     locate,
     stored_counts,
 )
+from presidio_delink.io import atomic_output
 
 PART_FILES = ("ngrams.marisa", "df.bin", "dfbig.bin", "blocks.bin", "postings.bin")
 PART_ARRAYS = ("dfbig",)
@@ -87,10 +87,8 @@ def partition_of(word: str, n_parts: int) -> int:
 
 def save_trie(keys: list[str], path: Path) -> marisa_trie.Trie:
     trie = marisa_trie.Trie(keys)
-    tmp = path.with_suffix(".tmp")
-    trie.save(str(tmp))
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    with atomic_output(path, "wb") as f:  # temporary file, renamed; mode 0600
+        f.write(trie.tobytes())
     return trie
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from presidio_delink.errors import ConfigError
@@ -35,11 +36,13 @@ __all__ = [
     "CachedRewriter",
     "CircuitBreaker",
     "EmbeddedRewriter",
+    "LLMSpec",
     "LLMUnavailable",
     "OllamaRewriter",
     "OpenAICompatRewriter",
     "Rewriter",
     "make_rewriter",
+    "parse_spec",
 ]
 
 _LAZY = {
@@ -76,38 +79,73 @@ def _bad_spec(spec: str, why: str) -> ConfigError:
     return ConfigError(f"invalid LLM backend {spec!r}: {why}; valid forms: {', '.join(SPEC_FORMS)}")
 
 
-def _build(spec: str, allow_remote: bool, timeout: float | None) -> Rewriter | None:
+@dataclass(frozen=True)
+class LLMSpec:
+    """A parsed backend spec (:func:`parse_spec`): ``kind`` is ``none``, ``embedded``,
+    ``ollama`` or ``openai``; ``name`` the model name or GGUF path (``embedded``: ``""``
+    for the default; ``ollama``: the model), or the server URL (``openai``); ``model`` the
+    model of an ``openai`` server (``""`` when the spec gives none)."""
+
+    kind: str
+    name: str = ""
+    model: str = ""
+
+
+def parse_spec(spec: str) -> LLMSpec:
+    """Parse a backend spec string once, by one rule, for every consumer (the rewriter
+    here, the risk scorer in :func:`presidio_delink.risk.lm.make_scorer`).
+
+    Raises:
+        ConfigError: an empty or malformed spec, or an unknown backend.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise _bad_spec(str(spec), "empty value")
     kind, sep, arg = spec.strip().partition(":")
     kind = kind.strip().lower()
     arg = arg.strip()
     if kind == "none" and not sep:
-        return None
+        return LLMSpec("none")
     if kind == "embedded":
-        from presidio_delink.llm.embedded import EmbeddedRewriter, gguf_for
-
         if sep and not arg:
             raise _bad_spec(spec, "missing model name or GGUF path after 'embedded:'")
-        return EmbeddedRewriter(gguf_for(arg or None), timeout=timeout or EMBEDDED_TIMEOUT_S)
+        return LLMSpec("embedded", arg)
     if kind == "ollama":
         if not arg:
             raise _bad_spec(spec, "missing model name after 'ollama:'")
+        return LLMSpec("ollama", arg)
+    if kind == "openai":
+        url, hash_, model = arg.rpartition("#") if "#" in arg else (arg, "", "")
+        if not url.strip():
+            raise _bad_spec(spec, "expected 'openai:URL#MODEL'")
+        return LLMSpec("openai", url.strip(), model.strip())
+    raise _bad_spec(spec, "unknown backend")
+
+
+def _build(spec: str, allow_remote: bool, timeout: float | None) -> Rewriter | None:
+    got = parse_spec(spec)
+    if got.kind == "none":
+        return None
+    if got.kind == "embedded":
+        from presidio_delink.llm.embedded import EmbeddedRewriter, gguf_for
+
+        return EmbeddedRewriter(gguf_for(got.name or None), timeout=timeout or EMBEDDED_TIMEOUT_S)
+    if got.kind == "ollama":
         from presidio_delink.llm.ollama_backend import OllamaRewriter
 
-        return OllamaRewriter(arg, allow_remote=allow_remote, timeout=timeout or DEFAULT_TIMEOUT_S)
-    if kind == "openai":
-        url, hash_, model = arg.rpartition("#")
-        if not hash_ or not url.strip() or not model.strip():
-            raise _bad_spec(spec, "expected 'openai:URL#MODEL'")
-        from presidio_delink.llm.openai_compat import OpenAICompatRewriter
-
-        return OpenAICompatRewriter(
-            url.strip(),
-            model.strip(),
-            api_key=os.environ.get("OPENAI_API_KEY") or None,
-            allow_remote=allow_remote,
-            timeout=timeout or DEFAULT_TIMEOUT_S,
+        return OllamaRewriter(
+            got.name, allow_remote=allow_remote, timeout=timeout or DEFAULT_TIMEOUT_S
         )
-    raise _bad_spec(spec, "unknown backend")
+    if not got.model:  # openai: a chat server needs the model's name
+        raise _bad_spec(spec, "expected 'openai:URL#MODEL'")
+    from presidio_delink.llm.openai_compat import OpenAICompatRewriter
+
+    return OpenAICompatRewriter(
+        got.name,
+        got.model,
+        api_key=os.environ.get("OPENAI_API_KEY") or None,
+        allow_remote=allow_remote,
+        timeout=timeout or DEFAULT_TIMEOUT_S,
+    )
 
 
 def make_rewriter(
@@ -136,8 +174,6 @@ def make_rewriter(
     Raises:
         ConfigError: Invalid spec, missing model or package, or remote server refused.
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise _bad_spec(str(spec), "empty value")
     if timeout is not None and (not isinstance(timeout, int | float) or not timeout > 0):
         raise ConfigError(f"the LLM timeout must be a number of seconds > 0, got {timeout!r}")
     inner = _build(spec, allow_remote, None if timeout is None else float(timeout))

@@ -207,7 +207,7 @@ def edit_spans(
         audit.append(
             AuditEntry(
                 original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,
-                method=method, n_words=len(inside), reason=reason,
+                method=method, n_words=len(inside), reason=reason, start=a, end=b,
             )
         )
     for a, b in todo:
@@ -218,7 +218,7 @@ def edit_spans(
         audit.append(
             AuditEntry(
                 original=text[a:b], df=0, arity=0, ngram="", replacement=REDACTED, pass_no=0,
-                method="redacted", n_words=1, reason=reason,
+                method="redacted", n_words=1, reason=reason, start=a, end=b,
             )
         )
     order = sorted(range(len(edits)), key=lambda i: edits[i][0])  # audit in text order

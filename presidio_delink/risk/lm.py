@@ -513,16 +513,19 @@ def make_scorer(
     Raises:
         ConfigError: ``ollama:`` or ``none`` (they cannot score given text), or a bad spec.
     """
-    from presidio_delink.llm import DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S
+    from presidio_delink.llm import DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S, parse_spec
 
-    kind, _, rest = spec.partition(":")
-    if kind == "embedded":
+    try:
+        got = parse_spec(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot score text log-probabilities with {spec!r}: {exc}") from exc
+    if got.kind == "embedded":
         from presidio_delink.llm import numpy_lm
         from presidio_delink.llm.embedded import EmbeddedRewriter, gguf_for
 
         # The shipped classifiers read SmolLM2's log-probabilities: a plain `embedded`
         # scores with it, whatever model rewrites.
-        name = rest or SCORING_MODEL
+        name = got.name or SCORING_MODEL
         if name.lower() != SCORING_MODEL:
             logger.warning(
                 "risk scores from %s: the shipped classifiers were trained on %s "
@@ -538,10 +541,11 @@ def make_scorer(
         )
         rewriter = EmbeddedRewriter(path, n_ctx=4096, timeout=timeout or EMBEDDED_TIMEOUT_S)
         return LogprobScorer(rewriter.completion)
-    if kind == "openai" and rest:
-        url, _, model = rest.partition("#")
+    if got.kind == "openai":
         return LogprobScorer(
-            HTTPCompletion(url, model or "default", allow_remote, timeout or DEFAULT_TIMEOUT_S)
+            HTTPCompletion(
+                got.name, got.model or "default", allow_remote, timeout or DEFAULT_TIMEOUT_S
+            )
         )
     raise ConfigError(
         f"cannot score text log-probabilities with {spec!r}: use 'embedded[:PATH.gguf]' or "

@@ -102,11 +102,18 @@ def load_own_logprobs(paths: Sequence[Path]) -> dict[tuple[str, str], dict[tuple
     out: dict[tuple[str, str], dict[tuple[int, int], Any]] = {}
     for path in paths:
         with Path(path).open(encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                out[(rec["dataset"], rec["doc_id"])] = {
-                    (s["start"], s["end"]): s for s in rec["spans"]
-                }
+            for n, line in enumerate(fh, 1):
+                try:
+                    rec = json.loads(line)
+                    out[(rec["dataset"], rec["doc_id"])] = {
+                        (s["start"], s["end"]): s for s in rec["spans"]
+                    }
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise InputError(
+                        f"{path}, line {n}: not a log-probability record of "
+                        "benchmarks/risk/extract_logprobs.py (needs dataset, doc_id and spans "
+                        f"with start and end): {type(exc).__name__}"
+                    ) from None
     return out
 
 
