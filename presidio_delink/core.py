@@ -320,9 +320,10 @@ class Rewriting:
             return out
         usage = find_usage(self.rewriter)
         before = usage.snapshot() if usage is not None else None
-        refused = self._llm_round(text, pending, {}, out, res, check)
+        asked_with: dict[Run, list[str]] = {}  # each run's first request's other spans
+        refused = self._llm_round(text, pending, {}, out, res, check, asked_with)
         if refused:
-            self._llm_round(text, list(refused), refused, out, res, check)
+            self._llm_round(text, list(refused), refused, out, res, check, asked_with)
         if usage is not None and before is not None:
             after = usage.snapshot()
             res.prompt_tokens += after[0] - before[0]
@@ -362,10 +363,16 @@ class Rewriting:
         out: Answers,
         res: DelinkResult,
         check: Any,
+        asked_with: dict[Run, list[str]],
     ) -> dict[Run, tuple[str, str]]:
         """One request per passage of ``rs`` (``refused``: the answer refused before for
         each run, named in its request); fills ``out``, returns the runs whose answer was
-        refused now with that answer and why."""
+        refused now with that answer and why.
+
+        ``asked_with`` keeps, per run, the other spans of its first request: a second
+        request holds only the refused spans, and its answer must not copy a span of the
+        first one either (asked again, a small model answers "before the" with the
+        neighbouring span "institutions" that the first request accepted a rewrite for)."""
         run_at = {(r.start, r.end): r for r in rs}
         groups = [
             (a, b, [run_at[s] for s in group])
@@ -412,7 +419,9 @@ class Rewriting:
             for r in group:
                 span = text[r.start : r.end]
                 value = answer.get(span)
-                new, why = check(r, value, [x for x in spans if x != span], context)
+                others = asked_with.setdefault(r, [x for x in spans if x != span])
+                others = list(dict.fromkeys([*others, *(x for x in spans if x != span)]))
+                new, why = check(r, value, others, context)
                 if new is None:
                     log.debug("replacement rejected: %s", why)
                     out[(r.start, r.end)] = (None, why)

@@ -130,3 +130,32 @@ def test_ner_labels_give_typed_generalisations(sample_index: NgramIndex, sample_
     assert run((i, i + len(span))).get(span) == "local"
     # a span inside a longer entity does not
     assert span not in run((i - 4, i + len(span)))
+
+
+def test_a_second_answer_may_not_copy_a_span_of_the_first_request(
+    sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
+) -> None:
+    """The second request holds only the refused spans; its answers are still checked
+    against every span of the first request (seen with SmolLM2: "before the" answered
+    "institutions", the neighbouring span, in both requests)."""
+
+    class Copier(Budgeted):
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            self.requests.append((context, list(spans)))
+            first = REFUSED_SEP not in context
+            out = {s: _word(len(self.requests), i) for i, s in enumerate(spans)}
+            one = [s for s in spans if s.isalpha() and len(s) > 4]  # one uncommon word
+            if first and not hasattr(self, "copier") and one and len(spans) > 1:
+                self.neighbour = one[0]
+                self.copier = next(s for s in spans if s != one[0])
+                out[self.copier] = self.neighbour  # copies another span: refused
+            elif not first and getattr(self, "copier", None) in spans:
+                out[self.copier] = self.neighbour  # the same copy, asked again
+            return out
+
+    rw = Copier()
+    res = _delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    assert hasattr(rw, "copier") and any(REFUSED_SEP in c for c, _s in rw.requests)
+    copied = [a for a in res.audit if a.original == rw.copier and a.replacement == rw.neighbour]
+    assert not copied, copied
+    assert res.refusals.get("copies another span", 0) >= 2
