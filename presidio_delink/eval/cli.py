@@ -18,9 +18,8 @@ _LAYOUT_HELP = (
     "release and the Wikipedia biography annotations):\n\n\b\n" + LAYOUT
 )
 
-
-@click.command("eval", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
-@click.option(
+#: ``--data``, shared by ``eval`` and ``eval-risk``.
+_DATA_OPTION = click.option(
     "--data",
     "data_root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -28,6 +27,10 @@ _LAYOUT_HELP = (
     help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA; one "
     "of the two is needed].",
 )
+
+
+@click.command("eval", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
+@_DATA_OPTION
 @click.option(
     "--dataset",
     "datasets",
@@ -223,14 +226,7 @@ def eval_command(
     "logprobs", nargs=-1, required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
 )
-@click.option(
-    "--data",
-    "data_root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA; one "
-    "of the two is needed].",
-)
+@_DATA_OPTION
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
