@@ -29,6 +29,21 @@ _DATA_OPTION = click.option(
 )
 
 
+def _data_root(given: Path | None) -> Path:
+    """``--data``, else ``$PRESIDIO_DELINK_DATA``; neither is a usage error (exit 2)."""
+    if given is not None:
+        return given
+    env = os.environ.get("PRESIDIO_DELINK_DATA")
+    if not env:
+        click.echo(
+            "error: give the evaluation data folder with --data DIR (or set "
+            "PRESIDIO_DELINK_DATA); 'presidio-delink data convert' makes one",
+            err=True,
+        )
+        sys.exit(2)
+    return Path(env)
+
+
 @click.command("eval", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
 @_DATA_OPTION
 @click.option(
@@ -158,16 +173,7 @@ def eval_command(
 ) -> None:
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
-    if data_root is None:
-        env = os.environ.get("PRESIDIO_DELINK_DATA")
-        if not env:
-            click.echo(
-                "error: give the evaluation data folder with --data DIR (or set "
-                "PRESIDIO_DELINK_DATA); 'presidio-delink data convert' makes one",
-                err=True,
-            )
-            sys.exit(2)
-        data_root = Path(env)
+    data_root = _data_root(data_root)
     if risk_logprobs:
         ctx = click.get_current_context()
         ignored = [
@@ -249,16 +255,7 @@ def eval_risk_command(
     indicator and combined, MASK precision/recall/F1, DIRECT/QUASI entity recall, words
     masked and linkage, on the Wikipedia and TAB test sets, cross-validated and across
     datasets.  Writes risk.json to --out."""
-    if data_root is None:
-        env = os.environ.get("PRESIDIO_DELINK_DATA")
-        if not env:
-            click.echo(
-                "error: give the evaluation data folder with --data DIR (or set "
-                "PRESIDIO_DELINK_DATA); 'presidio-delink data convert' makes one",
-                err=True,
-            )
-            sys.exit(2)
-        data_root = Path(env)
+    data_root = _data_root(data_root)
     _run_risk(data_root, logprobs, work_dir, out_dir)
 
 
