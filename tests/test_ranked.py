@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from presidio_delink import NgramIndex
 from presidio_delink.attacks import Attack, rank_of
-from presidio_delink.attacks.fts5 import MEMBERS, STOP_WORDS
-from presidio_delink.attacks.ranked import RankedAttack, lead
+from presidio_delink.attacks.fts5 import ALL_MEMBERS, MEMBERS, STOP_WORDS
+from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack, lead
 from presidio_delink.cli import main
 from presidio_delink.errors import ConfigError
 
@@ -62,8 +62,18 @@ def _words(text: str, stop: bool) -> list[str]:
     return [w for w in ws if not (stop and w in STOP_WORDS)]
 
 
-def _brute(query: str, stop: bool) -> dict[str, float]:
-    docs = {d: Counter(_words(t, stop)) for d, t in ((d, t) for d, t, _ in CORPUS)}
+def _brute(
+    query: str,
+    stop: bool,
+    k1: float = 1.2,
+    b: float = 0.75,
+    idf_kind: str = "fts5",
+    unit: str = "doc",
+) -> dict[str, float]:
+    """``{document id (or group id when unit == "group"): score}``."""
+    docs: dict[str, Counter[str]] = {}
+    for d, t, g in CORPUS:  # a group as one document: its documents' words together
+        docs.setdefault(g if unit == "group" else d, Counter()).update(_words(t, stop))
     n = len(docs)
     avgdl = sum(sum(c.values()) for c in docs.values()) / n
     out: dict[str, float] = {}
@@ -75,9 +85,12 @@ def _brute(query: str, stop: bool) -> dict[str, float]:
             if not f:
                 continue
             df = sum(1 for o in docs.values() if term in o)
-            idf = math.log((n - df + 0.5) / (df + 0.5))
-            idf = idf if idf > 0 else 1e-6
-            s += idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
+            if idf_kind == "lucene":
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            else:
+                idf = math.log((n - df + 0.5) / (df + 0.5))
+                idf = idf if idf > 0 else 1e-6
+            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
         if s > 0:
             out[d] = s
     return out
@@ -115,8 +128,50 @@ def test_scores_match_brute_force_bm25(attack: RankedAttack, member: str, src: i
         assert want[r.doc_id] == pytest.approx(best[r.group], rel=1e-9)
 
 
-@pytest.mark.parametrize("member", list(MEMBERS))
-def test_postings_reproduce_fts5_bm25(attack: RankedAttack, member: str) -> None:
+@pytest.fixture(scope="module")
+def wide(index: NgramIndex) -> RankedAttack:
+    return RankedAttack(index, members=PROTECT_MEMBERS)
+
+
+@pytest.mark.parametrize(
+    "member", [m for m in PROTECT_MEMBERS if m not in MEMBERS and "porter" not in m]
+)
+@pytest.mark.parametrize("src", [0, 7])
+def test_protection_members_match_brute_force_bm25(wide: RankedAttack, member: str, src: int) -> None:
+    """The members beyond FTS5's defaults (k1 = 2, b = 1, Lucene's idf; a group as one
+    concatenated document) against a brute-force BM25 with those parameters."""
+    spec = ALL_MEMBERS[member]
+    text = _query_text(src)
+    want = _brute(text, spec.stop, spec.k1, spec.b, spec.idf, spec.unit)
+    ps = wide.scores(text, sentences=False)
+    row = ps.row(member)
+    assert row is not None
+    groups = wide.index.doc_groups
+    key = groups if spec.unit == "group" else wide.index.doc_ids
+    got = {key[d]: s for d, s in enumerate(ps.doc_scores[row]) if s > 0}
+    assert got.keys() == want.keys()
+    for u, s in want.items():
+        assert got[u] == pytest.approx(s, rel=1e-9)
+    if spec.unit == "group":  # every document of a group carries the group's score
+        for d, g in enumerate(groups):
+            assert ps.doc_scores[row][d] == pytest.approx(want.get(g, 0.0), rel=1e-9)
+    # the group scores differ from the best document's: the group model is not a relabel
+    if spec.unit == "group":
+        per_doc = _brute(text, spec.stop, spec.k1, spec.b, spec.idf)
+        best = {g: max(per_doc.get(d, 0.0) for d, _t, g2 in CORPUS if g2 == g) for g in want}
+        assert any(abs(best[g] - want[g]) > 1e-6 * want[g] for g in want)
+    parts = wide.contributions(text, member, CORPUS[src][2])
+    assert sum(p.score for p in parts) == pytest.approx(want[key[src]], rel=1e-9)
+
+
+def test_fts5_refuses_members_it_does_not_compute(wide: RankedAttack) -> None:
+    with pytest.raises(ConfigError, match="does not compute"):
+        wide.fts5_scores(_query_text(1), "bm25-unicode61-k2b1")
+
+
+@pytest.mark.parametrize("member", [m for m in ALL_MEMBERS if ALL_MEMBERS[m].is_fts5])
+def test_postings_reproduce_fts5_bm25(wide: RankedAttack, member: str) -> None:
+    attack = wide
     text = _query_text(4) + " " + CORPUS[9][1][:200]
     for query in ("text", "sentence:1"):
         fts = attack.fts5_scores(text, member, query)
@@ -421,3 +476,45 @@ def test_batched_scores_equal_one_query_each(attack: RankedAttack) -> None:
         assert [r.group for r in ps.ranking(i)] == [r.group for r in one]
         assert [r.score for r in ps.ranking(i)] == pytest.approx([r.score for r in one])
         assert ps.n_terms[i] == attack.n_terms(text, m, q)
+
+
+def test_protection_panel_removes_a_case_found_only_as_one_document() -> None:
+    """A case whose two documents each hold half of the text's rare words: per document
+    another case ranks first (so the audit's four members see nothing), but a search
+    engine that indexes the case as one record puts it first.  The protection's panel
+    holds that group model and removes it; the audit's panel alone leaves it first."""
+    from presidio_delink.linkage import analyze
+    from presidio_delink.pipeline import Delinker
+    from presidio_delink.protect.ranked import protect_ranked
+
+    rng = random.Random(5)
+    common = ["the", "of", "and", "court", "case", "was", "held", "to"]
+
+    def filler(n: int) -> str:
+        return " ".join(rng.choice(common) for _ in range(n))
+
+    t = ["zorvat", "quimble", "frastic", "plonder", "vexary", "gultish", "mornex", "trablet"]
+    docs = [
+        ("a1", " ".join(t[:4]) + " " + filler(12) + ".", "caseA"),
+        ("a2", " ".join(t[4:]) + " " + filler(12) + ".", "caseA"),
+        ("b1", " ".join(t[:5]) + " " + filler(11) + ".", "caseB"),
+        ("c1", " ".join(t[5:]) + " " + filler(13) + ".", "caseC"),
+    ] + [(f"f{i}", filler(16) + ".", f"caseF{i}") for i in range(16)]
+    idx = NgramIndex.build(docs, None, max_n=8)
+    res = Delinker(idx, k=2, arity=1).delink("The " + " of the ".join(t) + " was held.", "caseA")
+    assert res.text is not None
+    four = RankedAttack(idx)
+    wide = RankedAttack(idx, members=PROTECT_MEMBERS)
+
+    def first(att: RankedAttack, text: str) -> set[str]:
+        return {m for m in att.members if att.ranking(text, m)[0].group == "caseA"}
+
+    assert not first(four, res.text)  # per document, case B leads under every member
+    assert {"fts5-unicode61-case", "fts5-porter-stop-case"} <= first(wide, res.text)
+    kept = protect_ranked(res.text, "caseA", four, k=2, arity=1, safety=0.0)
+    assert kept.rounds == 0 and "fts5-unicode61-case" in first(wide, kept.text)
+    out = protect_ranked(res.text, "caseA", wide, k=2, arity=1, safety=0.0)
+    assert out.rounds >= 1 and not first(wide, out.text)
+    assert not wide.scores(out.text).first_by("caseA")  # nor any sentence
+    assert not analyze(idx, out.text, k=2, arity=1).linkable
+    assert 0 < out.words_cut < len(t) and sum(w in out.text for w in t) >= 4  # minimal

@@ -16,7 +16,13 @@ Scores are FTS5's ``bm25()`` (``k1 = 1.2, b = 0.75``), negated so that higher is
     idf(t) = log((N - n_t + 0.5) / (n_t + 0.5)), or 1e-6 where that is not positive
 
 with ``|D|`` the document's terms, ``avgdl`` their mean over the ``N`` documents and
-``n_t`` the documents holding ``t``.  Why postings and not FTS5 queries: one whole-text
+``n_t`` the documents holding ``t``.  The protection's panel adds members (:class:`Member`)
+with other ``k1``/``b``, Lucene's idf ``log(1 + (N - n_t + .5) / (n_t + .5))``, and the
+*group model* "a group is one document": ``D`` ranges over the groups, each its documents'
+terms together (``N`` groups, ``|D|`` and ``f`` summed over its documents); such a member
+gives every document its group's score.  FTS5's own ``bm25()`` computes the members with
+its defaults (one FTS5 row per group for the group model); the others are checked against
+a brute-force BM25 in the tests.  Why postings and not FTS5 queries: one whole-text
 OR query costs FTS5 about 35 ms per member on TAB (every document holds "the"), and the
 audit asks one query per sentence per member (about 120 per document, 1.7 s).  So each
 member's summands ``w(t, d)`` (every factor above but the sum) are computed once from
@@ -27,7 +33,8 @@ demand (:meth:`Engine.fts5_search`), and the tests check that both give the same
 Cost.  Building: the collection's words once (about 1 M for TAB), their terms under
 each FTS5 tokenizer (one insert of the distinct words), and per member one sort of its
 (term, document) pairs: about 2 s for TAB's 1,635 documents and four members, once per
-index and process.  A query of ``T`` terms: the sum of their posting lengths.
+index and process (a member is built when a panel first holds it; panels share them).
+A query of ``T`` terms: the sum of their posting lengths.
 """
 
 from __future__ import annotations
@@ -36,12 +43,14 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
+from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 
-__all__ = ["MEMBERS", "STOP_WORDS", "Engine", "engine"]
+__all__ = ["ALL_MEMBERS", "MEMBERS", "PROTECT_MEMBERS", "STOP_WORDS", "Engine", "Member", "engine"]
 
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
 
@@ -64,24 +73,83 @@ _TOKENIZERS = {
     "porter": "porter unicode61 remove_diacritics 2",
 }
 
-#: Panel members: name -> (FTS5 tokenizer, stop words dropped).
-MEMBERS: dict[str, tuple[str, bool]] = {
-    "fts5-unicode61": ("unicode61", False),
-    "fts5-porter": ("porter", False),
-    "fts5-unicode61-stop": ("unicode61", True),
-    "fts5-porter-stop": ("porter", True),
+class Member(NamedTuple):
+    """One ranking function of the panel.
+
+    Attributes:
+        tokenizer: the FTS5 tokenizer (``unicode61`` or ``porter``).
+        stop: English stop words (:data:`STOP_WORDS`) dropped from documents and queries.
+        k1, b: BM25's term-frequency saturation and length normalisation.
+        unit: ``"doc"``: a group scores as its best document; ``"group"``: a group is
+            ONE document, its documents' words concatenated (an engine that indexes a
+            case file, or a person's pages, as one record).
+        idf: ``"fts5"`` (``log((N - n + .5) / (n + .5))``, 1e-6 where not positive) or
+            ``"lucene"`` (``log(1 + (N - n + .5) / (n + .5))``, always positive).
+    """
+
+    tokenizer: str
+    stop: bool
+    k1: float = _K1
+    b: float = _B
+    unit: str = "doc"
+    idf: str = "fts5"
+
+    @property
+    def is_fts5(self) -> bool:
+        """Whether FTS5's own ``bm25()`` computes this member (per-document, its k1/b/idf)."""
+        return (self.k1, self.b, self.idf) == (_K1, _B, "fts5")
+
+
+#: The audit's panel (``attack --method ranked``, ``delink``'s audit): FTS5's ``bm25()``
+#: under four tokenisers.  Its decision margins are calibrated on these four
+#: (``ranked_calibration.json``).
+MEMBERS: dict[str, Member] = {
+    "fts5-unicode61": Member("unicode61", False),
+    "fts5-porter": Member("porter", False),
+    "fts5-unicode61-stop": Member("unicode61", True),
+    "fts5-porter-stop": Member("porter", True),
 }
+
+#: Further ranking functions of the protection's panel: the corners of the space the
+#: audit's four do not reach, for the two tokenisation extremes (no stemming with stop
+#: words; Porter without them).  ``-k2b1``: strong term-frequency weight and full length
+#: normalisation (k1 = 2, b = 1) with Lucene's always-positive idf (common words count);
+#: ``-case``: the group as one concatenated document, at FTS5's parameters and at the
+#: other corner.  A source pushed below its competitor under every corner of (k1, b,
+#: idf, group model) is below it under most functions in between, which is what a
+#: margin alone had to buy before (``benchmarks/README.md``).
+EXTRA_MEMBERS: dict[str, Member] = {
+    "bm25-unicode61-k2b1": Member("unicode61", False, 2.0, 1.0, "doc", "lucene"),
+    "bm25-porter-stop-k2b1": Member("porter", True, 2.0, 1.0, "doc", "lucene"),
+    "fts5-unicode61-case": Member("unicode61", False, _K1, _B, "group"),
+    "fts5-porter-stop-case": Member("porter", True, _K1, _B, "group"),
+    "bm25-unicode61-case-k2b1": Member("unicode61", False, 2.0, 1.0, "group", "lucene"),
+    "bm25-porter-stop-case-k2b1": Member("porter", True, 2.0, 1.0, "group", "lucene"),
+}
+
+#: Every member a panel may hold.
+ALL_MEMBERS: dict[str, Member] = {**MEMBERS, **EXTRA_MEMBERS}
+
+#: The protection's panel (``--protect ranked``): the audit's four and the corners.
+PROTECT_MEMBERS: tuple[str, ...] = tuple(ALL_MEMBERS)
 
 
 class _Member:
-    """One member's BM25 postings: per engine term, the documents holding it and the
-    term's BM25 summand in each (FTS5's formula on FTS5's own tokenisation)."""
+    """One member's BM25 postings: per engine term, the units (documents, or groups for
+    a ``"group"`` member) holding it and the term's BM25 summand in each (the member's
+    formula on FTS5's own tokenisation)."""
 
     def __init__(
-        self, term_ids: dict[str, int], ptr: np.ndarray, docs: np.ndarray, weights: np.ndarray
+        self,
+        term_ids: dict[str, int],
+        ptr: np.ndarray,
+        docs: np.ndarray,
+        weights: np.ndarray,
+        unit_of: np.ndarray | None = None,
     ) -> None:
         self.term_ids = term_ids
         self.ptr, self.docs, self.weights = ptr, docs, weights
+        self.unit_of = unit_of  # document -> its unit (None: the document itself)
 
     def postings(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Documents and summands of ``terms`` (concatenated; unknown terms have none)."""
@@ -97,22 +165,18 @@ class _Member:
 
 class Engine:
     """The engine of one index: FTS5 helper tables that tokenise words (one per FTS5
-    tokenizer), each member's postings, and (on demand, for checks) one FTS5 table per
-    member holding the collection.  Built once per index (see :func:`engine`)."""
+    tokenizer), each member's postings (built when a panel first asks for the member),
+    and (on demand, for checks) one FTS5 table per member holding the collection.  One
+    per index and process (see :func:`engine`): panels that share members share their
+    postings."""
 
-    def __init__(self, index: NgramIndex, members: Sequence[str]) -> None:
+    def __init__(self, index: NgramIndex, members: Sequence[str] = ()) -> None:
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.lock = threading.RLock()
         self.index = index
         self.n_docs = index.n_docs
         self.tables: dict[str, str] = {}
         self.term_cache: dict[str, dict[str, tuple[str, ...]]] = {}
-        for tok in {MEMBERS[m][0] for m in members}:
-            self.db.execute(
-                f"CREATE VIRTUAL TABLE tok_{tok} USING fts5(body, tokenize='{_TOKENIZERS[tok]}')"
-            )
-            self.db.execute(f"CREATE VIRTUAL TABLE tokv_{tok} USING fts5vocab(tok_{tok}, instance)")
-            self.term_cache[tok] = {}
         # The collection's words as ids, once for every member (the index's own ids,
         # renumbered densely; each distinct word decoded once).
         per_doc = [index.doc_word_ids(d) for d in range(self.n_docs)]
@@ -120,12 +184,36 @@ class Engine:
         raw = np.concatenate(per_doc) if per_doc else np.empty(0, dtype=np.int64)
         uniq, word_ids = np.unique(raw, return_inverse=True)
         self.words = [index.word_of(int(w)) for w in uniq.tolist()]
-        word_ids = word_ids.astype(np.int64).ravel()
-        doc_of = np.repeat(np.arange(self.n_docs, dtype=np.int64), lens)
-        self.members = {m: self._member(m, word_ids, doc_of) for m in members}
+        self._word_ids = word_ids.astype(np.int64).ravel()
+        self._doc_of = np.repeat(np.arange(self.n_docs, dtype=np.int64), lens)
+        groups = index.doc_groups
+        ordinal = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+        self.group_of = np.fromiter((ordinal[g] for g in groups), dtype=np.int64,
+                                    count=self.n_docs)
+        self.n_groups = len(ordinal)
+        self.members: dict[str, _Member] = {}
+        self.add(members)
+
+    def add(self, members: Sequence[str]) -> None:
+        """Build the postings of the ``members`` not built yet."""
+        for m in members:
+            if m in self.members:
+                continue
+            tok = ALL_MEMBERS[m].tokenizer
+            if tok not in self.term_cache:
+                self.db.execute(
+                    f"CREATE VIRTUAL TABLE tok_{tok} USING fts5(body, "
+                    f"tokenize='{_TOKENIZERS[tok]}')"
+                )
+                self.db.execute(
+                    f"CREATE VIRTUAL TABLE tokv_{tok} USING fts5vocab(tok_{tok}, instance)"
+                )
+                self.term_cache[tok] = {}
+            self.members[m] = self._member(m, self._word_ids, self._doc_of)
 
     def _member(self, member: str, word_ids: np.ndarray, doc_of: np.ndarray) -> _Member:
-        tok, stop = MEMBERS[member]
+        spec = ALL_MEMBERS[member]
+        tok, stop = spec.tokenizer, spec.stop
         mapped = self.terms(tok, self.words)
         term_ids: dict[str, int] = {}
         per_word = [
@@ -143,18 +231,27 @@ class Engine:
         first = np.repeat(start[word_ids], reps)
         within = np.arange(len(tdoc)) - np.repeat(np.cumsum(reps) - reps, reps)
         terms = flat[first + within]
+        unit_of = None
         n = self.n_docs
+        if spec.unit == "group":  # a group is one document: its documents' terms together
+            unit_of = self.group_of
+            tdoc = self.group_of[tdoc]
+            n = self.n_groups
         dl = np.bincount(tdoc, minlength=n).astype(np.float64)  # FTS5's column size
         avgdl = dl.sum() / n if n else 0.0
         keys, tf = np.unique(terms * n + tdoc, return_counts=True)
         t_of, d_of = keys // n, keys % n
         ptr = np.searchsorted(t_of, np.arange(len(term_ids) + 1))
         df = np.diff(ptr).astype(np.float64)
-        idf = np.log((n - df + 0.5) / (df + 0.5))
-        idf[idf <= 0] = 1e-6
+        if spec.idf == "lucene":
+            idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        else:
+            idf = np.log((n - df + 0.5) / (df + 0.5))
+            idf[idf <= 0] = 1e-6
         f = tf.astype(np.float64)
-        w = idf[t_of] * (f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * dl[d_of] / max(avgdl, 1e-12)))
-        return _Member(term_ids, ptr, d_of.astype(np.int32), w)
+        k1, b = spec.k1, spec.b
+        w = idf[t_of] * (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl[d_of] / max(avgdl, 1e-12)))
+        return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
 
     def terms(self, tok: str, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """The engine's terms of each word under tokenizer ``tok`` (cached)."""
@@ -175,13 +272,19 @@ class Engine:
         return {w: cache[w] for w in words}
 
     def scores(self, member: str, terms: Sequence[str]) -> np.ndarray:
-        """Every document's score for the OR query of distinct ``terms``."""
-        docs, w = self.members[member].postings(terms)
-        return np.bincount(docs, weights=w, minlength=self.n_docs)
+        """Every document's score for the OR query of distinct ``terms`` (for a
+        ``"group"`` member, each document has its group's score)."""
+        m = self.members[member]
+        docs, w = m.postings(terms)
+        if m.unit_of is None:
+            return np.bincount(docs, weights=w, minlength=self.n_docs)
+        return np.bincount(docs, weights=w, minlength=self.n_groups)[m.unit_of]
 
     def summands(self, member: str, terms: Sequence[str], doc: int) -> list[float]:
         """Each term's summand of document ``doc``'s score (0.0 where absent)."""
         m = self.members[member]
+        if m.unit_of is not None:
+            doc = int(m.unit_of[doc])
         out = []
         for t in terms:
             i = m.term_ids.get(t)
@@ -195,48 +298,58 @@ class Engine:
 
     # -- the FTS5 tables themselves (checks) --------------------------------------------
     def fts5_table(self, member: str) -> str:
-        """The member's FTS5 table of the collection, built on first use."""
+        """The member's FTS5 table of the collection (for a ``"group"`` member, one row
+        per group: its documents' words in order), built on first use."""
+        spec = ALL_MEMBERS[member]
+        if not spec.is_fts5:
+            raise ConfigError(f"FTS5's bm25() does not compute {member!r} (its k1/b/idf)")
         table = self.tables.get(member)
         if table is None:
-            tok, stop = MEMBERS[member]
+            tok, stop = spec.tokenizer, spec.stop
             table = f"m{len(self.tables)}"
             self.db.execute(
                 f"CREATE VIRTUAL TABLE {table} USING fts5(body, tokenize='{_TOKENIZERS[tok]}', "
                 "detail=column)"
             )
-            rows = (
-                (
-                    d + 1,
-                    " ".join(
-                        w for w in self.index.doc_words(d) if w and not (stop and w in STOP_WORDS)
-                    ),
-                )
+            bodies = [
+                " ".join(w for w in self.index.doc_words(d) if w and not (stop and w in STOP_WORDS))
                 for d in range(self.n_docs)
-            )
+            ]
+            if spec.unit == "group":
+                per: list[list[str]] = [[] for _ in range(self.n_groups)]
+                for d, body in enumerate(bodies):
+                    per[int(self.group_of[d])].append(body)
+                bodies = [" ".join(x) for x in per]
+            rows = ((i + 1, body) for i, body in enumerate(bodies))
             self.db.executemany(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)", rows)
             self.tables[member] = table
         return table
 
     def fts5_search(self, member: str, match: str) -> list[tuple[int, float]]:
-        """``(ordinal, -bm25)`` of every document FTS5 matches."""
+        """``(ordinal, -bm25)`` of every document FTS5 matches (for a ``"group"``
+        member, every document of each matching group, with its group's score)."""
         table = self.fts5_table(member)
         rows = self.db.execute(
             f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?", (match,)
         )
-        return [(r - 1, -s) for r, s in rows]
+        got = [(r - 1, -s) for r, s in rows]
+        if ALL_MEMBERS[member].unit != "group":
+            return got
+        score = dict(got)
+        return [(d, score[g]) for d, g in enumerate(self.group_of.tolist()) if g in score]
 
 
-_ENGINES: weakref.WeakKeyDictionary[NgramIndex, dict[tuple[str, ...], Engine]] = (
-    weakref.WeakKeyDictionary()
-)
+_ENGINES: weakref.WeakKeyDictionary[NgramIndex, Engine] = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
 
 
 def engine(index: NgramIndex, members: tuple[str, ...]) -> Engine:
-    """The engine of ``index`` for ``members``, built on first use in this process."""
+    """The engine of ``index`` with (at least) ``members`` built, made on first use in
+    this process."""
     with _ENGINES_LOCK:
-        per = _ENGINES.setdefault(index, {})
-        eng = per.get(members)
+        eng = _ENGINES.get(index)
         if eng is None:
-            eng = per[members] = Engine(index, members)
-        return eng
+            eng = _ENGINES[index] = Engine(index, members)
+    with eng.lock:
+        eng.add(members)
+    return eng

@@ -10,14 +10,18 @@ Definitions.
 
 * **Panel.**  The members of :data:`~presidio_delink.attacks.fts5.MEMBERS`, as the views
   are for phrases: ``fts5-unicode61`` (no stemming), ``fts5-porter`` (Porter stemmer) and
-  their ``-stop`` variants (English stop words dropped).
+  their ``-stop`` variants (English stop words dropped).  The protection's panel,
+  :data:`PROTECT_MEMBERS`, adds the corners of the ranking functions those four do not
+  reach (k1 = 2, b = 1, Lucene's idf; a group scored as one concatenated document):
+  :data:`~presidio_delink.attacks.fts5.EXTRA_MEMBERS`.
 * **Queries.**  The text's words are the index tokenizer's tokens with their character
   offsets; redaction placeholders (``[REDACTED]``, ``<PERSON>``, ...) are no tokens, so
   they are dropped.  Words that give the same engine term (``applicant`` /
   ``applicants`` under Porter) are one query term, whose occurrences are all their
   spans.  The ``"text"`` query ORs every distinct term of the text; ``"sentence:<i>"``
   those of sentence ``i`` (:func:`presidio_delink.edits.sentence_bounds`).
-* **Ranking.**  A group's score is its best document's BM25 score; groups with no
+* **Ranking.**  A group's score is its best document's BM25 score (for a member whose
+  unit is the group, the score of the group as one document); groups with no
   matching document are not ranked; ties are ordered by group id.
 * **Contributions.**  A document's score is a sum over the query's terms, each summand
   depending on its term only; :meth:`RankedAttack.contributions` gives each summand with
@@ -58,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from presidio_delink.attacks.base import Ranked, Verdict
-from presidio_delink.attacks.fts5 import MEMBERS, STOP_WORDS, engine
+from presidio_delink.attacks.fts5 import ALL_MEMBERS, MEMBERS, PROTECT_MEMBERS, STOP_WORDS, engine
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
@@ -70,6 +74,7 @@ __all__ = [
     "DEFAULT_SENTENCE_MARGIN",
     "MEMBERS",
     "MIN_SENTENCE_TERMS",
+    "PROTECT_MEMBERS",
     "PanelScores",
     "RankedAttack",
     "TermContribution",
@@ -277,7 +282,10 @@ class RankedAttack:
         index: the collection's N-gram index (its documents are the engine's; its
             tokenizer gives the query words and their offsets).
         k: the decision compares the best group with the ``k``-th (>= 2).
-        members: panel member names (default: all of :data:`MEMBERS`).
+        members: panel member names, of
+            :data:`~presidio_delink.attacks.fts5.ALL_MEMBERS` (default: the audit's four,
+            :data:`MEMBERS`, on which the margins are calibrated; the protection uses
+            :data:`PROTECT_MEMBERS`).
         margin: whole-text decision margin in (0, 1] (default: calibrated).
         sentence_margin: sentence decision margin in (0, 1] (default: calibrated).
     """
@@ -296,9 +304,11 @@ class RankedAttack:
         if not isinstance(k, int) or k < 2:
             raise ConfigError(f"k must be an integer >= 2, got {k!r}")
         chosen = tuple(dict.fromkeys(members)) if members is not None else tuple(MEMBERS)
-        bad = [m for m in chosen if m not in MEMBERS]
+        bad = [m for m in chosen if m not in ALL_MEMBERS]
         if bad or not chosen:
-            raise ConfigError(f"unknown ranked-search members {bad}; choose from {list(MEMBERS)}")
+            raise ConfigError(
+                f"unknown ranked-search members {bad}; choose from {list(ALL_MEMBERS)}"
+            )
         self.margin = DEFAULT_MARGIN if margin is None else float(margin)
         self.sentence_margin = (
             DEFAULT_SENTENCE_MARGIN if sentence_margin is None else float(sentence_margin)
@@ -371,7 +381,7 @@ class RankedAttack:
         return out
 
     def _query(self, member: str, tokens: Sequence[Token]) -> _Query:
-        tok, stop = MEMBERS[member]
+        tok, stop = ALL_MEMBERS[member].tokenizer, ALL_MEMBERS[member].stop
         if stop:
             tokens = [t for t in tokens if t.word not in STOP_WORDS]
         mapped = self._engine.terms(tok, [t.word for t in tokens])
@@ -423,7 +433,7 @@ class RankedAttack:
         per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         with self._engine.lock:
             for m in self.members:
-                tok, stop = MEMBERS[m]
+                tok, stop = ALL_MEMBERS[m].tokenizer, ALL_MEMBERS[m].stop
                 sel = [i for i, t in enumerate(toks) if not (stop and t.word in STOP_WORDS)]
                 mapped = self._engine.terms(tok, [toks[i].word for i in sel])
                 term_ix: dict[str, int] = {}

@@ -83,7 +83,8 @@ class Protector:
         delinker: the pipeline whose results are protected (its index, ``k``, arity).
         modes: protections (see :func:`parse_modes`).
         containment: the containment attack (default: one over the delinker's index).
-        ranked: the ranked attack (default: one over the delinker's index).
+        ranked: the ranked attack (default: one over the delinker's index with the
+            protection's panel, :data:`~presidio_delink.attacks.ranked.PROTECT_MEMBERS`).
         max_rounds: alternations between the protections when both run.
         rewrite: hand the chosen words to the delinker's generalisations and LLM first
             (:class:`.editor.LoopEditor`); False: redact them.
@@ -155,9 +156,9 @@ class Protector:
                     from presidio_delink.protect import ranked as pr
 
                     if self.ranked is None:
-                        from presidio_delink.attacks.ranked import RankedAttack
+                        from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack
 
-                        self.ranked = RankedAttack(d.index, k=d.k)
+                        self.ranked = RankedAttack(d.index, k=d.k, members=PROTECT_MEMBERS)
                     out = pr.protect_ranked(
                         res.text, group, self.ranked, k=d.k, arity=d.arity, max_n=d.max_n,
                         marks=res.marks, editor=editor, safety=self.ranked_safety,

@@ -4,8 +4,9 @@ A linkage-free output still shares most of its vocabulary with its source, and B
 search engine's ranking) adds up one contribution per query term: pasting the whole text,
 or one sentence of it, as an OR query puts the source's case first.  This module edits the
 text until no member of the ranked attack's panel (:mod:`presidio_delink.attacks.ranked`:
-tokenisers with and without stemming and stop words) ranks the source's group first, for
-the whole text and for each sentence.
+tokenisers with and without stemming and stop words; in the protection's panel also
+BM25 at k1 = 2 / b = 1 with Lucene's idf, and a group scored as one concatenated
+document) ranks the source's group first, for the whole text and for each sentence.
 
 Definitions.  For a query ``Q`` (the whole text, or one sentence) and a panel member ``m``,
 ``s(Q)`` is the score of the source group (its best document), ``c(Q)`` that of the ``k``-th
@@ -18,7 +19,10 @@ Goal per (member, query): ``s(Q) <= (1 - safety) * c(Q)`` and ``s(Q) < c(Q)``, o
 is not ranked at all.  The safety margin is there for the ranking functions the defence was
 not tuned to (other engines, ``k1``/``b``, tokenisers, idf variants, group models): their
 scores differ from the panel's by a few per cent to tens of per cent, so a source left just
-below its competitor under the panel comes back first under some of them.
+below its competitor under the panel comes back first under some of them.  The panel
+holds the corners of that space (``PROTECT_MEMBERS``: both group models, FTS5's and a
+strong-tf, full-length-normalisation parameterisation), so the margin covers only what
+lies between and beyond them.
 
 Method.  Each round collects the failing (member, query) pairs: for the whole text the
 member with the largest ratio ``s / c``, for each sentence likewise.  For a pair, the terms
