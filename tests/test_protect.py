@@ -18,14 +18,14 @@ from ranked_adversaries import Winnowing, ranked_outcome, ranked_panel, top_grou
 
 from presidio_delink import NgramIndex
 from presidio_delink.attacks.containment import ContainmentAttack
-from presidio_delink.attacks.ranked import RankedAttack
+from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack
 from presidio_delink.cli import main
 from presidio_delink.errors import ConfigError
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import Delinker
 from presidio_delink.protect import Protector, parse_modes, variants
 from presidio_delink.protect.containment import rule_scores
-from presidio_delink.protect.ranked import edit_spans, protect_ranked
+from presidio_delink.protect.ranked import DEFAULT_RANKED_SAFETY, edit_spans, protect_ranked
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -82,17 +82,21 @@ def test_inputs_are_found_before_protection(index: NgramIndex) -> None:
 def test_protect_all_holds_for_the_tools_attacks(
     index: NgramIndex, protected: list[tuple[str, str, int, int]]
 ) -> None:
-    ranked = RankedAttack(index)
+    ranked = RankedAttack(index, members=PROTECT_MEMBERS)  # the protection's whole panel
+    assert set(ranked.members) > {"fts5-porter", "fts5-unicode61-case", "bm25-unicode61-k2b1"}
     cont = ContainmentAttack(index)
     for doc_id, text, n, changed in protected:
         assert not analyze(index, text, k=2, arity=1).linkable
         assert 0 < changed < n
         ps = ranked.scores(text)
+        src = ranked.group_ordinal(doc_id)
         for row, (member, query) in enumerate(ps.keys):
-            if query == "text":  # whole text: at least 10 % below the best other case
-                s = ps.group_scores[row]
-                me = s[ranked.group_ordinal(doc_id)]
-                assert me <= 0.9 * max(v for g, v in enumerate(s) if g != ranked.group_ordinal(doc_id)), member
+            s = ps.group_scores[row]
+            best_other = max(v for g, v in enumerate(s) if g != src)
+            if query == "text":  # whole text: the safety margin below the best other case
+                assert s[src] <= (1 - DEFAULT_RANKED_SAFETY) * best_other, member
+            else:  # every sentence: not first
+                assert s[src] < best_other or s[src] == 0, (member, query)
         for att in variants(cont):  # containment: the source is not the argmax, any rule
             for rule, sc in rule_scores(att, text)[0].items():
                 assert top_group(sc)[0] != doc_id, (doc_id, att.seed, rule)

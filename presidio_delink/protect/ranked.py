@@ -61,13 +61,14 @@ __all__ = [
 ]
 
 #: Relative margin below the competitor for the whole text (see the module docstring):
-#: the source at most 70 % of the best other group's score.  Chosen on held-in data only
+#: the source at most 95 % of the best other group's score, under every member of the
+#: protection's panel (``PROTECT_MEMBERS``).  Chosen on held-in data only
 #: (``benchmarks/ranked/calibrate_protect.py``: 40 TAB train/dev and 20 Wikipedia texts,
 #: a family of 24 BM25 variants of its own: k1/b, idf, stemming, stop words, a group as
 #: one document): the smallest margin of the grid 0-0.3 at which no member of the family
-#: ranks the source first for more than 5 % of the texts (at 0.2 the case-as-one-document
-#: members still found 4 of 60).
-DEFAULT_RANKED_SAFETY = 0.3
+#: ranks the source first for more than 5 % of the texts (at 0, members with k1 = 0.9,
+#: b = 0.4 found 9 of 60).  With the audit's four members alone the same rule gave 0.3.
+DEFAULT_RANKED_SAFETY = 0.05
 #: For sentences: strictly below the best other group (the same calibration: at the
 #: whole-text margin above, no member's best sentence finds more than 1 of 60).
 DEFAULT_SENTENCE_SAFETY = 0.0
