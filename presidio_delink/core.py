@@ -18,6 +18,14 @@ groups.  One *pass*:
    copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
 4. *apply* all runs at once, then *verify* (``check`` again).
 
+A run of a later pass that is exactly an earlier pass's rewrite is asked about as the
+*input's* words, with the earlier answer named as refused (``commenced`` was rewritten
+``began``, which still links: the model is shown ``commenced`` again, not ``began``).
+Asked about its own answer, a model drifts into another word class (``began`` ->
+``initial``: "which initial in ...") because it no longer sees what the sentence meant.
+The answer still replaces the current text and passes the same checks, the input's
+words refused like any other span's.
+
 Before the first pass, look-alike letters of other scripts inside the words of a mostly
 Latin text are written as the Latin letters they imitate
 (:func:`~presidio_delink.confusables.latin_text`; one character for one): a search that
@@ -244,14 +252,22 @@ class Rewriting:
         self.known_word = known_word
 
     def _ask_llm(
-        self, text: str, rs: list[Run], forbidden: list[str], res: DelinkResult
+        self,
+        text: str,
+        rs: list[Run],
+        forbidden: list[str],
+        res: DelinkResult,
+        origins: Sequence[tuple[int, int, str]] = (),
     ) -> Answers:
         """Replacements of the runs ``rs``: a deterministic generalisation
         (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
         one LLM call per passage (:func:`passage_groups`, up to ``llm_concurrency`` in
         flight), then one more for the spans whose answer was refused; every candidate is
         validated by :func:`pick`, in document order.  Without a rewriter only the
-        generalisations are tried (the protection's edits use that)."""
+        generalisations are tried (the protection's edits use that).
+
+        ``origins``: ``(start, end, input words)`` of earlier passes' rewrites in
+        ``text``; a run that is exactly one is shown to the LLM as those words."""
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
         copy_grams = trigrams([text, *example_texts()], self.tokenizer)
         known_lower = lower_words(text)
@@ -321,9 +337,21 @@ class Rewriting:
         usage = find_usage(self.rewriter)
         before = usage.snapshot() if usage is not None else None
         asked_with: dict[Run, list[str]] = {}  # each run's first request's other spans
-        refused = self._llm_round(text, pending, {}, out, res, check, asked_with)
+        at = {(a, b): o for a, b, o in origins}
+        shown = {
+            r: at[(r.start, r.end)]
+            for r in pending
+            if (r.start, r.end) in at and at[(r.start, r.end)] != text[r.start : r.end]
+        }
+        # the earlier answer, named as refused in the first request: it still links
+        before_now = {r: (text[r.start : r.end], "still links") for r in shown}
+        refused = self._llm_round(
+            text, pending, before_now, out, res, check, asked_with, shown, True
+        )
         if refused:
-            self._llm_round(text, list(refused), refused, out, res, check, asked_with)
+            self._llm_round(
+                text, list(refused), refused, out, res, check, asked_with, shown, False
+            )
         if usage is not None and before is not None:
             after = usage.snapshot()
             res.prompt_tokens += after[0] - before[0]
@@ -364,10 +392,13 @@ class Rewriting:
         res: DelinkResult,
         check: Any,
         asked_with: dict[Run, list[str]],
+        shown: dict[Run, str],
+        first: bool,
     ) -> dict[Run, tuple[str, str]]:
         """One request per passage of ``rs`` (``refused``: the answer refused before for
-        each run, named in its request); fills ``out``, returns the runs whose answer was
-        refused now with that answer and why.
+        each run, named in its request; ``shown``: the words a run is asked about as, where
+        they are not its text); fills ``out``, returns the runs whose answer was refused now
+        with that answer and why (``first``: only for the first request of a run).
 
         ``asked_with`` keeps, per run, the other spans of its first request: a second
         request holds only the refused spans, and its answer must not copy a span of the
@@ -383,14 +414,17 @@ class Rewriting:
                 max_spans=self.passage_spans,
             )
         ]
+        def asked(r: Run) -> str:
+            return shown.get(r, text[r.start : r.end])
+
         requests = []
         for a, b, group in groups:
-            context = mark(text[a:b], [(r.start - a, r.end - a) for r in group])
+            context = _marked(text, a, b, group, shown)
             if refused:
                 context = with_refused(
-                    context, {text[r.start : r.end]: refused[r] for r in group if r in refused}
+                    context, {asked(r): refused[r] for r in group if r in refused}
                 )
-            spans = list(dict.fromkeys(text[r.start : r.end] for r in group))
+            spans = list(dict.fromkeys(asked(r) for r in group))
             requests.append((context, spans))
         answers = self._call_all(requests) if requests else []
         again: dict[Run, tuple[str, str]] = {}
@@ -417,16 +451,18 @@ class Rewriting:
                 answer = {}
             context = text[a:b]
             for r in group:
-                span = text[r.start : r.end]
+                span = asked(r)
                 value = answer.get(span)
                 others = asked_with.setdefault(r, [x for x in spans if x != span])
                 others = list(dict.fromkeys([*others, *(x for x in spans if x != span)]))
+                if r in shown:  # the input's words linked: they may not come back either
+                    others = [*others, shown[r]]
                 new, why = check(r, value, others, context)
                 if new is None:
                     log.debug("replacement rejected: %s", why)
                     out[(r.start, r.end)] = (None, why)
                     given = candidate_list(value)
-                    if given and not refused:
+                    if given and first:
                         again[r] = (given[0], why)
                 else:
                     out[(r.start, r.end)] = (self._placed(new, text, r), None)
@@ -598,6 +634,7 @@ class DelinkLoop(Rewriting):
             )
         res.n_words = sum(len(s) for s in self.tokenizer.segments(current))
         cur_marks = list(marks)
+        origins: list[tuple[int, int, str]] = []  # earlier passes' rewrites: input words
         rep = self.check(current)
         res.first_report = rep
         limit = res.n_words + 2
@@ -610,7 +647,8 @@ class DelinkLoop(Rewriting):
             if pass_no == 1:
                 res.optimum_words = optimum
             use_llm = self.rewriter is not None and pass_no <= self.passes
-            edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res)
+            edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res, origins)
+            origins = _carried(origins, edits, current)
             current, cur_marks = apply(current, edits, cur_marks)
             rep = self.check(current)
         res.passes = pass_no
@@ -656,6 +694,7 @@ class DelinkLoop(Rewriting):
         use_llm: bool,
         forbidden: list[str],
         res: DelinkResult,
+        origins: Sequence[tuple[int, int, str]] = (),
     ) -> list[tuple[int, int, str]]:
         """Replacement of each run: the LLM's (validated) or the placeholder."""
         spans = rep.spans()
@@ -675,7 +714,7 @@ class DelinkLoop(Rewriting):
             info[(r.start, r.end)] = min(near, key=lambda x: x[:4])[4] if near else None
         answers: Answers = {}
         if use_llm:
-            answers = self._ask_llm(text, rs, forbidden, res)
+            answers = self._ask_llm(text, rs, forbidden, res, origins)
         edits = []
         for r in rs:
             original = text[r.start : r.end]
@@ -708,6 +747,45 @@ class DelinkLoop(Rewriting):
             )
             edits.append((r.start, r.end, replacement))
         return edits
+
+
+def _marked(text: str, a: int, b: int, group: Sequence[Run], shown: dict[Run, str]) -> str:
+    """The passage ``text[a:b]`` with each run of ``group`` between the span marks, a run
+    of ``shown`` written as its shown words."""
+    parts: list[str] = []
+    pos = a
+    for r in sorted(group, key=lambda r: r.start):
+        words = shown.get(r, text[r.start : r.end])
+        parts += [text[pos : r.start], mark(words, [(0, len(words))])]
+        pos = r.end
+    parts.append(text[pos:b])
+    return "".join(parts)
+
+
+def _carried(
+    origins: Sequence[tuple[int, int, str]], edits: Sequence[tuple[int, int, str]], text: str
+) -> list[tuple[int, int, str]]:
+    """``origins`` (``(start, end, input words)`` of rewrites in ``text``) after ``edits``
+    are applied to ``text``: each rewrite of the edits added (an edit of a whole earlier
+    rewrite keeps the input's words), the rest shifted, those an edit cuts into dropped."""
+    at = {(a, b): o for a, b, o in origins}
+    out: list[tuple[int, int, str]] = []
+    shift: list[tuple[int, int]] = []
+    delta = 0
+    for a, b, new in sorted(edits):
+        if new != REDACTED:
+            out.append((a + delta, a + delta + len(new), at.get((a, b), text[a:b])))
+        delta += len(new) - (b - a)
+        shift.append((b, delta))
+    for oa, ob, o in origins:
+        if any(a < ob and oa < b for a, b, _ in edits):
+            continue
+        d = 0
+        for end, dl in shift:
+            if end <= oa:
+                d = dl
+        out.append((oa + d, ob + d, o))
+    return sorted(out)
 
 
 def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -270,6 +270,33 @@ def test_embedded_threads_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
             default_threads()
 
 
+@pytest.mark.parametrize(
+    ("loadavg", "cpus", "want"),
+    [
+        ("0.10 0.30 0.50 1/400 9", 2, 2),  # idle: every core
+        ("0.10 0.30 0.50 3/400 9", 2, 2),  # a passing burst: the minute was idle
+        ("1.90 1.50 1.00 2/400 9", 2, 1),  # one other process: the free core
+        ("7.50 6.00 5.00 9/400 9", 8, 4),  # busy: never fewer than half
+        ("3.20 3.00 3.00 4/400 9", 8, 5),  # 3 busy of 8
+    ],
+)
+def test_embedded_threads_use_the_cpus_other_work_leaves_free(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, loadavg: str, cpus: int, want: int
+) -> None:
+    from presidio_delink.llm import embedded
+
+    monkeypatch.delenv(embedded.THREADS_ENV, raising=False)
+    fake = tmp_path / "loadavg"
+    fake.write_text(loadavg + "\n", encoding="ascii")
+    monkeypatch.setattr(embedded, "_cpu_count", lambda: cpus)
+    real = embedded._busy_elsewhere
+    monkeypatch.setattr(embedded, "_busy_elsewhere", lambda: real(str(fake)))
+    assert embedded.default_threads() == want
+    # unreadable: half, as before
+    monkeypatch.setattr(embedded, "_busy_elsewhere", lambda: real(str(tmp_path / "none")))
+    assert embedded.default_threads() == max(1, cpus // 2)
+
+
 def test_one_spec_parser_for_the_rewriter_and_the_risk_scorer() -> None:
     """`make_rewriter` and `risk.lm.make_scorer` read a spec through `parse_spec`: the
     same forms, the same normalisation and the same reasons for a bad one."""

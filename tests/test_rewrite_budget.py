@@ -10,7 +10,7 @@ import pytest
 from presidio_delink import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.llm.base import TokenUsage
-from presidio_delink.llm.prompt import REFUSED_SEP, render_messages
+from presidio_delink.llm.prompt import MARK_CLOSE, MARK_OPEN, REFUSED_SEP, render_messages
 from presidio_delink.pipeline import Delinker
 
 
@@ -159,3 +159,40 @@ def test_a_second_answer_may_not_copy_a_span_of_the_first_request(
     copied = [a for a in res.audit if a.original == rw.copier and a.replacement == rw.neighbour]
     assert not copied, copied
     assert res.refusals.get("copies another span", 0) >= 2
+
+
+def test_a_later_pass_asks_about_the_inputs_words_not_its_own_answer(
+    sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
+) -> None:
+    """A pass-1 rewrite that still links is asked about again as the input's words, with
+    that rewrite named as refused: asked about its own answer, a model drifted into another
+    word class ("commenced" -> "began" -> "initial")."""
+    rare = "psychiatrist"  # one document of the sample collection uses it
+    text = sample_deid[0][1]
+    assert rare not in text
+
+    class Linking(Budgeted):
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
+            self.requests.append((context, list(spans)))
+            out = {s: _word(len(self.requests), i) for i, s in enumerate(spans)}
+            word = next((s for s in spans if s.isalpha() and s.islower()), None)
+            if not hasattr(self, "first") and word is not None:
+                self.first = word
+                out[word] = rare  # accepted, but found in one document only: pass 2
+            return out
+
+    rw = Linking()
+    res = _delinker(sample_index, k=2, rewriter=rw, passes=2).delink(text)
+    assert not res.failed and rare not in (res.text or "")
+    again = [a for a in res.audit if a.pass_no == 2 and a.original == rare]
+    assert len(again) == 1 and again[0].method == "llm", again
+    # the request of pass 2 names the input's word, marked in its passage, and the
+    # earlier answer as refused; never the earlier answer as the span
+    later = [(c, s) for c, s in rw.requests if rw.first in s and rare in c]
+    assert later, rw.requests
+    context, spans = later[0]
+    passage, note = context.split(REFUSED_SEP, 1)
+    assert rare not in passage and rare in note and rare not in spans
+    assert MARK_OPEN + rw.first + MARK_CLOSE in passage
+    request = render_messages(context, spans)[-1]["content"]
+    assert "Already refused" in request and rare in request

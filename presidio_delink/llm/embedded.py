@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import json
 import logging
+import math
 import os
 import secrets
 import threading
@@ -101,7 +102,7 @@ MODEL_ENV = "PRESIDIO_DELINK_EMBEDDED_MODEL"
 """Environment variable naming the packaged model plain ``embedded`` means (default
 :data:`DEFAULT_MODEL`); the test suite sets ``smollm2`` to stay fast."""
 THREADS_ENV = "PRESIDIO_DELINK_LLM_THREADS"
-"""CPU threads of the embedded engine when not given (default: half the CPUs)."""
+"""CPU threads of the embedded engine when not given (default: :func:`default_threads`)."""
 
 
 def _package_dir(package: str) -> Path | None:
@@ -265,7 +266,14 @@ def _import_xllamacpp() -> Any:
 
 
 def default_threads() -> int:
-    """``$PRESIDIO_DELINK_LLM_THREADS``, else half the CPUs available (at least one).
+    """``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs that other work leaves free, but
+    never fewer than half the CPUs (at least one).
+
+    llama.cpp's threads spin at barriers: on a busy machine all cores run 2-5x slower
+    than half of them, on an idle one about twice as fast (both measured on 2 cores). So
+    the CPUs left free by other processes are used, read when the engine starts: the
+    processes running now besides this one, or the last minute's load average where that
+    is lower (a passing burst), from ``/proc/loadavg``; where that cannot be read, half.
 
     Raises:
         ConfigError: the variable is set but is not a positive integer.
@@ -275,7 +283,25 @@ def default_threads() -> int:
         if not raw.isdigit() or int(raw) < 1:
             raise ConfigError(f"${THREADS_ENV} must be a positive integer (got {raw!r})")
         return int(raw)
-    return max(1, _cpu_count() // 2)
+    cpus = _cpu_count()
+    half = max(1, cpus // 2)
+    busy = _busy_elsewhere()
+    if busy is None:
+        return half
+    return max(half, min(cpus, cpus - busy))
+
+
+def _busy_elsewhere(path: str = "/proc/loadavg") -> int | None:
+    """CPUs other processes keep busy: the runnable tasks now but this one, or the
+    one-minute load average rounded where that is lower; None where unknown."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            fields = fh.read().split()
+        load = float(fields[0])
+        running = int(fields[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, min(running - 1, math.floor(load + 0.5)))
 
 
 def _cpu_count() -> int:
@@ -298,10 +324,9 @@ class EmbeddedRewriter:
     Args:
         gguf_path: Model file; ``None`` means :func:`default_gguf_path`.
         n_ctx: Context size in tokens.
-        n_threads: CPU threads; ``None`` means ``$PRESIDIO_DELINK_LLM_THREADS``, else half
-            the CPUs available to this process (at least one): llama.cpp's threads spin at
-            barriers, so on a busy machine all cores run 2-5x slower than half of them
-            (measured on 2 cores); on an idle machine all of them are about twice as fast.
+        n_threads: CPU threads; ``None`` means :func:`default_threads` (the variable
+            ``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs other work leaves free, at least
+            half of them).
         seed: Sampling seed.
         max_tokens: Upper bound of generated tokens per call.
         timeout: Seconds one call may take (loading the model excluded). The engine cannot
