@@ -38,7 +38,9 @@ Files (little-endian; integer widths are the smallest that fit, recorded in meta
                          variable-byte coded; see ``index/postings.py``)
                          A view stored over another (:class:`Layered`) holds only
                          its differences, and tombstones (keys with df 0)
-``folds/F/vocab.marisa``  the words of word model F (ids = trie ids)
+``folds/F/vocab-NNNNN.marisa``  the words of word model F, by partition (a word's id:
+                         its trie id plus the sizes of the partitions before; see
+                         ``index/vocab.py``)
 ``folds/F/docs-NNNNN/``  ``tokens.bin``: a range of documents as word ids, ``V`` closing
                          a segment at a placeholder or the end, ``V + 1`` at punctuation
                          (a view that crosses punctuation ignores those);
@@ -50,6 +52,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import marisa_trie
 import numpy as np
@@ -456,10 +459,10 @@ class FoldDocs:
     """The collection as word ids of one word model: a vocabulary and document ranges."""
 
     def __init__(
-        self, directory: Path, shards: list[tuple[int, dict[str, str]]], n_docs: int,
-        verify: bool,
+        self, directory: Path, vocab: Any, shards: list[tuple[int, dict[str, str]]],
+        n_docs: int, verify: bool,
     ) -> None:
-        self.vocab = load_trie(directory / "vocab.marisa")
+        self.vocab = vocab  # an `index.vocab.Vocabulary`: get(word), restore_key(id)
         self.n_vocab = len(self.vocab)
         self.starts: list[int] = []  # first global ordinal of each range
         self.tokens: list[np.ndarray] = []
