@@ -6,13 +6,16 @@ same code runs in this process, on a process pool (``workers``) or on a Dask clu
 1. **Tokenise** (streaming).  Documents are tokenised once per word model and appended
    to the current *raw shard* as ids of a shard-local vocabulary, ``-1`` closing a segment
    at a placeholder or the end and ``-2`` at punctuation; every ``shard_words`` words the
-   shard is written out.  Then the vocabularies are merged (a marisa-trie per word model;
-   word id = trie id) and each raw shard is rewritten in those ids: the document ranges
-   kept in the index (``folds/F/docs-NNNNN``).
+   shard is written out, with its documents' ids and groups.  Then the document table is
+   built (:mod:`~presidio_delink.index.doctable`), the vocabularies are merged per
+   partition (a marisa-trie per partition and word model: :mod:`~presidio_delink.index.vocab`)
+   and each raw shard is rewritten in those ids: the document ranges kept in the index
+   (``folds/F/docs-NNNNN``).
 2. **Count** (per view, level by level, with *global* counts): tasks per shard and per
    partition of the key space, the merge of each partition on a worker
    (:mod:`~presidio_delink.index.counting`).  Memory: one shard's or one partition's
-   arrays per task; this process holds the vocabulary and a few integers per partition.
+   arrays per task; this process holds a few integers per shard and per partition (no
+   word, no document id).
 3. **Write** (per partition): the keys whose first word falls in it, their postings
    (global document ordinals) and offsets, ordered by trie id.  A view stored over
    another (:data:`STORED_OVER`) keeps only its differences from that view's same

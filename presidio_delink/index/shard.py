@@ -143,7 +143,7 @@ class Partition:
     def __init__(self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool):
         self.directory = directory
         self.n_docs = n_docs
-        self.trie = load_trie(directory / "ngrams.marisa")
+        self._trie: marisa_trie.Trie | None = None
         try:
             self.df8 = map_array(directory / "df.bin", "<u1")
             big = map_array(directory / "dfbig.bin", dtypes["dfbig"])
@@ -151,20 +151,35 @@ class Partition:
             self.data = map_array(directory / "postings.bin", "<u1")
         except OSError as exc:
             raise IndexFormatError(f"cannot read index partition {directory}: {exc}") from exc
-        n_keys = len(self.trie)
-        if len(self.df8) != n_keys or len(big) % 2:
-            raise IndexFormatError(f"{directory}: document counts do not match the {n_keys} keys")
+        if len(big) % 2:
+            raise IndexFormatError(f"{directory}: the large document counts are truncated")
         m = len(big) // 2
         self._big_kid = np.asarray(big[:m], dtype=np.int64)
         self._big_df = np.asarray(big[m:], dtype=np.int64)
+        n_keys = len(self.df8)
         n_blocks = -(-n_keys // BLOCK)
         if len(self.blocks) != n_blocks + 1 or (n_keys and int(self.blocks[0]) != 0):
             raise IndexFormatError(f"{directory}: posting blocks do not match the {n_keys} keys")
         if int(self.blocks[-1]) != len(self.data):
             raise IndexFormatError(f"{directory}: postings file is truncated or too long")
         if verify:
+            _ = self.trie
             self._verify()
         self._docs: dict[int, tuple[int, ...]] = {}
+
+    @property
+    def trie(self) -> marisa_trie.Trie:
+        """The keys, opened on first use (a map of the trie touches all of its pages:
+        a build's own index opens none until it is queried)."""
+        got = self._trie
+        if got is None:
+            got = load_trie(self.directory / "ngrams.marisa")
+            if len(got) != len(self.df8):
+                raise IndexFormatError(
+                    f"{self.directory}: document counts do not match the {len(got)} keys"
+                )
+            self._trie = got
+        return got
 
     def _verify(self) -> None:
         """The lists hold as many values as the document counts say (one pass over the
