@@ -168,7 +168,7 @@ class NgramIndex:
             except BaseException:
                 lock.clean()
                 raise
-        index = cls.load(out, verify=False, key=key)
+        index = cls._open(out, key, lazy=True)
         if temp:
             weakref.finalize(index, shutil.rmtree, out, True)
         return index
@@ -222,7 +222,7 @@ class NgramIndex:
                 raise
             finally:
                 shutil.rmtree(out / _BUILD, ignore_errors=True)
-        return cls.load(out, verify=False, key=key)
+        return cls._open(out, key, lazy=True)
 
     # -- loading --------------------------------------------------------------------
     @classmethod
@@ -240,7 +240,15 @@ class NgramIndex:
             IndexFormatError: missing, truncated, corrupt, changed metadata, or another
                 format version.
         """
-        d = Path(directory)
+        return cls._open(Path(directory), key, verify=verify)
+
+    @classmethod
+    def _open(
+        cls, d: Path, key: bytes | None, verify: bool = False, lazy: bool = False
+    ) -> NgramIndex:
+        """:meth:`load`; ``lazy`` (a build's own index): the document table and the
+        partitions' tries are read on first use, so that the building process holds
+        nothing in proportion to the collection."""
         meta = read_meta(d, key)
         _check_files(d / _DOCS, meta["docs"]["files"], verify)
         n_docs = meta["n_docs"]
@@ -249,7 +257,7 @@ class NgramIndex:
             _check_files(d / _DOCS, gm["files"], verify)
         doc_ids = None
         groups = None
-        if verify:
+        if not lazy:
             doc_ids = _load_doc_ids(d, n_docs)
             groups = _load_groups(d / _DOCS, gm, n_docs) if gm is not None else None
         folds: dict[str, FoldDocs] = {}
@@ -274,7 +282,7 @@ class NgramIndex:
                 over = vm["stored_over"]
                 parts = [
                     Layered(
-                        Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify),
+                        Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify, lazy),
                         views[over].parts[i] if over is not None else None,
                     )
                     for i, pm in enumerate(vm["partitions"])

@@ -140,7 +140,10 @@ class Partition:
     """One partition of a view's key space (read-only; arrays memory-mapped, posting
     lists decoded when read: :mod:`~presidio_delink.index.postings`)."""
 
-    def __init__(self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool):
+    def __init__(
+        self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool,
+        lazy: bool = False,
+    ) -> None:
         self.directory = directory
         self.n_docs = n_docs
         self._trie: marisa_trie.Trie | None = None
@@ -162,15 +165,16 @@ class Partition:
             raise IndexFormatError(f"{directory}: posting blocks do not match the {n_keys} keys")
         if int(self.blocks[-1]) != len(self.data):
             raise IndexFormatError(f"{directory}: postings file is truncated or too long")
-        if verify:
+        if not lazy:
             _ = self.trie
+        if verify:
             self._verify()
         self._docs: dict[int, tuple[int, ...]] = {}
 
     @property
     def trie(self) -> marisa_trie.Trie:
-        """The keys, opened on first use (a map of the trie touches all of its pages:
-        a build's own index opens none until it is queried)."""
+        """The keys (opened at once unless ``lazy``: a map of the trie touches all of its
+        pages, and a build's own index opens none until it is queried)."""
         got = self._trie
         if got is None:
             got = load_trie(self.directory / "ngrams.marisa")
