@@ -294,14 +294,19 @@ def test_views_stored_over_others_equal_views_stored_alone(tmp_path_factory, doc
             assert a.prefix_dfs_many(queries, below) == b.prefix_dfs_many(queries, below), name
 
 
-def test_an_index_of_format_3_asks_for_a_rebuild(sample_index: NgramIndex, tmp_path: Path) -> None:
-    # Format 4 changed the posting files (delta + variable-byte coded): a format-3 index
-    # (offsets.bin, fixed-width postings.bin) is refused before any file is read.
+@pytest.mark.parametrize("old", [3, 4])
+def test_an_index_of_an_older_format_asks_for_a_rebuild(
+    sample_index: NgramIndex, tmp_path: Path, old: int
+) -> None:
+    # Format 4 changed the posting files (delta + variable-byte coded), format 5 the
+    # vocabulary (one trie per partition): an older index is refused before any file is read.
     out = _copy(sample_index, tmp_path)
     meta = json.loads((out / "meta.json").read_text())
-    meta["format_version"] = 3
+    meta["format_version"] = old
     resign(out, meta)
-    with pytest.raises(IndexFormatError, match="version 3; .*reads version 4: rebuild the index"):
+    with pytest.raises(
+        IndexFormatError, match=f"version {old}; .*reads version 5: rebuild the index"
+    ):
         NgramIndex.load(out)
 
 
@@ -310,6 +315,7 @@ def test_every_index_file_is_written_through_atomic_output(
 ) -> None:
     """Index files (arrays, tries, metadata, document table) go through io.atomic_output:
     a temporary file renamed, never a file written in place under its final name."""
+    import presidio_delink.index.doctable as doctable
     import presidio_delink.index.format as fmt
     import presidio_delink.index.shard as shard
     from presidio_delink import io
@@ -322,6 +328,7 @@ def test_every_index_file_is_written_through_atomic_output(
 
     monkeypatch.setattr(fmt, "atomic_output", recording)
     monkeypatch.setattr(shard, "atomic_output", recording)
+    monkeypatch.setattr(doctable, "atomic_output", recording)
     docs = [(f"d{i}", f"The applicant {i} was heard by the court in case {i % 3}.") for i in range(6)]
     out = NgramIndex.build(docs, tmp_path / "i", views=("folded", "fine", "surface")).directory
     copy = NgramIndex.load(out).save(tmp_path / "copy")

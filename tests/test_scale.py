@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from presidio_delink import IndexFormatError, NgramIndex
-from presidio_delink.errors import BuildError
+from presidio_delink.errors import BuildError, InputError
 from presidio_delink.index.shard import PART_FILES, partition_of
 from presidio_delink.linkage import analyze
 
@@ -216,3 +216,91 @@ def test_a_worker_dying_mid_merge_fails_the_build(tmp_path: Path, task: str) -> 
     with pytest.raises(BuildError, match=f"failed.*{task}|{task}.*failed"):
         NgramIndex.build_files([src], out, dask_client=Dies(0), shard_words=500, n_parts=3)
     assert not out.exists()
+
+
+GROUPED = [
+    ("case1-a", "a b c d", "g1"), ("x-2", "b c d e", None), ("case1-b", "c d e f", "g1"),
+    ("g1", "a b", None), ("y-3", "d e f a", "g2"), ("case4-a", "e f", None),
+    ("z-4", "f a b", "g2"), ("w-5", "a c e", None),
+]
+
+
+@pytest.mark.parametrize(("shard_words", "n_parts"), [(1, 1), (1, 3), (5, 2), (3, 7)])
+def test_document_table_does_not_depend_on_shards_or_partitions(
+    tmp_path: Path, shard_words: int, n_parts: int
+) -> None:
+    # Ids and groups go through files split by shard and by partition (`doctable`): the
+    # files and the groups are those of a single-process build, groups numbered by their
+    # first document (a document without a group is its own, named by its id, even when
+    # a given group has that name: "g1").
+    one = NgramIndex.build(GROUPED, tmp_path / "one", max_n=2)
+    many = NgramIndex.build(GROUPED, tmp_path / "many", max_n=2, shard_words=shard_words,
+                            n_parts=n_parts)
+    assert len(many.meta["folds"][0]["doc_shards"]) > 1
+    for name in ("doc_ids.json", "groups.bin", "group_ids.json"):
+        assert (many.directory / "docs" / name).read_bytes() == (
+            one.directory / "docs" / name
+        ).read_bytes(), name
+    assert many.doc_ids == [d for d, _, _ in GROUPED]
+    assert many.group_ids == ["g1", "x-2", "g1", "g2", "case4-a", "w-5"]
+    assert many.group_of.tolist() == [0, 1, 0, 2, 3, 4, 3, 5]  # type: ignore[union-attr]
+    assert many.meta["groups"]["max_group_size"] == 2
+    assert many.doc_groups == one.doc_groups
+    assert reports(many, ["a b c d e f"]) == reports(one, ["a b c d e f"])
+
+
+@pytest.mark.parametrize(("shard_words", "n_parts"), [(1, 1), (2, 3), (100, 5)])
+def test_a_repeated_id_is_found_across_shards_and_partitions(
+    tmp_path: Path, shard_words: int, n_parts: int
+) -> None:
+    docs = [("a", "x y"), ("b", "y z"), ("c", "z x"), ("b", "x"), ("a", "y")]
+    out = tmp_path / "i"
+    # The first repeat in document order, as a one-pass build names it.
+    with pytest.raises(InputError, match="duplicate document id 'b'"):
+        NgramIndex.build(docs, out, shard_words=shard_words, n_parts=n_parts)
+    assert not out.exists()
+
+
+class _RecordingClient(_DyingClient):
+    """Runs the tasks here and keeps everything the driver sends and receives, pickled."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.sent: list[tuple[str, bytes, bytes]] = []
+
+    def map(self, fn, *iterables, pure=False):  # type: ignore[no-untyped-def]
+        import pickle
+
+        out = []
+        for a in zip(*iterables, strict=True):
+            res = fn(*a)
+            self.sent.append((fn.__name__, pickle.dumps(a), pickle.dumps(res)))
+            out.append(res)
+        return out
+
+
+def test_the_driver_never_holds_words_or_document_ids(tmp_path: Path) -> None:
+    # On Dask the workers read the input; the driver sends and receives only paths and a
+    # few numbers per shard and per partition: no word, no document id, no group passes
+    # through it, however large the collection (its vocabulary and document table are
+    # built in files by the tasks: `vocab`, `doctable`).
+    words = [f"zqword{i}" for i in range(300)]
+    src = tmp_path / "c.jsonl"
+    with open(src, "w", encoding="utf-8") as f:
+        for i in range(60):
+            text = " ".join(words[(i * 7 + j) % 300] for j in range(40))
+            f.write(json.dumps({"id": f"zqdoc{i}", "text": text, "group": f"zqgroup{i % 9}"})
+                    + "\n")
+    client = _RecordingClient()
+    idx = NgramIndex.build_files([src], tmp_path / "i", dask_client=client, shard_words=400,
+                                 n_parts=3, max_n=3, views=["folded", "fine"])
+    n_shards = len(idx.meta["folds"][0]["doc_shards"])
+    assert n_shards >= 5
+    for fn, args, res in client.sent:
+        for blob in (args, res):
+            assert b"zqword" not in blob and b"zqdoc" not in blob and b"zqgroup" not in blob, fn
+        # O(shards + partitions): paths, file records, sizes.
+        assert len(res) < 600 * (n_shards + 3), (fn, len(res))
+        assert len(args) < 600 * (n_shards + 3), (fn, len(args))
+    assert idx.doc_ids == [f"zqdoc{i}" for i in range(60)]
+    assert idx.n_groups == 9

@@ -6,13 +6,16 @@ same code runs in this process, on a process pool (``workers``) or on a Dask clu
 1. **Tokenise** (streaming).  Documents are tokenised once per word model and appended
    to the current *raw shard* as ids of a shard-local vocabulary, ``-1`` closing a segment
    at a placeholder or the end and ``-2`` at punctuation; every ``shard_words`` words the
-   shard is written out.  Then the vocabularies are merged (a marisa-trie per word model;
-   word id = trie id) and each raw shard is rewritten in those ids: the document ranges
-   kept in the index (``folds/F/docs-NNNNN``).
+   shard is written out, with its documents' ids and groups.  Then the document table is
+   built (:mod:`~presidio_delink.index.doctable`), the vocabularies are merged per
+   partition (a marisa-trie per partition and word model: :mod:`~presidio_delink.index.vocab`)
+   and each raw shard is rewritten in those ids: the document ranges kept in the index
+   (``folds/F/docs-NNNNN``).
 2. **Count** (per view, level by level, with *global* counts): tasks per shard and per
    partition of the key space, the merge of each partition on a worker
    (:mod:`~presidio_delink.index.counting`).  Memory: one shard's or one partition's
-   arrays per task; this process holds the vocabulary and a few integers per partition.
+   arrays per task; this process holds a few integers per shard and per partition (no
+   word, no document id).
 3. **Write** (per partition): the keys whose first word falls in it, their postings
    (global document ordinals) and offsets, ordered by trie id.  A view stored over
    another (:data:`STORED_OVER`) keeps only its differences from that view's same
@@ -32,7 +35,7 @@ import json
 import logging
 import shutil
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,14 +53,13 @@ from presidio_delink.index.format import file_record, write_private
 from presidio_delink.index.shard import (
     DOC_FILES,
     PART_FILES,
-    id_words,
-    load_trie,
     save_trie,
     smallest_uint,
     trie_ids,
     write_array,
     write_postings,
 )
+from presidio_delink.index.vocab import VocabRef, load_word_map, map_words, shard_remap
 
 log = logging.getLogger(__name__)
 
@@ -137,11 +139,16 @@ class RawShard:
         self.doc_starts = {f: array("q", [0]) for f in folds}
         self.vocab: dict[str, dict[str, int]] = {f: {} for f in folds}
         self.cache: dict[str, dict[str, Any]] = {f: {} for f in folds}
+        self.ids: list[str] = []
+        self.groups: list[str | None] = []
         self.n_docs = 0
         self.n_words = 0  # in the first word model
 
-    def add(self, marked: dict[str, Any]) -> None:
-        """Append one document: per word model, its marked ids (a list or an array)."""
+    def add(self, marked: dict[str, Any], sid: str, group: str | None) -> None:
+        """Append one document: per word model, its marked ids (a list or an array), its
+        id and given group."""
+        self.ids.append(sid)
+        self.groups.append(group)
         for j, f in enumerate(self.folds):
             ids = np.asarray(marked[f], dtype=np.int32)
             if j == 0:
@@ -166,23 +173,24 @@ class RawShard:
                 directory / f"{f}.words.json",
                 json.dumps(list(self.vocab[f]), ensure_ascii=False).encode("utf-8"),
             )
-        return {"dir": str(directory), "n_docs": self.n_docs}
-
-
-def raw_words(raw: dict[str, Any], fold: str) -> list[str]:
-    """A raw shard's local vocabulary of one word model (local id = index)."""
-    words: list[str] = json.loads((Path(raw["dir"]) / f"{fold}.words.json").read_bytes())
-    return words
+        # So do its documents' ids and groups (`doctable`).
+        write_private(directory / "ids.json", json.dumps(self.ids).encode("utf-8"))
+        write_private(directory / "groups.json", json.dumps(self.groups).encode("utf-8"))
+        return {
+            "dir": str(directory),
+            "n_docs": self.n_docs,
+            "any_group": any(g is not None for g in self.groups),
+        }
 
 
 def finish_shard(
-    raw: dict[str, Any], fold: str, vocab_path: str, n_vocab: int, out: Path
+    raw: dict[str, Any], fold: str, s: int, vocab: VocabRef, work: str, out: Path
 ) -> dict[str, Any]:
-    """Task: a raw shard of one word model in the final vocabulary ids (phase 1 end)."""
+    """Task: raw shard ``s`` of one word model in the final vocabulary ids (phase 1 end;
+    ``work``: the vocabulary's merge files, `vocab.merge_words`)."""
     d = Path(raw["dir"])
-    words = raw_words(raw, fold)
-    remap = trie_ids(load_trie(Path(vocab_path)), words) if words else np.empty(0, np.int64)
-    del words
+    n_vocab = vocab.n_words
+    remap = shard_remap(raw["dir"], fold, s, list(vocab.bounds), work)
     toks = np.load(d / f"{fold}.tokens.npy").astype(np.int64)
     starts = np.load(d / f"{fold}.starts.npy")
     marks = np.where(toks == -1, n_vocab, n_vocab + 1)
@@ -219,7 +227,7 @@ class ParentLevels:
     (``full{p}.*.npy``), all in its levels folder, and its word model's vocabulary."""
 
     work: str
-    vocab_path: str
+    vocab: VocabRef
     levels: int
 
 
@@ -272,15 +280,6 @@ def _key_strings(
         for i in loc.tolist():
             out[i] = strs[i - bounds[n - 1]]
     return [out[i] for i in want.tolist()]
-
-
-def word_map(words: list[str], vocab_path: Path, parent: ParentLevels) -> np.ndarray:
-    """Each word id of this view's word model -> the id of the same word in the word
-    model of the view it is stored over, or -1."""
-    if Path(parent.vocab_path) == vocab_path:  # the same word model
-        return np.arange(len(words), dtype=np.int64)
-    pvocab = load_trie(Path(parent.vocab_path))
-    return np.fromiter((pvocab.get(w, -1) for w in words), np.int64, count=len(words))
 
 
 def _match_parent(
@@ -342,7 +341,7 @@ def write_partition(
     p: int,
     levels: int,
     work: str,
-    vocab_path: str,
+    vocab: VocabRef,
     refs: list[ShardRef],
     out: str,
     n_docs: int,
@@ -358,7 +357,7 @@ def write_partition(
     ``keep_full``: save this partition's whole posting lists for the views stored over it.
     """
     w = Path(work)
-    vocab = id_words(load_trie(Path(vocab_path)))
+    words = vocab.open().words()
     codes = _level_keys(w, levels, p)
     per_level = {f"n_keys_{n}": len(x) for n, x in enumerate(codes, 1)}
     n_keys = sum(len(x) for x in codes)
@@ -391,13 +390,16 @@ def write_partition(
         np.save(w / f"full{p}.docs.npy", docs.astype(smallest_uint(top)))
     if parent is None:
         sel = np.arange(n_keys, dtype=np.int64)
-        own = _key_strings(vocab, codes, sel)
+        own = _key_strings(words, codes, sel)
     else:
         pw = Path(parent.work)
         pcodes = _level_keys(pw, parent.levels, p)
-        vocab_p = id_words(load_trie(Path(parent.vocab_path)))
-        wmap = np.load(w / "wordmap.npy")
-        match = _match_parent(codes, len(vocab), wmap, pcodes, len(vocab_p))
+        words_p = parent.vocab.open().words()
+        if parent.vocab.directory == vocab.directory:  # the same word model
+            wmap = np.arange(len(words), dtype=np.int64)
+        else:
+            wmap = load_word_map(w, len(vocab.sizes))
+        match = _match_parent(codes, len(words), wmap, pcodes, len(words_p))
         poff = np.load(pw / f"full{p}.off.npy")
         ppost = np.load(pw / f"full{p}.docs.npy")
         keep = _differs(off, docs, match, poff, ppost)
@@ -405,8 +407,8 @@ def write_partition(
         theirs = np.ones(sum(len(x) for x in pcodes), dtype=bool)
         theirs[match[match >= 0]] = False  # keys of the parent this view has
         sel = np.flatnonzero(keep)
-        own = _key_strings(vocab, codes, sel) + _key_strings(
-            vocab_p, pcodes, np.flatnonzero(theirs)
+        own = _key_strings(words, codes, sel) + _key_strings(
+            words_p, pcodes, np.flatnonzero(theirs)
         )
     trie = save_trie(own, d / "ngrams.marisa")
     # Own key j < len(sel) (local key sel[j]) goes to its trie id with its postings as one
@@ -435,8 +437,7 @@ def write_partition(
 
 def build_view(
     refs: list[ShardRef],
-    words: list[str],
-    vocab_path: Path,
+    vocab: VocabRef,
     max_n: int,
     n_docs: int,
     n_parts: int,
@@ -450,17 +451,15 @@ def build_view(
     ``keep_levels`` (other views are stored over it), what they need of it (its levels
     folder is then left for the caller to remove).  ``parent``: the view it is stored
     over (see `write_partition`)."""
-    levels = count_view(refs, words, max_n, n_docs, n_parts, work, runner)
+    levels = count_view(refs, list(vocab.bounds), max_n, n_docs, n_parts, work, runner)
     return write_phase(
-        refs, words, vocab_path, n_docs, n_parts, out, work, runner, levels, parent,
-        keep_levels,
+        refs, vocab, n_docs, n_parts, out, work, runner, levels, parent, keep_levels
     )
 
 
 def write_phase(
     refs: list[ShardRef],
-    words: list[str],
-    vocab_path: Path,
+    vocab: VocabRef,
     n_docs: int,
     n_parts: int,
     out: Path,
@@ -471,13 +470,17 @@ def write_phase(
     keep_levels: bool,
 ) -> tuple[list[dict[str, Any]], ParentLevels | None]:
     """Phase 3 of one view, once it is counted (and the view it is stored over written)."""
-    if parent is not None:
-        np.save(work / "wordmap.npy", word_map(words, vocab_path, parent))
+    if parent is not None and parent.vocab.directory != vocab.directory:
+        runner.map(
+            map_words,
+            [(p, vocab.directory, list(vocab.sizes), parent.vocab.directory,
+              list(parent.vocab.sizes), str(work)) for p in range(n_parts)],
+        )
     out.mkdir(mode=0o700)
     metas = runner.map(
         write_partition,
         [
-            (p, levels, str(work), str(vocab_path), refs, str(out / f"part-{p:05d}"), n_docs,
+            (p, levels, str(work), vocab, refs, str(out / f"part-{p:05d}"), n_docs,
              parent, keep_levels)
             for p in range(n_parts)
         ],
@@ -486,7 +489,7 @@ def write_phase(
         shutil.rmtree(r.work, ignore_errors=True)
     kept = None
     if keep_levels:
-        kept = ParentLevels(str(work), str(vocab_path), levels)
+        kept = ParentLevels(str(work), vocab, levels)
     else:
         shutil.rmtree(work, ignore_errors=True)
     return [{"dir": f"part-{p:05d}", **m} for p, m in enumerate(metas)], kept
@@ -496,8 +499,8 @@ def _count_alone(job: dict[str, Any]) -> int:
     """Task: :func:`count_view` of one view (``job``: :func:`build_view`'s arguments but
     the runner and the parent), its own tasks run here."""
     return count_view(
-        job["refs"], job["words"], job["max_n"], job["n_docs"], job["n_parts"], job["work"],
-        Runner(),
+        job["refs"], list(job["vocab"].bounds), job["max_n"], job["n_docs"], job["n_parts"],
+        job["work"], Runner(),
     )
 
 
@@ -506,8 +509,8 @@ def _write_alone(
 ) -> tuple[list[dict[str, Any]], ParentLevels | None]:
     """Task: :func:`write_phase` of one view, its own tasks run here."""
     return write_phase(
-        job["refs"], job["words"], job["vocab_path"], job["n_docs"], job["n_parts"], job["out"],
-        job["work"], Runner(), levels, parent, job["keep_levels"],
+        job["refs"], job["vocab"], job["n_docs"], job["n_parts"], job["out"], job["work"],
+        Runner(), levels, parent, job["keep_levels"],
     )
 
 
@@ -569,22 +572,12 @@ def build_views_side_by_side(
     return done
 
 
-def merge_vocab(raw_words: Iterable[list[str]]) -> list[str]:
-    """The union of shard vocabularies, in first-seen order."""
-    seen: dict[str, None] = {}
-    for ws in raw_words:
-        seen.update(dict.fromkeys(ws))
-    return list(seen)
-
-
-def check_doc_id(doc_id: object, seen: set[str]) -> str:
-    """Validate a document id; duplicates are an error (their postings would merge)."""
+def check_doc_id(doc_id: object) -> str:
+    """Validate a document id (a repeated one is found by `doctable.check_part`: their
+    postings would merge)."""
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
         raise InputError(f"document id must be a string or integer, got {type(doc_id).__name__}")
     sid = str(doc_id)
     if not sid:
         raise InputError("empty document id")
-    if sid in seen:
-        raise InputError(f"duplicate document id {sid!r}")
-    seen.add(sid)
     return sid

@@ -34,8 +34,8 @@ workers.
 
 **Cost.**  Each task holds one shard's arrays or one partition's keys of one level (about
 16 bytes per distinct candidate of that partition and level); this process (the driver)
-holds the vocabulary's partition table (``V`` integers) and a few integers per partition
-and level, whatever the size of the collection.  Files per level: a handful per shard and
+holds the vocabulary's partition bounds and a few integers per partition and level,
+whatever the size of the collection.  Files per level: a handful per shard and
 per partition, never one per (shard, partition) pair.
 """
 
@@ -146,7 +146,7 @@ def _sorted_triples(
 
 
 def count_shard(
-    ref: ShardRef, n: int, n_docs_here: int, word_part_path: str, n_parts: int
+    ref: ShardRef, n: int, n_docs_here: int, bounds_path: str, n_parts: int
 ) -> int:
     """Task, level ``n``: the shard's candidates, sorted by (partition, code, document);
     writes its distinct codes (``uniq``, with ``ubounds`` per partition and ``cnt``, their
@@ -166,8 +166,8 @@ def count_shard(
             cand = np.empty(0, dtype=np.int64)
         codes = rank[cand] * v + toks[cand + n - 1]
         del rank, good
-    word_part = np.load(word_part_path, mmap_mode="r")
-    part = np.asarray(word_part[toks[cand]]).astype(np.int64)
+    # A word's id names its partition (ids are contiguous per partition: `vocab`).
+    part = np.searchsorted(np.load(bounds_path), toks[cand], side="right") - 1
     order, sp, sc, sd = _sorted_triples(part, codes, doc_of[cand], n_parts, n_docs_here)
     del codes, part
     new_code = _fresh(sc)
@@ -274,7 +274,7 @@ def shard_postings(ref: ShardRef, n: int, p: int) -> tuple[np.ndarray, np.ndarra
 
 def count_view(
     refs: list[ShardRef],
-    words: list[str],
+    bounds: list[int],
     max_n: int,
     n_docs: int,
     n_parts: int,
@@ -282,19 +282,13 @@ def count_view(
     runner: Any,
 ) -> int:
     """Phase 2 for one view; writes per-partition level arrays into ``work``; returns the
-    number of levels with keys."""
-    from presidio_delink.index.shard import partition_of
-
+    number of levels with keys (``bounds``: the vocabulary's partition bounds)."""
     del n_docs  # documents are numbered per shard while counting
     work.mkdir(parents=True, mode=0o700, exist_ok=True)
     for r in refs:
         Path(r.work).mkdir(parents=True, mode=0o700, exist_ok=True)
-    word_part = np.fromiter(
-        (partition_of(w, n_parts) for w in words), dtype=np.int64, count=len(words)
-    )
-    wp_path = work / "word_part.npy"
-    np.save(wp_path, word_part.astype(np.int32))
-    del word_part
+    wp_path = work / "vbounds.npy"
+    np.save(wp_path, np.asarray(bounds, dtype=np.int64))
     n_here = [_n_docs(r) for r in refs]
     levels = 0
     for n in range(1, max_n + 1):

@@ -1,6 +1,6 @@
 """The on-disk format of an index, read and written in this module only.
 
-Layout (format version 4)::
+Layout (format version 5)::
 
     meta.json            what the index holds: format, views, documents, groups, and the
                          size and SHA-256 of every other file
@@ -9,7 +9,8 @@ Layout (format version 4)::
     docs/doc_ids.json    document ids by ordinal
     docs/groups.bin      group ordinal of each document (only when groups were given)
     docs/group_ids.json  group names by ordinal (only with groups)
-    folds/F/vocab.marisa, folds/F/docs-NNNNN/   the collection as word ids, per word model
+    folds/F/vocab-NNNNN.marisa, folds/F/docs-NNNNN/   the collection as word ids, per word
+                         model; its vocabulary in the key space's partitions
     views/NAME/part-NNNNN/   one key space per view, in partitions (see ``index/shard.py``);
                          a view whose ``stored_over`` names another view holds only its
                          differences from that view (``shard.Layered``)
@@ -17,8 +18,10 @@ Layout (format version 4)::
 Version 3 added ``stored_over`` (delta storage of views) and the fine word models'
 order of normalisation (format characters removed before NFC).  Version 4 stores posting
 lists delta- and variable-byte-coded, complemented when a key is in most documents, with
-one byte of document frequency per key (``index/postings.py``); an index of an older
-version is refused with "rebuild the index".
+one byte of document frequency per key (``index/postings.py``).  Version 5 splits each
+word model's vocabulary into the key space's partitions (``index/vocab.py``), so that no
+process of a build holds it whole.  An index of an older version is refused with
+"rebuild the index".
 
 ``meta.json`` is validated against a strict schema (no unknown or missing fields, every
 value of the right type and range) after its signature is checked.  ``meta.json`` and
@@ -38,7 +41,7 @@ from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.io import atomic_output, sha256_file
 
 FORMAT_NAME = "presidio-delink-ngram-index"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 META_FILE = "meta.json"
 SIG_FILE = "meta.sig"
 LOCK_FILE = ".build-lock"
@@ -213,14 +216,24 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
     if not isinstance(folds, list) or not folds:
         raise _fail(where, "folds")
     fold_names: set[str] = set()
+    vocab_parts: dict[str, int] = {}
     n_shards = None
     for f in folds:
-        fm = _obj(f, {"name", "n_words", "files", "doc_shards"}, where, "a word model")
+        fm = _obj(
+            f, {"name", "n_words", "vocab_parts", "files", "doc_shards"}, where, "a word model"
+        )
         if fm["name"] not in FOLDS or fm["name"] in fold_names:
             raise _fail(where, f"word model {fm['name']!r}")
         fold_names.add(fm["name"])
-        _int(fm["n_words"], where, "vocabulary size")
-        _files(fm["files"], {"vocab.marisa"}, where, "vocabulary files")
+        vp = fm["vocab_parts"]
+        if not isinstance(vp, list) or not vp:
+            raise _fail(where, "vocabulary partitions")
+        sizes = [_int(x, where, "vocabulary partition size") for x in vp]
+        if _int(fm["n_words"], where, "vocabulary size") != sum(sizes):
+            raise _fail(where, "vocabulary size")
+        vocab_parts[fm["name"]] = len(sizes)
+        names_v = {f"vocab-{i:05d}.marisa" for i in range(len(sizes))}
+        _files(fm["files"], names_v, where, "vocabulary files")
         shards = fm["doc_shards"]
         if not isinstance(shards, list) or not shards:
             raise _fail(where, "document ranges")
@@ -267,6 +280,8 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
         if not isinstance(parts, list) or not parts:
             raise _fail(where, f"partitions of view {name!r}")
         n_parts[name] = len(parts)
+        if vocab_parts[tok.fold] != len(parts):
+            raise _fail(where, f"partitions of view {name!r} and of its vocabulary differ")
         if over is not None and n_parts[over] != len(parts):
             raise _fail(where, f"partitions of view {name!r} and of {over!r} differ")
         for i, pm in enumerate(parts):

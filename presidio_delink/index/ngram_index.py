@@ -24,6 +24,7 @@ import re
 import shutil
 import tempfile
 import weakref
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,29 +43,27 @@ from presidio_delink.index.builder import (
     build_views_side_by_side,
     check_doc_id,
     finish_shard,
-    merge_vocab,
-    raw_words,
 )
+from presidio_delink.index.doctable import build_doc_table
 from presidio_delink.index.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     LOCK_FILE,
     META_FILE,
     SIG_FILE,
-    file_record,
     read_meta,
     write_meta,
     write_private,
 )
-from presidio_delink.index.shard import (
-    FoldDocs,
-    Layered,
-    Partition,
-    id_words,
-    save_trie,
-    smallest_uint,
-)
+from presidio_delink.index.shard import FoldDocs, Layered, Partition
 from presidio_delink.index.view_index import Lows, ViewIndex
+from presidio_delink.index.vocab import (
+    VocabRef,
+    Vocabulary,
+    merge_words,
+    split_words,
+    vocab_file,
+)
 from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer
 from presidio_delink.views import DEFAULT_VIEWS, VIEWS, resolve_views
 
@@ -89,20 +88,20 @@ class NgramIndex:
         directory: Path,
         meta: dict[str, Any],
         views: dict[str, ViewIndex],
-        doc_ids: list[str],
-        group_of: np.ndarray | None,
-        group_ids: list[str] | None,
+        doc_ids: list[str] | None,
+        groups: tuple[np.ndarray, list[str]] | None,
     ) -> None:
         self.directory = directory
         self.meta = meta
         self.views = views
         self.primary = views.get("folded") or next(iter(views.values()))
-        self.doc_ids = doc_ids
-        self.group_of = group_of
-        self.group_ids = group_ids
+        # The document table: read on first use when not given (a build's own index, so
+        # that the building process never holds it; see `doctable`).
+        self._doc_ids = doc_ids
+        self._groups = groups
         gm = meta["groups"]
         self.max_group_size = int(gm["max_group_size"]) if gm else 1
-        self.n_groups = int(gm["n_groups"]) if gm else len(doc_ids)
+        self.n_groups = int(gm["n_groups"]) if gm else int(meta["n_docs"])
         # The primary view's words split at every punctuation mark: the finest offsets.
         p = self.primary.tokenizer
         self.tokenizer = Tokenizer(max_n=p.max_n, placeholders=p.placeholders)
@@ -169,7 +168,7 @@ class NgramIndex:
             except BaseException:
                 lock.clean()
                 raise
-        index = cls.load(out, verify=False, key=key)
+        index = cls._open(out, key, lazy=True)
         if temp:
             weakref.finalize(index, shutil.rmtree, out, True)
         return index
@@ -207,17 +206,15 @@ class NgramIndex:
                     _read_part,
                     [
                         (str(p), i, folds, max_n, placeholders, shard_words,
-                         str(out / _BUILD / f"in-{i:05d}"))
+                         str(out / _BUILD / f"in-{i:05d}"), grx)
                         for i, p in enumerate(paths)
                     ],
                 )
                 col = _Collector(out, folds, shard_words, grx)
                 for res in results:
-                    for doc_id, group in res["docs"]:
-                        col.admit((doc_id, "", group))
                     col.raws.extend(res["raws"])
                     col.n_words += res["n_words"]
-                if not col.doc_ids:
+                if not col.n_docs:
                     raise InputError("the collection has no documents")
                 _finish(out, col, specs, toks, max_n, key, n_parts, runner, False)
             except BaseException:
@@ -225,7 +222,7 @@ class NgramIndex:
                 raise
             finally:
                 shutil.rmtree(out / _BUILD, ignore_errors=True)
-        return cls.load(out, verify=False, key=key)
+        return cls._open(out, key, lazy=True)
 
     # -- loading --------------------------------------------------------------------
     @classmethod
@@ -243,26 +240,26 @@ class NgramIndex:
             IndexFormatError: missing, truncated, corrupt, changed metadata, or another
                 format version.
         """
-        d = Path(directory)
+        return cls._open(Path(directory), key, verify=verify)
+
+    @classmethod
+    def _open(
+        cls, d: Path, key: bytes | None, verify: bool = False, lazy: bool = False
+    ) -> NgramIndex:
+        """:meth:`load`; ``lazy`` (a build's own index): the document table and the
+        partitions' tries are read on first use, so that the building process holds
+        nothing in proportion to the collection."""
         meta = read_meta(d, key)
         _check_files(d / _DOCS, meta["docs"]["files"], verify)
-        try:
-            doc_ids = json.loads((d / _DOCS / "doc_ids.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"cannot read {d / _DOCS / 'doc_ids.json'}") from exc
         n_docs = meta["n_docs"]
-        if (
-            not isinstance(doc_ids, list)
-            or len(doc_ids) != n_docs
-            or not all(isinstance(x, str) for x in doc_ids)
-        ):
-            raise IndexFormatError(f"{d}: the document table does not match the metadata")
-        group_of = None
-        group_ids = None
         gm = meta["groups"]
         if gm is not None:
             _check_files(d / _DOCS, gm["files"], verify)
-            group_of, group_ids = _load_groups(d / _DOCS, gm, n_docs)
+        doc_ids = None
+        groups = None
+        if not lazy:
+            doc_ids = _load_doc_ids(d, n_docs)
+            groups = _load_groups(d / _DOCS, gm, n_docs) if gm is not None else None
         folds: dict[str, FoldDocs] = {}
         for fm in meta["folds"]:
             fd = d / _FOLDS / fm["name"]
@@ -270,7 +267,8 @@ class NgramIndex:
             for i, sm in enumerate(fm["doc_shards"]):
                 _check_files(fd / f"docs-{i:05d}", sm["files"], verify)
             folds[fm["name"]] = FoldDocs(
-                fd, [(sm["n_docs"], sm["dtypes"]) for sm in fm["doc_shards"]], n_docs, verify
+                fd, Vocabulary(fd, fm["vocab_parts"]),
+                [(sm["n_docs"], sm["dtypes"]) for sm in fm["doc_shards"]], n_docs, verify,
             )
             if folds[fm["name"]].n_vocab != fm["n_words"]:
                 raise IndexFormatError(f"{fd}: the vocabulary does not match the metadata")
@@ -284,7 +282,7 @@ class NgramIndex:
                 over = vm["stored_over"]
                 parts = [
                     Layered(
-                        Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify),
+                        Partition(vd / f"part-{i:05d}", pm["dtypes"], n_docs, verify, lazy),
                         views[over].parts[i] if over is not None else None,
                     )
                     for i, pm in enumerate(vm["partitions"])
@@ -295,7 +293,7 @@ class NgramIndex:
                 )
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise IndexFormatError(f"{d}: view {vm.get('name')!r}: {exc}") from exc
-        return cls(d, meta, views, doc_ids, group_of, group_ids)
+        return cls(d, meta, views, doc_ids, groups)
 
     def save(self, directory: str | Path) -> Path:
         """Copy the index to ``directory`` (created; must not exist or be empty)."""
@@ -327,7 +325,29 @@ class NgramIndex:
 
     @property
     def n_docs(self) -> int:
-        return len(self.doc_ids)
+        return int(self.meta["n_docs"])
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Document ids by ordinal."""
+        if self._doc_ids is None:
+            self._doc_ids = _load_doc_ids(self.directory, self.n_docs)
+        return self._doc_ids
+
+    @property
+    def group_of(self) -> np.ndarray | None:
+        """Each document's group number, or None without groups."""
+        gm = self.meta["groups"]
+        if gm is None:
+            return None
+        if self._groups is None:
+            self._groups = _load_groups(self.directory / _DOCS, gm, self.n_docs)
+        return self._groups[0]
+
+    @property
+    def group_ids(self) -> list[str] | None:
+        """Group names by number, or None without groups."""
+        return None if self.group_of is None or self._groups is None else self._groups[1]
 
     @property
     def has_groups(self) -> bool:
@@ -619,15 +639,15 @@ def _read_part(
     placeholders: tuple[str, ...],
     shard_words: int,
     out: str,
+    grx: re.Pattern[str] | None,
 ) -> dict[str, Any]:
-    """Task (Dask): read one input file and write its raw shards; returns the ids and
-    groups of its documents (checked by the driver) and the shards written."""
+    """Task (Dask): read one input file and write its raw shards (with its documents'
+    ids and groups); returns the shards written."""
     from presidio_delink.io import read_documents
 
     toks = {f: Tokenizer(max_n=max_n, placeholders=placeholders, fold=f) for f in folds}
     base = Path(out)
     base.mkdir(parents=True, mode=0o700)
-    docs: list[tuple[Any, Any]] = []
     raws: list[dict[str, Any]] = []
     cur = RawShard(folds)
     n_words = 0
@@ -635,53 +655,50 @@ def _read_part(
         doc_id, text, group = rec
         if not isinstance(text, str):
             raise InputError(f"{path}: document {doc_id!r}: text must be a string")
-        docs.append((doc_id, group))
+        sid, _, given = _admit(rec, grx)
         before = cur.n_words
-        cur.add(cur.encode(text, toks))
+        cur.add(cur.encode(text, toks), sid, given)
         n_words += cur.n_words - before
         if cur.n_words >= shard_words:
             raws.append(cur.write(base / f"raw-{len(raws):05d}"))
             cur = RawShard(folds)
     if cur.n_docs:
         raws.append(cur.write(base / f"raw-{len(raws):05d}"))
-    return {"docs": docs, "raws": raws, "n_words": n_words}
+    return {"raws": raws, "n_words": n_words}
+
+
+def _admit(item: Any, grx: re.Pattern[str] | None) -> tuple[str, str, str | None]:
+    """A document item's id, text and group (given or from ``grx``), checked."""
+    if not isinstance(item, tuple | list) or len(item) not in (2, 3):
+        raise InputError("documents must be (doc_id, text) or (doc_id, text, group)")
+    sid = check_doc_id(item[0])
+    text = item[1]
+    if not isinstance(text, str):
+        raise InputError(f"document {sid!r}: text must be a string, got {type(text).__name__}")
+    return sid, text, _group_of(sid, tuple(item), grx)
 
 
 class _Collector:
-    """Phase 1 bookkeeping: ids, groups, raw shards."""
+    """Phase 1 bookkeeping: raw shards, each with its documents' ids and groups (this
+    process keeps only the documents admitted and not yet tokenised)."""
 
     def __init__(self, out: Path, folds: list[str], shard_words: int, grx: Any) -> None:
         self.out = out
         self.folds = folds
         self.shard_words = shard_words
         self.grx = grx
-        self.seen: set[str] = set()
-        self.doc_ids: list[str] = []
-        self.group_keys: dict[tuple[str, str], int] = {}
-        self.group_names: list[str] = []
-        self.doc_group: list[int] = []
-        self.any_group = False
+        self.waiting: deque[tuple[str, str | None]] = deque()
         self.raws: list[dict[str, Any]] = []
         self.current = RawShard(folds)
         self.n_words = 0
 
+    @property
+    def n_docs(self) -> int:
+        return sum(r["n_docs"] for r in self.raws) + self.current.n_docs
+
     def admit(self, item: Any) -> str:
-        if not isinstance(item, tuple | list) or len(item) not in (2, 3):
-            raise InputError("documents must be (doc_id, text) or (doc_id, text, group)")
-        sid = check_doc_id(item[0], self.seen)
-        text = item[1]
-        if not isinstance(text, str):
-            raise InputError(
-                f"document {sid!r}: text must be a string, got {type(text).__name__}"
-            )
-        group = _group_of(sid, tuple(item), self.grx)
-        gkey = ("g", group) if group is not None else ("d", sid)
-        self.any_group |= group is not None
-        g = self.group_keys.setdefault(gkey, len(self.group_keys))
-        if g == len(self.group_names):
-            self.group_names.append(group if group is not None else sid)
-        self.doc_group.append(g)
-        self.doc_ids.append(sid)
+        sid, text, group = _admit(item, self.grx)
+        self.waiting.append((sid, group))
         return text
 
     def add_text(self, text: str, toks: dict[str, Tokenizer]) -> None:
@@ -691,7 +708,8 @@ class _Collector:
     def add_marked(self, marked: dict[str, Any]) -> None:
         """Append one document's marked ids (in the current shard's vocabularies)."""
         before = self.current.n_words
-        self.current.add(marked)
+        sid, group = self.waiting.popleft()  # documents are added in the order admitted
+        self.current.add(marked, sid, group)
         self.n_words += self.current.n_words - before
         if self.current.n_words >= self.shard_words:
             self.flush()
@@ -813,7 +831,7 @@ def _build_into(
         else:
             _phase1_serial(col, docs, toks, bar)
         col.flush()
-        if not col.doc_ids:
+        if not col.n_docs:
             raise InputError("the collection has no documents")
         _finish(out, col, specs, toks, max_n, key, n_parts, runner, progress)
     finally:
@@ -835,35 +853,45 @@ def _finish(
     runner: Runner,
     progress: bool,
 ) -> None:
-    """Phase 1's end (vocabularies, document ranges), phases 2 and 3, metadata."""
-    n_docs = len(col.doc_ids)
+    """Phase 1's end (document table, vocabularies, document ranges), phases 2 and 3,
+    metadata.  Every step is a set of tasks on the runner; this process holds a few
+    numbers per shard and per partition."""
+    n_docs = col.n_docs
     parts = n_parts or max(1, len(col.raws))
     bases = np.cumsum([0] + [r["n_docs"] for r in col.raws]).tolist()
+    raw_dirs = [r["dir"] for r in col.raws]
+    docs_meta, groups_meta = build_doc_table(
+        col.raws, parts, any(r["any_group"] for r in col.raws), out / _DOCS,
+        out / _BUILD / "doctable", runner,
+    )
     folds_meta = []
-    fold_refs: dict[str, tuple[list[Any], list[str], Path]] = {}
+    fold_refs: dict[str, tuple[list[Any], VocabRef, Path]] = {}
     for f in toks:
-        words = merge_vocab(raw_words(r, f) for r in col.raws)
         fd = out / _FOLDS / f
         (out / _FOLDS).mkdir(mode=0o700, exist_ok=True)
         fd.mkdir(mode=0o700)
-        trie = save_trie(words, fd / "vocab.marisa")
+        vwork = out / _BUILD / "vocab" / f
+        vwork.mkdir(parents=True, mode=0o700)
+        runner.map(split_words, [(r, f, parts) for r in raw_dirs])
+        merged = runner.map(
+            merge_words, [(p, f, raw_dirs, str(fd), str(vwork)) for p in range(parts)]
+        )
+        vocab = VocabRef(str(fd), tuple(n for n, _ in merged))
         shards = runner.map(
             finish_shard,
-            [
-                (r, f, str(fd / "vocab.marisa"), len(words), fd / f"docs-{i:05d}")
-                for i, r in enumerate(col.raws)
-            ],
+            [(r, f, i, vocab, str(vwork), fd / f"docs-{i:05d}") for i, r in enumerate(col.raws)],
         )
+        shutil.rmtree(vwork, ignore_errors=True)
         folds_meta.append(
             {
                 "name": f,
-                "n_words": len(words),
-                "files": {"vocab.marisa": file_record(fd / "vocab.marisa")},
+                "n_words": vocab.n_words,
+                "vocab_parts": list(vocab.sizes),
+                "files": {vocab_file(p): rec for p, (_, rec) in enumerate(merged)},
                 "doc_shards": shards,
             }
         )
-        final_words = id_words(trie)
-        fold_refs[f] = (shards, final_words, fd)
+        fold_refs[f] = (shards, vocab, fd)
     views_meta = []
     (out / _VIEWS).mkdir(mode=0o700)
     # What each view stored over another needs of it (see `shard.Layered`).
@@ -873,13 +901,13 @@ def _finish(
         parents[v.name] = next((o for o in STORED_OVER.get(v.name, ()) if o in parents), None)
     jobs: dict[str, dict[str, Any]] = {}
     for v in ordered:
-        shards, words, fd = fold_refs[v.fold]
+        shards, vocab, fd = fold_refs[v.fold]
         refs = [
             ShardRef(
                 directory=str(fd / f"docs-{i:05d}"),
                 dtypes=sm["dtypes"],
                 doc_base=bases[i],
-                n_vocab=len(words),
+                n_vocab=vocab.n_words,
                 cross=v.cross,
                 work=str(out / _BUILD / "work" / v.name / f"s{i:05d}"),
                 index=i,
@@ -888,8 +916,7 @@ def _finish(
         ]
         jobs[v.name] = {
             "refs": refs,
-            "words": words,
-            "vocab_path": fd / "vocab.marisa",
+            "vocab": vocab,
             "max_n": max_n,
             "n_docs": n_docs,
             "n_parts": parts,
@@ -924,24 +951,6 @@ def _finish(
                 "partitions": results[v.name][0],
             }
         )
-    (out / _DOCS).mkdir(mode=0o700)
-    write_private(out / _DOCS / "doc_ids.json", json.dumps(col.doc_ids).encode("utf-8"))
-    groups_meta = None
-    if col.any_group:
-        gs = np.asarray(col.doc_group, dtype=np.int64)
-        dtype = smallest_uint(max(len(col.group_names) - 1, 0))
-        write_private(out / _DOCS / "groups.bin", gs.astype(dtype).tobytes())
-        write_private(
-            out / _DOCS / "group_ids.json", json.dumps(col.group_names).encode("utf-8")
-        )
-        groups_meta = {
-            "n_groups": len(col.group_names),
-            "max_group_size": int(np.bincount(gs).max()),
-            "dtype": dtype,
-            "files": {
-                n: file_record(out / _DOCS / n) for n in ("groups.bin", "group_ids.json")
-            },
-        }
     meta: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -950,7 +959,7 @@ def _finish(
         "n_words": col.n_words,
         "folds": folds_meta,
         "views": views_meta,
-        "docs": {"files": {"doc_ids.json": file_record(out / _DOCS / "doc_ids.json")}},
+        "docs": docs_meta,
         "groups": groups_meta,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
@@ -968,6 +977,20 @@ def _check_files(directory: Path, files: dict[str, Any], verify: bool) -> None:
             raise IndexFormatError(f"{path} is truncated or corrupt (size differs)")
         if verify and sha256_file(path) != info["sha256"]:
             raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
+
+
+def _load_doc_ids(d: Path, n_docs: int) -> list[str]:
+    try:
+        doc_ids = json.loads((d / _DOCS / "doc_ids.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"cannot read {d / _DOCS / 'doc_ids.json'}") from exc
+    if (
+        not isinstance(doc_ids, list)
+        or len(doc_ids) != n_docs
+        or not all(isinstance(x, str) for x in doc_ids)
+    ):
+        raise IndexFormatError(f"{d}: the document table does not match the metadata")
+    return doc_ids
 
 
 def _load_groups(d: Path, gm: dict[str, Any], n_docs: int) -> tuple[np.ndarray, list[str]]:

@@ -38,7 +38,9 @@ Files (little-endian; integer widths are the smallest that fit, recorded in meta
                          variable-byte coded; see ``index/postings.py``)
                          A view stored over another (:class:`Layered`) holds only
                          its differences, and tombstones (keys with df 0)
-``folds/F/vocab.marisa``  the words of word model F (ids = trie ids)
+``folds/F/vocab-NNNNN.marisa``  the words of word model F, by partition (a word's id:
+                         its trie id plus the sizes of the partitions before; see
+                         ``index/vocab.py``)
 ``folds/F/docs-NNNNN/``  ``tokens.bin``: a range of documents as word ids, ``V`` closing
                          a segment at a placeholder or the end, ``V + 1`` at punctuation
                          (a view that crosses punctuation ignores those);
@@ -50,6 +52,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import marisa_trie
 import numpy as np
@@ -137,10 +140,13 @@ class Partition:
     """One partition of a view's key space (read-only; arrays memory-mapped, posting
     lists decoded when read: :mod:`~presidio_delink.index.postings`)."""
 
-    def __init__(self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool):
+    def __init__(
+        self, directory: Path, dtypes: dict[str, str], n_docs: int, verify: bool,
+        lazy: bool = False,
+    ) -> None:
         self.directory = directory
         self.n_docs = n_docs
-        self.trie = load_trie(directory / "ngrams.marisa")
+        self._trie: marisa_trie.Trie | None = None
         try:
             self.df8 = map_array(directory / "df.bin", "<u1")
             big = map_array(directory / "dfbig.bin", dtypes["dfbig"])
@@ -148,20 +154,36 @@ class Partition:
             self.data = map_array(directory / "postings.bin", "<u1")
         except OSError as exc:
             raise IndexFormatError(f"cannot read index partition {directory}: {exc}") from exc
-        n_keys = len(self.trie)
-        if len(self.df8) != n_keys or len(big) % 2:
-            raise IndexFormatError(f"{directory}: document counts do not match the {n_keys} keys")
+        if len(big) % 2:
+            raise IndexFormatError(f"{directory}: the large document counts are truncated")
         m = len(big) // 2
         self._big_kid = np.asarray(big[:m], dtype=np.int64)
         self._big_df = np.asarray(big[m:], dtype=np.int64)
+        n_keys = len(self.df8)
         n_blocks = -(-n_keys // BLOCK)
         if len(self.blocks) != n_blocks + 1 or (n_keys and int(self.blocks[0]) != 0):
             raise IndexFormatError(f"{directory}: posting blocks do not match the {n_keys} keys")
         if int(self.blocks[-1]) != len(self.data):
             raise IndexFormatError(f"{directory}: postings file is truncated or too long")
+        if not lazy:
+            _ = self.trie
         if verify:
             self._verify()
         self._docs: dict[int, tuple[int, ...]] = {}
+
+    @property
+    def trie(self) -> marisa_trie.Trie:
+        """The keys (opened at once unless ``lazy``: a map of the trie touches all of its
+        pages, and a build's own index opens none until it is queried)."""
+        got = self._trie
+        if got is None:
+            got = load_trie(self.directory / "ngrams.marisa")
+            if len(got) != len(self.df8):
+                raise IndexFormatError(
+                    f"{self.directory}: document counts do not match the {len(got)} keys"
+                )
+            self._trie = got
+        return got
 
     def _verify(self) -> None:
         """The lists hold as many values as the document counts say (one pass over the
@@ -456,10 +478,10 @@ class FoldDocs:
     """The collection as word ids of one word model: a vocabulary and document ranges."""
 
     def __init__(
-        self, directory: Path, shards: list[tuple[int, dict[str, str]]], n_docs: int,
-        verify: bool,
+        self, directory: Path, vocab: Any, shards: list[tuple[int, dict[str, str]]],
+        n_docs: int, verify: bool,
     ) -> None:
-        self.vocab = load_trie(directory / "vocab.marisa")
+        self.vocab = vocab  # an `index.vocab.Vocabulary`: get(word), restore_key(id)
         self.n_vocab = len(self.vocab)
         self.starts: list[int] = []  # first global ordinal of each range
         self.tokens: list[np.ndarray] = []
