@@ -244,3 +244,11 @@ def test_a_number_glued_to_a_code_gets_nothing() -> None:
     for piece in ("98", "43186", "113"):
         i = text.index(piece, text.index("and"))
         assert generalise(text, i, i + len(piece)) == [], piece
+    # seen in a TAB document: "SEK several [REDACTED],000 (approximately many,800 euros"
+    # and "sheet/plan 11/15W.[REDACTED].a few" from pieces of a number and of a code
+    text = "SEK 147,000 (approximately 15,800 euros), plan 11/15W.2.E (no. 3, 4 and 5)"
+    for piece, at in (("147", 0), ("15", 0), ("2", text.index("W.")), ("800", 0)):
+        i = text.index(piece, at)
+        assert generalise(text, i, i + len(piece)) == [], piece
+    text = "was born in 1957, and lived"  # a comma and a space: no piece of a number
+    assert generalise(text, 12, 16) == ["that year"]
