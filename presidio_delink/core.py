@@ -60,6 +60,7 @@ from presidio_delink.edits import (
     Run,
     apply,
     candidate_list,
+    carry,
     choose_tokens,
     fit,
     fold_words,
@@ -767,25 +768,15 @@ def _carried(
 ) -> list[tuple[int, int, str]]:
     """``origins`` (``(start, end, input words)`` of rewrites in ``text``) after ``edits``
     are applied to ``text``: each rewrite of the edits added (an edit of a whole earlier
-    rewrite keeps the input's words), the rest shifted, those an edit cuts into dropped."""
+    rewrite keeps the input's words), the rest carried as :func:`apply` carries marks."""
     at = {(a, b): o for a, b, o in origins}
     out: list[tuple[int, int, str]] = []
-    shift: list[tuple[int, int]] = []
     delta = 0
     for a, b, new in sorted(edits):
         if new != REDACTED:
             out.append((a + delta, a + delta + len(new), at.get((a, b), text[a:b])))
         delta += len(new) - (b - a)
-        shift.append((b, delta))
-    for oa, ob, o in origins:
-        if any(a < ob and oa < b for a, b, _ in edits):
-            continue
-        d = 0
-        for end, dl in shift:
-            if end <= oa:
-                d = dl
-        out.append((oa + d, ob + d, o))
-    return sorted(out)
+    return sorted(out + carry(origins, edits))
 
 
 def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -369,7 +369,6 @@ def apply(
     """
     parts: list[str] = []
     pos = 0
-    shift: list[tuple[int, int]] = []  # (old end of edit, delta after it)
     new_marks: list[tuple[int, int, str]] = []
     delta = 0
     for a, b, new in sorted(edits, key=lambda e: e[0]):
@@ -380,10 +379,24 @@ def apply(
         label = "redacted" if new == REDACTED else "llm"
         new_marks.append((a + delta, a + delta + len(new), label))
         delta += len(new) - (b - a)
-        shift.append((b, delta))
         pos = b
     parts.append(text[pos:])
+    return "".join(parts), sorted(new_marks + carry(marks, edits))
+
+
+def carry(
+    marks: Sequence[tuple[int, int, str]], edits: Sequence[tuple[int, int, str]]
+) -> list[tuple[int, int, str]]:
+    """``marks`` (labelled spans of a text) as they stand once the non-overlapping
+    ``edits`` are applied to it: shifted by the edits before them; a mark an edit overlaps
+    is dropped (absorbed by the edit)."""
     spans = sorted(edits, key=lambda e: e[0])
+    shift: list[tuple[int, int]] = []  # (old end of edit, delta after it)
+    delta = 0
+    for a, b, new in spans:
+        delta += len(new) - (b - a)
+        shift.append((b, delta))
+    out = []
     for ma, mb, label in marks:
         if any(a < mb and ma < b for a, b, _ in spans):
             continue  # absorbed by an edit
@@ -391,8 +404,8 @@ def apply(
         for end, dl in shift:
             if end <= ma:
                 d = dl
-        new_marks.append((ma + d, mb + d, label))
-    return "".join(parts), sorted(new_marks)
+        out.append((ma + d, mb + d, label))
+    return out
 
 
 _WORD_RE = re.compile(r"\w+")
