@@ -73,8 +73,12 @@ def commit() -> str:
     ).stdout.strip()
 
 
-def run_setting(idx, tests, name: str, llm: str):  # type: ignore[no-untyped-def]
-    """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting."""
+def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[no-untyped-def]
+    """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting.
+
+    ``partial``: a JSON-lines file of the documents done so far (a long LLM run resumes there
+    after an interruption; each finished document is appended).
+    """
     arity, modes = SETTINGS[name]
     if arity == 0:
         return [
@@ -89,7 +93,13 @@ def run_setting(idx, tests, name: str, llm: str):  # type: ignore[no-untyped-def
     prot = Protector(d, modes) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
-    for tid, _o, deid in tests:
+    done = {}
+    if partial is not None and partial.is_file():
+        done = {r["id"]: r for r in map(json.loads, partial.read_text().splitlines())}
+    for i, (tid, _o, deid) in enumerate(tests, 1):
+        if tid in done:
+            out.append(done[tid])
+            continue
         t0, c0 = time.perf_counter(), time.process_time()
         res = d.delink(deid, tid)
         if prot is not None:
@@ -107,6 +117,14 @@ def run_setting(idx, tests, name: str, llm: str):  # type: ignore[no-untyped-def
             "relinked": res.words_redacted - sum(
                 a.n_words for a in res.audit if a.method == "redacted"),
         })
+        if partial is not None:
+            with partial.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(out[-1]) + "\n")
+        if llm != "none":
+            o = out[-1]
+            print(f"  [{i}/{len(tests)}] {name}: {o['n_words']} words, protection "
+                  f"{o['protect_rewritten']} rewritten / {o['protect_redacted']} redacted, "
+                  f"{o['cpu_seconds']:.0f} CPU s | {uptime()}", flush=True)
     return out
 
 
@@ -117,6 +135,8 @@ PROTECT_REASONS = ("ranked term", "containment chain")
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=None, help="first N test documents")
+    ap.add_argument("--shortest", type=int, default=None,
+                    help="the N shortest test documents instead (a long LLM run)")
     ap.add_argument("--settings", default=",".join(SETTINGS))
     ap.add_argument("--llm", default="none")
     ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
@@ -128,6 +148,8 @@ def main() -> None:
     print("load:", uptime(), "commit:", commit(), flush=True)
     coll = list(tab_collection())
     tests = list(tab_test())[: a.limit]
+    if a.shortest:
+        tests = sorted(tests, key=lambda t: (len(t[2].split()), t[0]))[: a.shortest]
     groups = [ra.case_of(d) for d, _ in coll]
     work = a.work or Path(tempfile.mkdtemp(prefix="bench-ranked-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -158,7 +180,8 @@ def main() -> None:
         if cache.is_file():
             outs = json.loads(cache.read_text())
         else:
-            outs = run_setting(idx, tests[:n], name, a.llm)
+            outs = run_setting(idx, tests[:n], name, a.llm,
+                               work / f"{name}-{a.llm.replace(':', '_')}-{n}.partial.jsonl")
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         words = sum(o["n_words"] for o in outs) or 1
