@@ -75,9 +75,16 @@ def test_embedded_rewrite(engine: EmbeddedRewriter) -> None:
     for context, spans in CASES:
         result = engine.rewrite(context, spans)
         assert_structure(result, spans)
-    # greedy decoding with a fixed seed: the same request gives the same answer
-    context, spans = CASES[0]
-    assert engine.rewrite(context, spans) == engine.rewrite(context, spans)
+    # Greedy decoding with a fixed seed: the same request in the same engine state gives
+    # the same answer.  The state matters: llama.cpp's slot cache keeps the previous
+    # prompt, and a prompt read partly from it is evaluated in other batch shapes, which
+    # can flip a near-tied token (measured: A after A differs from A after B).  So A is
+    # asked twice after B: a run is reproducible for the same requests in the same order.
+    (a, sa), (b, sb) = CASES[0], CASES[1]
+    engine.rewrite(b, sb)
+    first = engine.rewrite(a, sa)
+    engine.rewrite(b, sb)
+    assert engine.rewrite(a, sa) == first
 
 
 def test_embedded_chat_and_generate(engine: EmbeddedRewriter) -> None:
