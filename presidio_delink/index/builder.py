@@ -394,10 +394,11 @@ def write_partition(
     else:
         pw = Path(parent.work)
         pcodes = _level_keys(pw, parent.levels, p)
-        words_p = parent.vocab.open().words()
         if parent.vocab.directory == vocab.directory:  # the same word model
+            words_p = words
             wmap = np.arange(len(words), dtype=np.int64)
         else:
+            words_p = parent.vocab.open().words()
             wmap = load_word_map(w, len(vocab.sizes))
         match = _match_parent(codes, len(words), wmap, pcodes, len(words_p))
         poff = np.load(pw / f"full{p}.off.npy")
