@@ -77,7 +77,7 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
     """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting.
 
     ``partial``: a JSON-lines file of the documents done so far (a long LLM run resumes there
-    after an interruption; each finished document is appended).
+    after an interruption; rewritten through ``atomic_output`` after each document).
     """
     arity, modes = SETTINGS[name]
     if arity == 0:
@@ -118,8 +118,8 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
                 a.n_words for a in res.audit if a.method == "redacted"),
         })
         if partial is not None:
-            with partial.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(out[-1]) + "\n")
+            with atomic_output(partial) as f:
+                f.write("".join(json.dumps(o) + "\n" for o in out))
         if llm != "none":
             o = out[-1]
             print(f"  [{i}/{len(tests)}] {name}: {o['n_words']} words, protection "
@@ -176,12 +176,13 @@ def main() -> None:
     rows = []
     for name in a.settings.split(","):
         n = min(len(tests), a.limit_slow) if name in SLOW and a.limit_slow else len(tests)
-        cache = work / f"{name}-{a.llm.replace(':', '_')}-{n}.json"
+        # the documents chosen name the cache: the first n, or the n shortest
+        stem = f"{name}-{a.llm.replace(':', '_')}-{'shortest' if a.shortest else ''}{n}"
+        cache = work / f"{stem}.json"
         if cache.is_file():
             outs = json.loads(cache.read_text())
         else:
-            outs = run_setting(idx, tests[:n], name, a.llm,
-                               work / f"{name}-{a.llm.replace(':', '_')}-{n}.partial.jsonl")
+            outs = run_setting(idx, tests[:n], name, a.llm, work / f"{stem}.partial.jsonl")
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         words = sum(o["n_words"] for o in outs) or 1
