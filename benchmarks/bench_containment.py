@@ -55,7 +55,7 @@ from presidio_delink.datasets import tab_collection, tab_test, wikibio_collectio
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import Delinker
-from presidio_delink.protect import protect_result
+from presidio_delink.protect import Protector
 
 # -- the reference winnowing detector (independent of the package) -----------------------
 _PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
@@ -164,11 +164,12 @@ def _uptime() -> str:
 
 def _delink(idx: NgramIndex, tests, arity: int, protect: bool, attack: ContainmentAttack):
     d = Delinker(idx, k=2, arity=arity, rewriter=None)
+    protector = Protector(d, "containment", containment=attack, rewrite=False)
     outs = []
     for tid, _orig, deid in tests:
         res = d.delink(deid, tid)
         if protect:
-            protect_result(d, attack, res, tid)
+            protector.protect(res, tid)
         assert res.text is not None and not analyze(idx, res.text, k=2, arity=arity).linkable
         outs.append((tid, res.text, res.n_words, res.words_redacted + res.words_rewritten))
     return outs

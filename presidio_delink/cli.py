@@ -735,6 +735,7 @@ def delink(
     from presidio_delink.io import atomic_output, check_output_paths, read_checked
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import Delinker
+    from presidio_delink.settings import DelinkSettings
 
     check_output_paths(
         {"--output": output, "--report": report_path, "--cache": cache_path},
@@ -784,20 +785,13 @@ def delink(
 
         checks = PosCheck(spacy_model)
         checks.load()  # a missing model fails now, not at the first rewrite
+    settings = DelinkSettings(
+        k=k, arity=arity, max_n=max_n, passes=passes, strict=strict,
+        llm_concurrency=llm_concurrency, protect=protect, mask_policy=mask_policy,
+    )
     delinker = Delinker(
-        idx,
-        k=k,
-        arity=arity,
-        max_n=max_n,
-        rewriter=rewriter,
-        passes=passes,
-        analyzer=analyzer,
-        risk_filter=risk_filter,
-        strict=strict,
-        monitor=monitor,
-        llm_concurrency=llm_concurrency,
-        protect=protect,
-        fluency=checks,
+        idx, settings, rewriter=rewriter, analyzer=analyzer, risk_filter=risk_filter,
+        monitor=monitor, fluency=checks,
     )
     from presidio_delink.attacks.audit import linked_by, source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack

@@ -36,8 +36,8 @@ written.  Why it ends and is correct: a placeholder breaks every N-gram through 
 creates none, and every pass changes at least one flagged token, so at most
 ``words + 2`` passes run; the result is released only when the final ``check`` finds
 nothing (otherwise it is marked failed and its text withheld).  With ``protect`` and a
-known source group, :func:`presidio_delink.protect.protect_result` edits the
-linkage-free text further and keeps it linkage-free.
+known source group, the adapters then run :class:`presidio_delink.protect.ProtectStep`,
+which edits the linkage-free text further and keeps it linkage-free.
 
 Cost per pass: one linkage check (``O(words)`` index look-ups), the dynamic programme
 (``O(tokens + spans)``) and one LLM request per passage.
@@ -51,8 +51,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from presidio_delink.confusables import latin_text
 from presidio_delink.edits import (
@@ -74,7 +73,7 @@ from presidio_delink.edits import (
     trigrams,
     whole_words,
 )
-from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.errors import LLMError
 from presidio_delink.generalise import generalise
 from presidio_delink.grammar import (
     determiner_clash,
@@ -93,102 +92,27 @@ from presidio_delink.llm.base import (
     find_usage,
 )
 from presidio_delink.llm.prompt import example_texts, mark, with_refused
-from presidio_delink.text import Tokenizer
+from presidio_delink.results import AuditEntry, DelinkResult
+from presidio_delink.settings import DEFAULT_MAX_CHARS, DelinkSettings
 
-if TYPE_CHECKING:
-    from presidio_delink.pipeline import Delinker
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "GENERALISED",
+    "AuditEntry",
+    "DelinkLoop",
+    "DelinkResult",
+    "DelinkSettings",
+    "Rewriting",
+]
+from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_CHARS = 5_000_000
-PROTECTIONS = ("containment", "ranked", "all")  # comma lists too: protect.parse_modes
 
 Answers = dict[tuple[int, int], tuple[str | None, str | None]]
-_GENERALISED = "generalised"
-"""Marks an answer of :mod:`presidio_delink.generalise` (not the LLM's) in ``_ask_llm``."""
-
-
-@dataclass
-class AuditEntry:
-    """One edit: what was there, why, what replaced it, when and how.
-
-    ``ngram``, ``df``, ``groups``, ``view`` and ``arity`` describe the flagged N-gram the
-    edit breaks (of those it overlaps, one it lies within if any, else the one found in
-    the fewest groups); ``start`` and ``end`` are the edit's character offsets in the text
-    of its pass (pass 1: the input text).  Edits of ``protect`` (``pass_no`` 0, made after
-    nothing links) break no flagged N-gram: ``ngram`` is ``""``, ``df`` and ``arity`` 0,
-    and ``reason`` says which search they answer.
-    """
-
-    original: str
-    df: int
-    arity: int
-    ngram: str
-    replacement: str
-    pass_no: int
-    method: str  # "llm", "generalised" (a deterministic generalisation) or "redacted"
-    n_words: int
-    reason: str | None = None  # why the LLM's answer was not used
-    start: int = 0
-    end: int = 0
-    view: str = ""
-    groups: int = 0
-
-
-@dataclass
-class DelinkResult:
-    """The outcome for one document."""
-
-    id: str
-    text: str | None  # None when failed: a linkable text is never returned
-    input_text: str
-    passes: int
-    linkable_after: bool
-    failed: bool = False
-    error: str | None = None
-    audit: list[AuditEntry] = field(default_factory=list)
-    marks: list[tuple[int, int, str]] = field(default_factory=list)
-    first_report: LinkageReport | None = None
-    llm_calls: int = 0
-    llm_seconds: float = 0.0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    generated_tokens: int = 0
-    refusals: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    n_words: int = 0
-    optimum_words: int = 0
-    words_rewritten: int = 0
-    words_redacted: int = 0
-    pii_redacted: int = 0
-    warnings: list[str] = field(default_factory=list)
-    semantic: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSONL record (``text``, ``linkable_after``, ``audit``, figures)."""
-        return {
-            "id": self.id,
-            "text": self.text,
-            "linkable_after": self.linkable_after,
-            "failed": self.failed,
-            "error": self.error,
-            "passes": self.passes,
-            "audit": [asdict(a) for a in self.audit],
-            "llm_calls": self.llm_calls,
-            "llm_seconds": round(self.llm_seconds, 3),
-            "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
-            "generated_tokens": self.generated_tokens,
-            "refusals": self.refusals,
-            "seconds": round(self.seconds, 3),
-            "words": self.n_words,
-            "optimum_words": self.optimum_words,
-            "words_rewritten": self.words_rewritten,
-            "words_redacted": self.words_redacted,
-            "pii_redacted": self.pii_redacted,
-            "warnings": self.warnings,
-            "semantic": self.semantic,
-        }
+GENERALISED = "generalised"
+"""Marks an answer of :mod:`presidio_delink.generalise` (not the LLM's) in
+:meth:`Rewriting.rewrite_runs`."""
 
 
 class Rewriting:
@@ -198,9 +122,8 @@ class Rewriting:
     Args:
         rewriter: the LLM backend; one without a circuit breaker gets one.
         tokenizer: the word model answers are validated with (the index's).
-        strict: raise :class:`LLMError` instead of redacting when the LLM fails.
-        llm_concurrency: requests in flight (None: the backend's default).
-        passage_chars, passage_spans: the most characters and spans per request.
+        settings: the run's settings (``strict``, ``llm_concurrency``, ``passage_chars``,
+            ``passage_spans`` are read here); ``overrides`` replace some of them by name.
         fluency: a check of accepted rewrites (anything with ``reason(text, start, end,
             replacement) -> str | None``: :class:`~presidio_delink.llm.fluency.
             FluencyCheck`, :class:`~presidio_delink.presidio.pos.PosCheck`), or a list
@@ -216,34 +139,24 @@ class Rewriting:
         self,
         rewriter: Rewriter | None,
         tokenizer: Tokenizer,
+        settings: DelinkSettings | None = None,
         *,
-        strict: bool = False,
-        llm_concurrency: int | None = None,
-        passage_chars: int = 700,
-        passage_spans: int = 8,
         fluency: Any = None,
         ner: Any = None,
         known_word: Any = None,
+        **overrides: Any,
     ) -> None:
-        if llm_concurrency is not None and (
-            not isinstance(llm_concurrency, int) or llm_concurrency < 1
-        ):
-            raise ConfigError(f"llm_concurrency must be an integer >= 1, got {llm_concurrency!r}")
-        if passage_chars < 1 or passage_spans < 1:
-            raise ConfigError(
-                f"passage_chars and passage_spans must be >= 1, got {passage_chars}, "
-                f"{passage_spans}"
-            )
+        settings = (settings or DelinkSettings()).replace(**overrides)
         if rewriter is not None and find_breaker(rewriter) is None:
             rewriter = CircuitBreaker(rewriter)
+        self.settings = settings
         self.rewriter = rewriter
         self.tokenizer = tokenizer
-        self.strict = strict
         self.llm_concurrency = (
-            llm_concurrency if llm_concurrency is not None else default_concurrency(rewriter)
+            settings.llm_concurrency
+            if settings.llm_concurrency is not None
+            else default_concurrency(rewriter)
         )
-        self.passage_chars = passage_chars
-        self.passage_spans = passage_spans
         self.fluency = fluency
         self._checks: list[Any] = (
             [] if fluency is None else list(fluency) if isinstance(fluency, (list, tuple))
@@ -252,7 +165,20 @@ class Rewriting:
         self.ner = ner
         self.known_word = known_word
 
-    def _ask_llm(
+    @property
+    def strict(self) -> bool:
+        """Raise instead of redacting when the LLM fails (``settings.strict``)."""
+        return self.settings.strict
+
+    @property
+    def passage_chars(self) -> int:
+        return self.settings.passage_chars
+
+    @property
+    def passage_spans(self) -> int:
+        return self.settings.passage_spans
+
+    def rewrite_runs(
         self,
         text: str,
         rs: list[Run],
@@ -330,7 +256,7 @@ class Rewriting:
                 si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
                 new, _why = check(r, cands, [], text[bounds[si][0] : bounds[si][1]])
                 if new is not None:
-                    out[(r.start, r.end)] = (self._placed(new, text, r), _GENERALISED)
+                    out[(r.start, r.end)] = (self._placed(new, text, r), GENERALISED)
                     continue
             pending.append(r)
         if self.rewriter is None or not pending:
@@ -509,71 +435,70 @@ class Rewriting:
 
 
 class DelinkLoop(Rewriting):
-    """The whole loop (plan, rewrite, validate, apply, verify, repeat, redact, protect).
+    """The whole loop (plan, rewrite, validate, apply, verify, repeat, redact).
+
+    The protection (``settings.protect``) is not part of the loop: the adapters
+    (:class:`~presidio_delink.pipeline.Delinker`, the Presidio engine) run
+    :class:`presidio_delink.protect.ProtectStep` on its result, through this class's
+    public interface (``index``, ``settings``, ``monitor``, :meth:`rewrite_runs`).
 
     Args:
         index: the reference collection's index.
-        k: nothing may occur in fewer than ``k`` groups (>= 2).
-        arity: combinations of up to ``arity`` N-grams are checked too (1..3).
-        max_n: longest N-gram (default: the index's).
+        settings: the run's settings (:class:`~presidio_delink.settings.DelinkSettings`);
+            ``overrides`` replace some of them by name (``k=5``).
         rewriter: the LLM backend; None means redaction only.  One without a
             :class:`~presidio_delink.llm.base.CircuitBreaker` gets one.
-        passes: LLM rewrite passes before the redaction fallback.
-        strict: raise :class:`LLMError` instead of redacting when the LLM fails.
         monitor: anything with ``assess(text) -> dict``: each released text's semantic
             risk figure.
-        llm_concurrency, passage_chars, passage_spans, fluency, ner: see
-            :class:`Rewriting`.
-        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: a result
-            whose source group is given is also edited until those attacks no longer rank
-            that group first (:class:`presidio_delink.protect.Protector`).
+        fluency, ner: see :class:`Rewriting`.
     """
 
     def __init__(
         self,
         index: NgramIndex,
+        settings: DelinkSettings | None = None,
         *,
-        k: int = 2,
-        arity: int = 1,
-        max_n: int | None = None,
         rewriter: Rewriter | None = None,
-        passes: int = 2,
-        strict: bool = False,
         monitor: Any = None,
-        llm_concurrency: int | None = None,
-        passage_chars: int = 700,
-        passage_spans: int = 8,
-        protect: str | None = None,
         fluency: Any = None,
         ner: Any = None,
+        **overrides: Any,
     ) -> None:
-        analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
-        if passes < 0:
-            raise ConfigError(f"passes must be >= 0, got {passes}")
-        if protect is not None:
-            from presidio_delink.protect import parse_modes
-
-            parse_modes(protect)  # raises ConfigError naming a bad one
+        settings = (settings or DelinkSettings()).replace(**overrides)
+        # validates max_n against the index (and k, arity again)
+        analyze(index, "", k=settings.k, arity=settings.arity, max_n=settings.max_n)
         super().__init__(
             rewriter,
             index.tokenizer,
-            strict=strict,
-            llm_concurrency=llm_concurrency,
-            passage_chars=passage_chars,
-            passage_spans=passage_spans,
+            settings,
             fluency=fluency,
             ner=ner,
             known_word=lambda w: index.df(w) > 0,
         )
         self.index = index
-        self.k, self.arity, self.max_n = k, arity, max_n
-        self.passes = passes
         self.monitor = monitor
-        self.protect = protect
-        self._protector: Any = None
-        self._attack_lock = threading.Lock()
         # Written words (inner hyphens and apostrophes kept): edits never split one.
         self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
+
+    @property
+    def k(self) -> int:
+        return self.settings.k
+
+    @property
+    def arity(self) -> int:
+        return self.settings.arity
+
+    @property
+    def max_n(self) -> int | None:
+        return self.settings.max_n
+
+    @property
+    def passes(self) -> int:
+        return self.settings.passes
+
+    @property
+    def protect(self) -> str | None:
+        return self.settings.protect
 
     def check(self, text: str) -> LinkageReport:
         """The linkage report of ``text`` at this loop's ``k``, arity and ``max_n``."""
@@ -606,7 +531,6 @@ class DelinkLoop(Rewriting):
         *,
         res: DelinkResult | None = None,
         marks: Iterable[tuple[int, int, str]] = (),
-        group: str | None = None,
     ) -> DelinkResult:
         """Delink ``text`` (PII already removed) until nothing links.
 
@@ -616,7 +540,6 @@ class DelinkLoop(Rewriting):
             forbidden: strings a rewrite may not put back (removed PII).
             res: a result to fill (its figures are added to); a new one by default.
             marks: labelled spans of ``text`` carried to the output (``res.marks``).
-            group: the source's group, for ``protect``.
 
         Raises:
             LLMError: only in strict mode, when the LLM fails.
@@ -663,8 +586,6 @@ class DelinkLoop(Rewriting):
             if self.monitor is not None:
                 res.semantic = dict(self.monitor.assess(current))
         res.seconds += time.perf_counter() - t0
-        if self.protect and group is not None and res.text is not None:
-            self._protect(res, group, forbidden)
         log.info(
             "document %s: %d passes, %d words rewritten, %d redacted, %d LLM calls",
             doc_id,
@@ -676,16 +597,6 @@ class DelinkLoop(Rewriting):
         return res
 
     # -- internals ----------------------------------------------------------------------
-    def _protect(self, res: DelinkResult, group: str, forbidden: Sequence[str] = ()) -> None:
-        from presidio_delink.protect import Protector
-
-        with self._attack_lock:
-            if self._protector is None:
-                # Protector reads only the loop's settings (index, k, arity, max_n,
-                # monitor), which every DelinkLoop has.
-                self._protector = Protector(cast("Delinker", self), self.protect or "")
-        self._protector.protect(res, group, forbidden=forbidden)
-
     def _edits(
         self,
         text: str,
@@ -715,13 +626,13 @@ class DelinkLoop(Rewriting):
             info[(r.start, r.end)] = min(near, key=lambda x: x[:4])[4] if near else None
         answers: Answers = {}
         if use_llm:
-            answers = self._ask_llm(text, rs, forbidden, res, origins)
+            answers = self.rewrite_runs(text, rs, forbidden, res, origins)
         edits = []
         for r in rs:
             original = text[r.start : r.end]
             new, reason = answers.get((r.start, r.end), (None, None))
             method = "llm" if new is not None and new != REDACTED else "redacted"
-            if method == "llm" and reason == _GENERALISED:
+            if method == "llm" and reason == GENERALISED:
                 method, reason = "generalised", None
             replacement = new if new is not None else REDACTED
             if method != "redacted":

@@ -14,19 +14,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from presidio_delink.core import (
-    DEFAULT_MAX_CHARS,
-    AuditEntry,
-    DelinkLoop,
-    DelinkResult,
-)
+from presidio_delink.core import DelinkLoop
 from presidio_delink.errors import DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
 from presidio_delink.llm.base import Rewriter
+from presidio_delink.protect import ProtectStep
+from presidio_delink.results import AuditEntry, DelinkResult
+from presidio_delink.settings import DEFAULT_MAX_CHARS, DelinkSettings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_MAX_CHARS", "AuditEntry", "DelinkResult", "Delinker"]
+__all__ = ["DEFAULT_MAX_CHARS", "AuditEntry", "DelinkResult", "DelinkSettings", "Delinker"]
 
 
 class Delinker(DelinkLoop):
@@ -37,32 +35,22 @@ class Delinker(DelinkLoop):
 
     Args:
         index: the reference collection's index.
-        k: nothing may occur in fewer than ``k`` documents (>= 2).
-        arity: combinations of up to ``arity`` N-grams are checked too (1..3).
-        max_n: longest N-gram (default: the index's).
+        settings: what the run is (:class:`~presidio_delink.settings.DelinkSettings`:
+            ``k``, ``arity``, ``passes``, ``protect``, ``max_chars``, ...); keyword
+            ``overrides`` replace some of them by name (``Delinker(idx, k=5)``).
         rewriter: the LLM backend (see :func:`presidio_delink.llm.make_rewriter`); None
             means redaction only.  One without a
             :class:`~presidio_delink.llm.base.CircuitBreaker` gets one: after 3 failed
             calls in a row the backend counts as down for this Delinker's lifetime and
             the remaining spans are redacted without further calls.
-        passes: LLM rewrite passes before the redaction fallback.
         analyzer: a Presidio ``AnalyzerEngine`` for PII redaction first; None skips it.
         risk_filter: with ``analyzer``, a ``RiskFilter`` (``presidio_delink.presidio.
             risk_filter``): only the PII spans at risk are redacted; None redacts all.
-        strict: raise :class:`LLMError` (naming the document) instead of falling back to
-            redaction when the LLM fails.
-        max_chars: longer documents are refused (an :class:`InputError`).
         monitor: a semantic linkage monitor (``presidio_delink.eval.SemanticMonitor``, or
             anything with ``assess(text) -> dict``): each result then carries a
             ``semantic`` risk figure for its output (nearest collection document by
             embedding cosine, the cosine, and its margin over the second nearest), the
             method's known limit made visible.
-        llm_concurrency: LLM requests in flight at once (a bounded thread pool; answers
-            are applied in document order, so the output does not depend on it).  None:
-            the backend's ``default_concurrency`` (4 for ``ollama:``/``openai:``, 1 for
-            the embedded engine, which serialises calls anyway).
-        passage_chars: longest passage (consecutive sentences) sent in one LLM request.
-        passage_spans: most spans asked for in one LLM request.
         fluency: a fluency check of accepted rewrites (:class:`~presidio_delink.llm.
             fluency.FluencyCheck`, or anything with ``reason(text, start, end,
             replacement) -> str | None``); None skips it.
@@ -70,51 +58,36 @@ class Delinker(DelinkLoop):
             labels (e.g. ``lambda t: [(e.start_char, e.end_char, e.label_) for e in
             nlp(t).ents]``): a span that is a whole entity gets its type's generalisation
             (:func:`~presidio_delink.generalise.generalise`); None gives no labels.
-        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: a document
-            whose source group is given to :meth:`delink` is also edited until those
-            attacks no longer rank that group first (:mod:`presidio_delink.protect`).
+
+    With ``settings.protect``, a document whose source group is given to :meth:`delink`
+    is also edited until those attacks no longer rank that group first
+    (:class:`~presidio_delink.protect.ProtectStep`, run after the loop).
     """
 
     def __init__(
         self,
         index: NgramIndex,
+        settings: DelinkSettings | None = None,
         *,
-        k: int = 2,
-        arity: int = 1,
-        max_n: int | None = None,
         rewriter: Rewriter | None = None,
-        passes: int = 2,
         analyzer: Any = None,
         risk_filter: Any = None,
-        strict: bool = False,
-        max_chars: int = DEFAULT_MAX_CHARS,
         monitor: Any = None,
-        llm_concurrency: int | None = None,
-        passage_chars: int = 700,
-        passage_spans: int = 8,
-        protect: str | None = None,
         fluency: Any = None,
         ner: Any = None,
+        **overrides: Any,
     ) -> None:
         super().__init__(
-            index,
-            k=k,
-            arity=arity,
-            max_n=max_n,
-            rewriter=rewriter,
-            passes=passes,
-            strict=strict,
-            monitor=monitor,
-            llm_concurrency=llm_concurrency,
-            passage_chars=passage_chars,
-            passage_spans=passage_spans,
-            protect=protect,
-            fluency=fluency,
-            ner=ner,
+            index, settings, rewriter=rewriter, monitor=monitor, fluency=fluency, ner=ner,
+            **overrides,
         )
         self.analyzer = analyzer
         self.risk_filter = risk_filter
-        self.max_chars = max_chars
+        self.protection = ProtectStep(self)
+
+    @property
+    def max_chars(self) -> int:
+        return self.settings.max_chars
 
     # -- public -----------------------------------------------------------------------
     def delink(
@@ -157,7 +130,8 @@ class Delinker(DelinkLoop):
             forbidden += removed
         res.input_text = current
         res.seconds = time.perf_counter() - t0
-        return self.run(current, doc_id, forbidden, res=res, group=group)
+        res = self.run(current, doc_id, forbidden, res=res)
+        return self.protection(res, group, forbidden)
 
     def delink_many(
         self,

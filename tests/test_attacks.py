@@ -213,26 +213,11 @@ def test_protect_containment_breaks_the_chains_and_stays_linkage_free(
     assert _winnow_rank(out.text, CORPUS)[:1] != [doc_id]  # nor does the reference
 
 
-def test_protect_result_with_an_arity_ladder(index: NgramIndex, attack: ContainmentAttack) -> None:
-    from presidio_delink.pipeline import Delinker
-    from presidio_delink.protect import protect_result
-
-    doc_id, text = CORPUS[21]
-    d = Delinker(index, k=2, arity=1)
-    res = d.delink(_edit(text, seed=21), doc_id)
-    before = res.words_redacted
-    out = protect_result(d, attack, res, doc_id, arities=(2,))
-    assert out is not None and res.text == out.text
-    assert rank_of(attack.rank(res.text), doc_id) != 1
-    assert not analyze(index, res.text, k=2, arity=2).linkable  # the stricter step holds
-    assert res.words_redacted > before
-
-
-def test_protect_result_reports_the_released_text(
+def test_protection_reports_the_released_text(
     index: NgramIndex, attack: ContainmentAttack
 ) -> None:
     from presidio_delink.pipeline import Delinker
-    from presidio_delink.protect import protect_result
+    from presidio_delink.protect import Protector
 
     class Monitor:
         def assess(self, text: str) -> dict[str, object]:
@@ -242,11 +227,12 @@ def test_protect_result_reports_the_released_text(
     d = Delinker(index, k=2, arity=1, monitor=Monitor())
     res = d.delink(_edit(text, seed=9), doc_id)
     assert res.text is not None and res.semantic == {"chars": len(res.text)}
-    out = protect_result(d, attack, res, doc_id)
-    assert out is not None and out.words_cut > 0
+    before = res.words_redacted
+    Protector(d, "containment", containment=attack, rewrite=False).protect(res, doc_id)
     assert res.semantic == {"chars": len(res.text)}  # recomputed for the protected text
     cuts = [a for a in res.audit if a.reason == "containment chain"]
-    assert len(cuts) == out.words_cut and all(a.replacement == "[REDACTED]" for a in cuts)
+    assert cuts and all(a.replacement == "[REDACTED]" for a in cuts)
+    assert res.words_redacted >= before + len(cuts)
 
 
 # -- n-gram and semantic attacks -------------------------------------------------------------

@@ -18,6 +18,7 @@ from presidio_delink.eval import metrics
 from presidio_delink.eval.data import EvalDataset, EvalDoc, load_dataset
 from presidio_delink.index import NgramIndex
 from presidio_delink.pipeline import Delinker, DelinkResult
+from presidio_delink.settings import DelinkSettings
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,13 @@ class Setting:
     llm: str = "none"
     passes: int = 2
     protect: str | None = None  # modes of presidio_delink.protect.parse_modes, or None
+
+    @property
+    def delink_settings(self) -> DelinkSettings:
+        """The delink run this setting evaluates."""
+        return DelinkSettings(
+            k=self.k, arity=self.arity, passes=self.passes, protect=self.protect
+        )
 
     @property
     def label(self) -> str:
@@ -190,12 +198,9 @@ def run_eval(
     for s_no, setting in enumerate(settings, 1):
         if setting.llm not in rewriters:
             rewriters = {setting.llm: make_rewriter(setting.llm)}  # one backend loaded at once
+        # protection runs below with the eval's own containment attack
         delinker = Delinker(
-            index,
-            k=setting.k,
-            arity=setting.arity,
-            rewriter=rewriters[setting.llm],
-            passes=setting.passes,
+            index, setting.delink_settings.replace(protect=None), rewriter=rewriters[setting.llm]
         )
         say(f"[{s_no}/{len(settings)}] {setting.label}")
         results: list[DelinkResult] = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from presidio_analyzer import AnalyzerEngine, BatchAnalyzerEngine, RecognizerResult
 from presidio_anonymizer import AnonymizerEngine
@@ -33,6 +34,8 @@ from presidio_delink.llm.base import Rewriter
 from presidio_delink.presidio.operator import DelinkOperator
 from presidio_delink.presidio.pii import anonymize_pii, pii_entities
 from presidio_delink.presidio.recognizer import ENTITY, LinkageRiskRecognizer
+from presidio_delink.protect import ProtectStep
+from presidio_delink.settings import DelinkSettings
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +51,14 @@ class DelinkEngine:
         anonymizer: a Presidio ``AnonymizerEngine``; the ``delink`` operator is added when
             missing.
         index: the reference collection's index.
-        k: nothing may occur in fewer than ``k`` documents (>= 2).
-        arity: combinations of up to ``arity`` N-grams are checked too (1..3).
-        max_n: longest N-gram (default: the index's).
+        settings: what the run is (:class:`~presidio_delink.settings.DelinkSettings`);
+            keyword ``overrides`` replace some of them by name (``k=5``).  ``protect``
+            acts on the texts whose source ``group`` is given to :meth:`anonymize`.
         rewriter: the LLM backend (:func:`presidio_delink.llm.make_rewriter`); None means
             redaction only.  It gets a circuit breaker when it has none.
-        passes: LLM passes before redaction only.
         language: the analysis language.
         pii_operators: Presidio operators for the PII (default ``replace``:
             ``<ENTITY_TYPE>``).
-        strict, llm_concurrency, passage_chars, passage_spans, protect: as for
-            :class:`~presidio_delink.pipeline.Delinker` (``protect`` acts on the texts
-            whose source ``group`` is given to :meth:`anonymize`).
     """
 
     def __init__(
@@ -67,45 +66,26 @@ class DelinkEngine:
         analyzer: AnalyzerEngine,
         anonymizer: AnonymizerEngine,
         index: NgramIndex,
+        settings: DelinkSettings | None = None,
         *,
-        k: int = 2,
-        arity: int = 1,
-        max_n: int | None = None,
         rewriter: Rewriter | None = None,
-        passes: int = 2,
         language: str = "en",
         pii_operators: dict[str, OperatorConfig] | None = None,
-        strict: bool = False,
-        llm_concurrency: int | None = None,
-        passage_chars: int = 700,
-        passage_spans: int = 8,
-        protect: str | None = None,
+        **overrides: Any,
     ) -> None:
-        self.loop = DelinkLoop(
-            index,
-            k=k,
-            arity=arity,
-            max_n=max_n,
-            rewriter=rewriter,
-            passes=passes,
-            strict=strict,
-            llm_concurrency=llm_concurrency,
-            passage_chars=passage_chars,
-            passage_spans=passage_spans,
-            protect=protect,
-        )
+        self.loop = DelinkLoop(index, settings, rewriter=rewriter, **overrides)
+        self.settings = st = self.loop.settings
+        self.protection = ProtectStep(self.loop)
         # For users who analyse with it; the loop checks with linkage.analyze itself.
         self.recognizer = LinkageRiskRecognizer(
-            index, k=k, arity=arity, max_n=max_n, supported_language=language
+            index, k=st.k, arity=st.arity, max_n=st.max_n, supported_language=language
         )
         self.analyzer = analyzer
         self.anonymizer = anonymizer
         if "delink" not in anonymizer.get_anonymizers():
             anonymizer.add_anonymizer(DelinkOperator)
         self.index = index
-        self.k, self.arity, self.max_n = k, arity, max_n
         self.rewriter = self.loop.rewriter
-        self.passes = passes
         self.language = language
         self.pii_operators = pii_operators or {"DEFAULT": OperatorConfig("replace")}
         self.tokenizer = index.tokenizer
@@ -181,7 +161,8 @@ class DelinkEngine:
         current = out.text if out is not None else text
         items = [(i.start, i.end, i.entity_type, i.operator) for i in (out.items if out else [])]
         marks = [(a, b, f"{_PII}{n}") for n, (a, b, _t, _o) in enumerate(items)]
-        res = self.loop.run(current, forbidden=forbidden, marks=marks, group=group)
+        res = self.loop.run(current, forbidden=forbidden, marks=marks)
+        res = self.protection(res, group, forbidden)
         if res.text is None:
             raise DelinkError("the text still links after every fallback; it is withheld")
         final = res.text

@@ -37,8 +37,9 @@ from typing import Any
 
 from presidio_anonymizer.operators import Operator, OperatorType
 
-from presidio_delink.core import DelinkResult, Rewriting
+from presidio_delink.core import Rewriting
 from presidio_delink.edits import REDACTED, Run, rejection
+from presidio_delink.results import DelinkResult
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ class DelinkOperator(Operator):
         rs = [Run(s, e, max(1, len(words.tokens(doc[s:e])))) for s, e in spans]
         scratch = DelinkResult(id="", text=None, input_text=doc, passes=0, linkable_after=True)
         step = Rewriting(rewriter, self._tokenizer, llm_concurrency=1)
-        out = step._ask_llm(doc, rs, forbidden, scratch)
+        out = step.rewrite_runs(doc, rs, forbidden, scratch)
         for w in scratch.warnings:
             log.warning("%s", w)
         return out

@@ -9,9 +9,12 @@
 
 Order.  The ranked protection removes whole terms (every occurrence of the words with
 the largest BM25 lead); many of the chains the containment protection would cut run
-through those words, so running it first leaves containment fewer words to cut: 68.7 %
-of the words of 20 TAB train/dev documents changed in all, against 73.1 % the other way
-round, at half the CPU (``benchmarks/README.md``; held-in documents only).
+through those words, so running it first leaves containment fewer words to cut, at half
+the CPU (measured on held-in documents only: ``benchmarks/README.md``, "--protect").
+
+Where it runs.  Not inside the delink loop: the adapters (``Delinker``, the Presidio
+engine) run :class:`ProtectStep` on the loop's result, through the loop's public
+interface (:class:`.common.LoopAPI`).
 
 Edits.  The chosen words go to :class:`.editor.LoopEditor` first: a deterministic
 generalisation, or the configured LLM's rewrite, each validated by the pipeline's
@@ -26,61 +29,45 @@ is released.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-from presidio_delink.core import DelinkResult
 from presidio_delink.errors import ConfigError
+from presidio_delink.protect.common import LoopAPI, ProtectOutcome
 from presidio_delink.protect.containment import (
     DEFAULT_SAFETY,
-    ProtectOutcome,
     protect_containment,
-    protect_result,
     sensitive,
     variants,
 )
-
-if TYPE_CHECKING:
-    from presidio_delink.pipeline import Delinker
+from presidio_delink.results import DelinkResult
+from presidio_delink.settings import PROTECT_MODES, parse_modes
 
 __all__ = [
     "DEFAULT_SAFETY",
     "MODES",
+    "LoopAPI",
     "ProtectOutcome",
+    "ProtectStep",
     "Protector",
     "parse_modes",
     "protect_containment",
-    "protect_result",
     "sensitive",
     "variants",
 ]
 
 #: The protections, in the order they run.
-MODES = ("ranked", "containment")
-
-
-def parse_modes(spec: str | Iterable[str] | None) -> tuple[str, ...]:
-    """``"containment,ranked"`` / ``"all"`` / an iterable of names -> ordered modes."""
-    if spec is None:
-        return ()
-    parts = spec.split(",") if isinstance(spec, str) else list(spec)
-    names = {p.strip().lower() for p in parts if p.strip()}
-    if "all" in names:
-        names = (names - {"all"}) | set(MODES)
-    bad = sorted(names - set(MODES))
-    if bad:
-        raise ConfigError(
-            f"unknown protection {', '.join(bad)}; choose from {', '.join(MODES)} or all"
-        )
-    return tuple(m for m in MODES if m in names)
+MODES = PROTECT_MODES
 
 
 class Protector:
     """Runs the chosen protections on pipeline results (one attack object per index).
 
     Args:
-        delinker: the pipeline whose results are protected (its index, ``k``, arity).
+        delinker: the delink loop whose results are protected (its index, settings and
+            :meth:`rewrite_runs`: :class:`.common.LoopAPI`).
         modes: protections (see :func:`parse_modes`).
         containment: the containment attack (default: one over the delinker's index).
         ranked: the ranked attack (default: one over the delinker's index with the
@@ -94,7 +81,7 @@ class Protector:
 
     def __init__(
         self,
-        delinker: Delinker,
+        delinker: LoopAPI,
         modes: str | Sequence[str],
         *,
         containment: Any = None,
@@ -114,7 +101,7 @@ class Protector:
         if "containment" in self.modes and containment is None:
             from presidio_delink.attacks.containment import ContainmentAttack
 
-            containment = ContainmentAttack(delinker.index, k=delinker.k)
+            containment = ContainmentAttack(delinker.index, k=delinker.settings.k)
         self.containment = containment
         self.ranked = ranked  # built on first use (a few seconds, once per index)
         self.max_rounds = max_rounds
@@ -137,8 +124,9 @@ class Protector:
             return res
         t0 = time.perf_counter()
         d = self.delinker
+        st = d.settings
         editor = None
-        if self.rewrite and hasattr(d, "_ask_llm"):
+        if self.rewrite:
             from presidio_delink.protect.editor import LoopEditor
 
             editor = LoopEditor(d, res, forbidden)
@@ -148,8 +136,8 @@ class Protector:
             for mode in self.modes:
                 if mode == "containment":
                     out = protect_containment(
-                        res.text, group, self.containment, k=d.k, arity=d.arity,
-                        max_n=d.max_n, marks=res.marks, editor=editor,
+                        res.text, group, self.containment, k=st.k, arity=st.arity,
+                        max_n=st.max_n, marks=res.marks, editor=editor,
                         safety=self.containment_safety,
                     )
                 else:
@@ -158,9 +146,9 @@ class Protector:
                     if self.ranked is None:
                         from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack
 
-                        self.ranked = RankedAttack(d.index, k=d.k, members=PROTECT_MEMBERS)
+                        self.ranked = RankedAttack(d.index, k=st.k, members=PROTECT_MEMBERS)
                     out = pr.protect_ranked(
-                        res.text, group, self.ranked, k=d.k, arity=d.arity, max_n=d.max_n,
+                        res.text, group, self.ranked, k=st.k, arity=st.arity, max_n=st.max_n,
                         marks=res.marks, editor=editor, safety=self.ranked_safety,
                         sentence_safety=self.sentence_safety,
                     )
@@ -182,3 +170,34 @@ class Protector:
         res.words_redacted += out.words_cut + out.words_relinked
         res.words_rewritten += out.words_rewritten
         return out.words_cut + out.words_relinked + out.words_rewritten
+
+
+class ProtectStep:
+    """The protection as a step after the delink loop: what the adapters call.
+
+    ``step(res, group, forbidden)`` protects ``res`` in place when the loop's
+    ``settings.protect`` names protections, the source's ``group`` is known and the
+    result was released (its text is not None); otherwise it returns ``res`` unchanged.
+    The :class:`Protector` (its attacks take seconds to build) is built on first use, once,
+    and shared by the threads that call the step.
+    """
+
+    def __init__(self, loop: LoopAPI) -> None:
+        self.loop = loop
+        self._protector: Protector | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def protector(self) -> Protector:
+        """The protector (built on first use)."""
+        with self._lock:
+            if self._protector is None:
+                self._protector = Protector(self.loop, self.loop.settings.protect or "")
+            return self._protector
+
+    def __call__(
+        self, res: DelinkResult, group: str | None, forbidden: Sequence[str] = ()
+    ) -> DelinkResult:
+        if not self.loop.settings.protect or group is None or res.text is None:
+            return res
+        return self.protector.protect(res, group, forbidden=forbidden)

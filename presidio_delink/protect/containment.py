@@ -50,25 +50,17 @@ linkage check; rounds are few (each cuts at least one run; 1-2 s per TAB documen
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
-from presidio_delink.core import AuditEntry, DelinkResult
-from presidio_delink.edits import REDACTED, apply, runs, stabbing_tokens
 from presidio_delink.errors import ConfigError
-from presidio_delink.index import NgramIndex
-from presidio_delink.linkage import analyze
-
-if TYPE_CHECKING:
-    from presidio_delink.pipeline import Delinker
+from presidio_delink.protect.common import ProtectOutcome, edit_spans, relink
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_SAFETY", "ProtectOutcome", "protect_containment", "protect_result"]
+__all__ = ["DEFAULT_SAFETY", "ProtectOutcome", "protect_containment"]
 
 #: Relative safety factor (see the module docstring).  Chosen on held-in data only
 #: (``benchmarks/ranked/calibrate_protect.py``: 40 TAB train/dev and 20 Wikipedia texts,
@@ -77,20 +69,6 @@ __all__ = ["DEFAULT_SAFETY", "ProtectOutcome", "protect_containment", "protect_r
 #: and 0.4), so the smallest with the fewest finds.  The margin matters little here; what
 #: is left is found by detectors the variants do not cover.
 DEFAULT_SAFETY = 0.1
-
-
-@dataclass
-class ProtectOutcome:
-    """What protection did to one text."""
-
-    text: str
-    rounds: int = 0
-    words_cut: int = 0
-    words_relinked: int = 0  # redacted because a cut made an N-gram linkable
-    words_rewritten: int = 0  # rewritten by an editor instead of cut
-    source_rank: int | None = None
-    audit: list[AuditEntry] = field(default_factory=list)
-    marks: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 #: The chain scoring rules the stop condition checks (see :func:`rule_scores`).
@@ -242,8 +220,6 @@ def protect_containment(
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
             break
         chosen = [i for i in chosen if i < len(tokens)]
-        from presidio_delink.protect.ranked import edit_spans
-
         out.text, out.marks, audit, red, rew = edit_spans(
             out.text,
             [(tokens[i].start, tokens[i].end) for i in chosen],
@@ -254,7 +230,7 @@ def protect_containment(
         out.audit.extend(audit)
         out.words_cut += red
         out.words_rewritten += rew
-        _relink(out, index, k, arity, max_n)
+        relink(out, index, k, arity, max_n)
     ranking = attack.scores(out.text)
     out.source_rank = rank_of(ranking, group)
     return out
@@ -303,90 +279,3 @@ def _cuts(positions: set[int], q: int, need: int) -> list[int]:
     return sorted(set(chosen))
 
 
-def _relink(out: ProtectOutcome, index: NgramIndex, k: int, arity: int, max_n: int | None) -> None:
-    """Redact what a cut made linkable (the pipeline's rule), until nothing links."""
-    for _ in range(1000):
-        rep = analyze(index, out.text, k=k, arity=arity, max_n=max_n)
-        if not rep.linkable:
-            return
-        segs = index.tokenizer.segments(out.text)
-        tokens = [t for s in segs for t in s]
-        chosen = stabbing_tokens([(a, b) for a, b, _ in rep.spans()], tokens)
-        edits = [(r.start, r.end, REDACTED) for r in runs(chosen, segs)]
-        out.words_relinked += len(chosen)
-        out.text, out.marks = apply(out.text, edits, out.marks)
-    raise AssertionError("a redaction loop did not terminate")  # pragma: no cover
-
-
-def protect_result(
-    delinker: Delinker,
-    attack: ContainmentAttack,
-    res: DelinkResult,
-    group: str,
-    *,
-    safety: float = DEFAULT_SAFETY,
-    arities: Sequence[int] = (),
-) -> ProtectOutcome | None:
-    """Protect a pipeline result in place (text, audit, marks, words changed).
-
-    Args:
-        delinker: the pipeline that produced ``res`` (its ``k``, arity and rewriter).
-        attack: the containment attack.
-        res: the pipeline's result.
-        group: the source's group.
-        safety: see :func:`protect_containment`.
-        arities: escalation steps tried first, in order (e.g. ``(2, 3)``): the text is
-            delinked again at that arity until the goal is met; the chain cuts follow.
-            Empty by default: on TAB, arity 2 and 3 change 75-77 % of the words and the
-            cuts alone far fewer.
-
-    Returns:
-        None (and nothing changed) when the result failed.
-    """
-    if res.text is None:
-        return None
-    t0 = time.perf_counter()
-    arity = delinker.arity
-    for a in arities:
-        if a <= arity:
-            continue
-        if _goal(attack, res.text, group, safety)[0]:
-            break
-        from presidio_delink.pipeline import Delinker
-
-        step = Delinker(
-            delinker.index,
-            k=delinker.k,
-            arity=a,
-            max_n=delinker.max_n,
-            rewriter=delinker.rewriter,
-            passes=delinker.passes,
-        ).delink(res.text, res.id)
-        if step.text is None:  # cannot happen without an LLM error in strict mode
-            break
-        arity = a
-        res.text = step.text
-        res.audit.extend(step.audit)
-        res.words_rewritten += step.words_rewritten
-        res.words_redacted += step.words_redacted
-        res.llm_calls += step.llm_calls
-        res.marks = step.marks  # offsets of the new text (earlier marks are not carried)
-    out = protect_containment(
-        res.text,
-        group,
-        attack,
-        k=delinker.k,
-        arity=arity,
-        max_n=delinker.max_n,
-        safety=safety,
-        marks=res.marks,
-    )
-    res.text = out.text
-    res.marks = out.marks
-    res.audit.extend(out.audit)
-    res.words_redacted += out.words_cut + out.words_relinked
-    res.linkable_after = False
-    if delinker.monitor is not None and (out.words_cut or arity != delinker.arity):
-        res.semantic = dict(delinker.monitor.assess(res.text))  # of the text released
-    res.seconds += time.perf_counter() - t0
-    return out

