@@ -793,39 +793,18 @@ def delink(
         idx, settings, rewriter=rewriter, analyzer=analyzer, risk_filter=risk_filter,
         monitor=monitor, fluency=checks,
     )
-    from presidio_delink.attacks.audit import linked_by, source_ranks
-    from presidio_delink.attacks.containment import ContainmentAttack
+    from presidio_delink.attacks.audit import Auditor
 
-    containment = ContainmentAttack(idx, k=k)
-    ranked = None  # built on the first document with a known source (seconds, once)
+    auditor = Auditor(idx, k, monitor)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = _source_map(inputs, source_field) if source_field else {}
 
     def source_group(doc_id: str) -> str | None:
         return group_of.get(sources.get(doc_id, doc_id))
     results = []
-    all_ranks: dict[str, dict[str, Any]] = {}
-    failed = known = linked_docs = reused = 0
-    first = {"containment": 0, "ranked": 0}
-    claimed = {"containment": 0, "ranked": 0}
-    oracle = 0  # documents some sentence ranks first (ranked search; an oracle reading)
+    failed = reused = 0
     finished: list[str] = []  # the records written so far (kept if the run stops)
     nulls: list[str] = []
-
-    def tally(doc_id: str, group: str, ranks: dict[str, Any]) -> None:
-        """Count one audited document in the risk lines and the exit code."""
-        nonlocal known, linked_docs, oracle
-        known += 1
-        oracle += (ranks.get("ranked") or {}).get("any_sentence_rank") == 1
-        for name in first:
-            r = ranks.get(name)
-            if r is None:
-                continue
-            first[name] += r["source_rank"] == 1
-            # the margin decision claims the source itself
-            claimed[name] += bool(r["linked"]) and r.get("claimed", r["top_group"]) == group
-        linked_docs += bool(linked_by(ranks))
-        all_ranks[doc_id] = ranks
 
     def pending(out: Any) -> Any:
         """The documents to delink; finished ones of an earlier run written in place (in
@@ -842,7 +821,7 @@ def delink(
                 failed += bool(old.get("failed"))
                 group = source_group(doc_id)
                 if group is not None and isinstance(old.get("source_ranks"), dict):
-                    tally(doc_id, group, old["source_ranks"])
+                    auditor.add(doc_id, group, old["source_ranks"])
                 continue
             yield doc_id, text
 
@@ -860,14 +839,7 @@ def delink(
                 group = source_group(res.id)
                 rec = res.to_json()
                 if group is not None and res.text is not None:
-                    if ranked is None:
-                        from presidio_delink.attacks.ranked import RankedAttack
-
-                        ranked = RankedAttack(idx, k=k)
-                    rec["source_ranks"] = ranks = source_ranks(
-                        res.text, group, containment, monitor, ranked
-                    )
-                    tally(res.id, group, ranks)
+                    rec["source_ranks"] = auditor.audit(res.id, res.text, group)
                 line = json.dumps(rec, ensure_ascii=False) + "\n"
                 out.write(line)
                 finished.append(line)
@@ -877,7 +849,7 @@ def delink(
             if report is not None:
                 from presidio_delink.report import render
 
-                report.write(render(results, source_ranks=all_ranks))
+                report.write(render(results, source_ranks=auditor.ranks))
     except BaseException as exc:
         if finished and (resume or isinstance(exc, KeyboardInterrupt)):
             with atomic_output(partial) as keep:
@@ -910,24 +882,11 @@ def delink(
         f"than {k} collection groups (the guarantee covers phrase search only)",
         err=True,
     )
-    if known:
-        click.echo(
-            f"risk, ranked search (BM25, {len(ranked.members) if ranked else 0} tokenisers, "
-            f"whole text or the best sentence): source ranked first for {first['ranked']} of "
-            f"{known} documents with a known source; the calibrated margin claims it for "
-            f"{claimed['ranked']}; some sentence ranks it first for {oracle} (a reader who "
-            "knows the source can pick that sentence; a searcher cannot)",
-            err=True,
-        )
-        click.echo(
-            "risk, containment search (near-verbatim alignment): source ranked first for "
-            f"{first['containment']} of {known} documents; the calibrated margin claims it for "
-            f"{claimed['containment']}",
-            err=True,
-        )
+    for line in auditor.lines():
+        click.echo(line, err=True)
     if failed:
         sys.exit(1)
-    sys.exit(3 if linked_docs else 0)
+    sys.exit(3 if auditor.flagged else 0)
 
 
 def _read_partial(path: Path) -> dict[str, str]:

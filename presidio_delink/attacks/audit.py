@@ -13,13 +13,14 @@ Cost: one run of each attack.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from presidio_delink.attacks.base import rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
 from presidio_delink.attacks.ranked import RankedAttack
 
-__all__ = ["linked_by", "source_ranks"]
+__all__ = ["Auditor", "linked_by", "source_ranks"]
 
 
 def source_ranks(
@@ -105,3 +106,80 @@ def linked_by(ranks: dict[str, dict[str, Any]]) -> list[str]:
     """The attacks of a ``source_ranks`` record that rank the source first (the cautious
     reading: what the user is told, whatever the margins decide)."""
     return [name for name, r in ranks.items() if r.get("source_rank") == 1]
+
+
+class Auditor:
+    """The audit of a batch run: each output whose source is known is attacked
+    (:func:`source_ranks`), and the tallies become one risk line per attack.
+
+    ``delink`` (the CLI and :mod:`presidio_delink.batch`) uses it for every document, the
+    ones reused from an earlier run included (:meth:`add` their stored records).
+
+    Args:
+        index: the collection's :class:`~presidio_delink.index.ngram_index.NgramIndex`.
+        k: the run's ``k`` (the attacks' decision threshold).
+        monitor: a ``SemanticMonitor`` to also report, or None.
+    """
+
+    ATTACKS = ("containment", "ranked")
+
+    def __init__(self, index: Any, k: int, monitor: Any = None) -> None:
+        self.index = index
+        self.k = k
+        self.monitor = monitor
+        self.containment = ContainmentAttack(index, k=k)
+        self._ranked: RankedAttack | None = None  # built on first use (seconds, once)
+        self.ranks: dict[str, dict[str, Any]] = {}
+        self.first = dict.fromkeys(self.ATTACKS, 0)
+        self.claimed = dict.fromkeys(self.ATTACKS, 0)
+        self.oracle = 0  # documents some sentence ranks first (an oracle reading)
+        self.flagged = 0  # documents some attack ranks first
+
+    @property
+    def ranked(self) -> RankedAttack:
+        if self._ranked is None:
+            self._ranked = RankedAttack(self.index, k=self.k)
+        return self._ranked
+
+    @property
+    def known(self) -> int:
+        """Documents audited (their source known)."""
+        return len(self.ranks)
+
+    def audit(self, doc_id: str, text: str, group: str) -> dict[str, dict[str, Any]]:
+        """Attack ``text`` (from source ``group``), count it, return its record."""
+        ranks = source_ranks(text, group, self.containment, self.monitor, self.ranked)
+        self.add(doc_id, group, ranks)
+        return ranks
+
+    def add(self, doc_id: str, group: str, ranks: Mapping[str, Any]) -> None:
+        """Count one audited document (a stored ``source_ranks`` record)."""
+        ranks = dict(ranks)
+        self.oracle += (ranks.get("ranked") or {}).get("any_sentence_rank") == 1
+        for name in self.ATTACKS:
+            r = ranks.get(name)
+            if r is None:
+                continue
+            self.first[name] += r.get("source_rank") == 1
+            # the margin decision claims the source itself
+            self.claimed[name] += bool(r.get("linked")) and r.get(
+                "claimed", r.get("top_group")
+            ) == group
+        self.flagged += bool(linked_by(ranks))
+        self.ranks[doc_id] = ranks
+
+    def lines(self) -> list[str]:
+        """One risk line per attack (none when no document had a known source)."""
+        if not self.known:
+            return []
+        n, members = self.known, len(self._ranked.members) if self._ranked else 0
+        return [
+            f"risk, ranked search (BM25, {members} tokenisers, whole text or the best "
+            f"sentence): source ranked first for {self.first['ranked']} of {n} documents "
+            f"with a known source; the calibrated margin claims it for "
+            f"{self.claimed['ranked']}; some sentence ranks it first for {self.oracle} (a "
+            "reader who knows the source can pick that sentence; a searcher cannot)",
+            "risk, containment search (near-verbatim alignment): source ranked first for "
+            f"{self.first['containment']} of {n} documents; the calibrated margin claims it "
+            f"for {self.claimed['containment']}",
+        ]
