@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from presidio_delink import __version__
-from presidio_delink.errors import DelinkError
+from presidio_delink.errors import ConfigError, DelinkError
 
 log = logging.getLogger("presidio_delink")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,7 +40,12 @@ def _clean_errors(func: F) -> F:
         except BrokenPipeError:  # output piped into `head`
             sys.stderr.close()
             sys.exit(0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            from presidio_delink.batch import Terminated
+
+            if isinstance(exc, Terminated):
+                click.echo("terminated (SIGTERM)", err=True)
+                sys.exit(143)
             click.echo("interrupted", err=True)
             sys.exit(2)
         except OSError as exc:  # names a file, never its content
@@ -166,7 +171,6 @@ def index_build(
     JSONL (and JSON-list) records may carry a "group" (the person or case the document
     is about): k then counts distinct groups.
     """
-    from presidio_delink.errors import ConfigError
     from presidio_delink.index import NgramIndex
     from presidio_delink.index.format import read_key
     from presidio_delink.io import read_many_grouped
@@ -247,7 +251,6 @@ def index_query(
     """Print {"ngram", "view", "df", "groups", "doc_ids"} for each PHRASE (one N-gram
     each); df counts documents, groups distinct groups; "doc_ids" lists the first
     --limit documents ("more" says how many were left out)."""
-    from presidio_delink.errors import ConfigError
 
     idx = _load_index(directory, key_file)
     if view is not None and view not in idx.views:
@@ -525,7 +528,6 @@ def _make_attacks(
     idx: Any, k: int, methods: list[str], monitor_inputs: tuple[Path, ...], near: Path | None
 ) -> dict[str, Any]:
     """The containment / ranked / semantic attacks that ``methods`` need."""
-    from presidio_delink.errors import ConfigError
 
     out: dict[str, Any] = {}
     if "containment" in methods:
@@ -682,9 +684,20 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
 @click.option(
     "--resume",
     is_flag=True,
-    help="If the run stops on an error, keep its finished documents in OUTPUT.partial "
-    "(an interrupted run always does); reuse those an earlier run kept there (same inputs "
-    "and settings): only the other documents are delinked.",
+    help="Reuse the finished documents an earlier, stopped run kept in OUTPUT.partial, "
+    "where they were made with the same settings, index, LLM and input; delink the rest.",
+)
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Discard an earlier run's OUTPUT.partial and delink every document.",
+)
+@click.option(
+    "--max-chars",
+    default=5_000_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Longest document accepted, in characters (longer ones fail, saying so).",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -714,6 +727,8 @@ def delink(
     output: Path,
     report_path: Path | None,
     resume: bool,
+    fresh: bool,
+    max_chars: int,
     progress: bool,
     inputs: tuple[Path, ...],
 ) -> None:
@@ -724,143 +739,88 @@ def delink(
     "source_ranks" gives the source's rank under ranked (BM25) search, containment (and
     semantic) search, and one risk line per attack ends the run.
 
-    OUTPUT appears only when the whole run succeeded.  When a run is interrupted (Ctrl-C),
-    or stops on an error with --resume, the documents already finished are kept in
-    OUTPUT.partial; rerun with --resume to delink only the rest.
+    Every input record is checked before the first document is delinked.  OUTPUT (and
+    the report) appear only when the whole run succeeded; until then each finished
+    document is kept in OUTPUT.partial, whatever stops the run (an error, Ctrl-C,
+    SIGTERM).  Rerun with --resume to reuse those made with the same settings, index,
+    LLM and input, or with --fresh to discard them.
+
+    OUTPUT holds the phrases each edit removed (audit[].original): it is sensitive.
+    `presidio-delink release OUTPUT -o PUBLIC.jsonl` writes the file that may be shared.
 
     Exit code 0 when every document came out linkage-free and no audit attack ranks a known
     source first, 1 when some document failed, 3 when none failed but an audit attack
     ranks some document's source first, 2 on error.
     """
-    from presidio_delink.io import atomic_output, check_output_paths, read_checked
-    from presidio_delink.llm import make_rewriter
-    from presidio_delink.pipeline import Delinker
+    from presidio_delink.attacks.audit import Auditor
+    from presidio_delink.batch import (
+        LLMOptions,
+        PIIOptions,
+        delink_batch,
+        make_delinker,
+        sigterm_raises,
+        source_map,
+    )
+    from presidio_delink.io import check_output_paths
     from presidio_delink.settings import DelinkSettings
 
+    if resume and fresh:
+        raise ConfigError("--resume and --fresh exclude each other")
     check_output_paths(
-        {"--output": output, "--report": report_path, "--cache": cache_path},
+        {"--output": output, "--report": report_path, "--cache": cache_path,
+         "--output's partial file": output.with_name(output.name + ".partial")},
         [*inputs, *monitor_inputs],
         {"index": index_dir, "key file": key_file},
     )
-    partial = output.with_name(output.name + ".partial")
-    check_output_paths({"--output": partial}, [*inputs, *monitor_inputs], {"index": index_dir})
-    idx = _load_index(index_dir, key_file)
-    from presidio_delink.errors import ConfigError as _ConfigError
-
-    if k > idx.n_groups:
-        raise _ConfigError(
-            f"-k {k} is larger than the {idx.n_groups} groups (documents) of the index: "
-            "every phrase would be flagged"
-        )
-    done = _read_partial(partial) if resume else {}
-    if not resume and partial.exists():
-        click.echo(
-            f"note: {partial} holds finished documents of an earlier run; --resume reuses "
-            "them (this run replaces it)",
-            err=True,
-        )
-    rewriter = make_rewriter(
-        llm_spec, cache_path=cache_path, allow_remote=allow_remote, timeout=llm_timeout
-    )
-    from presidio_delink.errors import ConfigError
-
-    analyzer = risk_filter = None
-    if mask_policy != "all" and not redact_pii:
-        raise ConfigError("--mask-policy risk needs --redact-pii (it filters the PII spans)")
-    if redact_pii:
-        from presidio_delink.presidio.engines import make_analyzer
-        from presidio_delink.presidio.risk_filter import make_risk_filter
-
-        analyzer = make_analyzer(spacy_model)
-        risk_filter = make_risk_filter(
-            mask_policy, risk_llm, idx, threshold=risk_threshold,
-            allow_remote=allow_remote, timeout=llm_timeout,
-        )
-    monitor = None
-    if monitor_inputs:
-        monitor = _semantic_monitor(idx, k, monitor_inputs, output)
-    checks = None
-    if pos_check and rewriter is not None:
-        from presidio_delink.presidio.pos import PosCheck
-
-        checks = PosCheck(spacy_model)
-        checks.load()  # a missing model fails now, not at the first rewrite
     settings = DelinkSettings(
         k=k, arity=arity, max_n=max_n, passes=passes, strict=strict,
         llm_concurrency=llm_concurrency, protect=protect, mask_policy=mask_policy,
+        max_chars=max_chars,
     )
-    delinker = Delinker(
-        idx, settings, rewriter=rewriter, analyzer=analyzer, risk_filter=risk_filter,
-        monitor=monitor, fluency=checks,
+    idx = _load_index(index_dir, key_file)
+    monitor = _semantic_monitor(idx, k, monitor_inputs, output) if monitor_inputs else None
+    delinker, made_by = make_delinker(
+        idx, settings,
+        LLMOptions(llm_spec, cache_path, allow_remote, llm_timeout),
+        PIIOptions(redact_pii, spacy_model, risk_llm, risk_threshold, pos_check),
+        monitor,
     )
-    from presidio_delink.attacks.audit import Auditor
-
-    auditor = Auditor(idx, k, monitor)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
-    sources = _source_map(inputs, source_field) if source_field else {}
+    sources = source_map(inputs, source_field) if source_field else {}
 
     def source_group(doc_id: str) -> str | None:
         return group_of.get(sources.get(doc_id, doc_id))
-    results = []
-    failed = reused = 0
-    finished: list[str] = []  # the records written so far (kept if the run stops)
-    nulls: list[str] = []
 
-    def pending(out: Any) -> Any:
-        """The documents to delink; finished ones of an earlier run written in place (in
-        input order: the consumer writes each result before it asks for the next), and
-        their audit counted as if delinked now."""
-        nonlocal reused, failed
-        for doc_id, text in read_checked(inputs, nulls):
-            line = done.get(doc_id)
-            if line is not None:
-                out.write(line)
-                finished.append(line)
-                reused += 1
-                old = json.loads(line)
-                failed += bool(old.get("failed"))
-                group = source_group(doc_id)
-                if group is not None and isinstance(old.get("source_ranks"), dict):
-                    auditor.add(doc_id, group, old["source_ranks"])
-                continue
-            yield doc_id, text
-
-    # Both files appear together, and only when the whole run succeeded.
+    mode = "resume" if resume else "fresh" if fresh else "new"
     try:
         with contextlib.ExitStack() as stack:
-            close = getattr(rewriter, "close", None)
+            close = getattr(delinker.rewriter, "close", None)
             if callable(close):  # the rewriter's HTTP connections, at the end of the run
                 stack.callback(close)
-            out = stack.enter_context(atomic_output(output))
-            report = stack.enter_context(atomic_output(report_path)) if report_path else None
-            for res in delinker.delink_many(
-                pending(out), progress=progress, group_of=source_group
-            ):
-                group = source_group(res.id)
-                rec = res.to_json()
-                if group is not None and res.text is not None:
-                    rec["source_ranks"] = auditor.audit(res.id, res.text, group)
-                line = json.dumps(rec, ensure_ascii=False) + "\n"
-                out.write(line)
-                finished.append(line)
-                failed += res.failed
-                if report is not None:
-                    results.append(res)
-            if report is not None:
-                from presidio_delink.report import render
-
-                report.write(render(results, source_ranks=auditor.ranks))
+            stack.enter_context(sigterm_raises())
+            summary = delink_batch(
+                delinker, inputs, output, made_by=made_by, group_of=source_group,
+                auditor=Auditor(idx, k, monitor), report=report_path, journal_mode=mode,
+                progress=progress,
+            )
     except BaseException as exc:
-        if finished and (resume or isinstance(exc, KeyboardInterrupt)):
-            with atomic_output(partial) as keep:
-                keep.writelines(finished)
+        kept = getattr(exc, "batch_kept", 0)
+        if kept:
             click.echo(
-                f"kept the {len(finished)} finished documents in {partial}; rerun with "
+                f"kept the {kept} finished documents in {output}.partial; rerun with "
                 "--resume to delink only the rest",
                 err=True,
             )
         raise
-    partial.unlink(missing_ok=True)
+    _print_batch(summary, output, report_path, k)
+    if summary.failed:
+        sys.exit(1)
+    sys.exit(3 if summary.flagged else 0)
+
+
+def _print_batch(summary: Any, output: Path, report_path: Path | None, k: int) -> None:
+    """The end-of-run lines of ``delink`` (counts only)."""
+    nulls = summary.nulls
     if nulls:
         click.echo(
             f"warning: {len(nulls)} null texts (missing documents) skipped: "
@@ -868,62 +828,56 @@ def delink(
             + (" ..." if len(nulls) > 5 else ""),
             err=True,
         )
-    if reused:
-        click.echo(f"{reused} documents reused from {partial}", err=True)
-    n = len(results) if report_path else None
+    if summary.reused or summary.redone:
+        click.echo(
+            f"{summary.reused} documents reused from {output}.partial"
+            + (f"; {summary.redone} made there with other settings, index, LLM or input "
+               "were delinked again" if summary.redone else ""),
+            err=True,
+        )
+    n = summary.report_docs
     click.echo(
         f"wrote {output}"
-        + (f" and {report_path} ({n} documents)" if n else "")
-        + (f"; {failed} failed" if failed else ""),
+        + (f" and {report_path} ({n} documents)" if report_path else "")
+        + (f"; {summary.failed} failed" if summary.failed else ""),
         err=True,
     )
     click.echo(
-        f"phrase search: no phrase of the {'other ' if failed else ''}outputs occurs in fewer "
-        f"than {k} collection groups (the guarantee covers phrase search only)",
+        f"phrase search: no phrase of the {'other ' if summary.failed else ''}outputs occurs "
+        f"in fewer than {k} collection groups (the guarantee covers phrase search only)",
         err=True,
     )
-    for line in auditor.lines():
+    for line in summary.audit_lines:
         click.echo(line, err=True)
-    if failed:
-        sys.exit(1)
-    sys.exit(3 if auditor.flagged else 0)
+    click.echo(
+        f"{output} holds the removed phrases (audit): keep it private; `presidio-delink "
+        f"release {output} -o PUBLIC.jsonl` writes what may be shared",
+        err=True,
+    )
 
 
-def _read_partial(path: Path) -> dict[str, str]:
-    """``{doc id: record line}`` of an earlier run's OUTPUT.partial (none when missing)."""
-    from presidio_delink.errors import InputError
+@main.command("release")
+@click.argument("records", type=click.Path(path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path))
+@_clean_errors
+def release_cmd(records: Path, output: Path) -> None:
+    """Write the file that may be shared: the id and text of each document of RECORDS (a
+    `delink` output, or the review app's export) that came out linkage-free and, in a
+    review export, was signed off.  No audit, no removed phrases, no review trail."""
+    from presidio_delink.batch import release
+    from presidio_delink.io import check_output_paths
 
-    out: dict[str, str] = {}
-    if not path.exists():
-        return out
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            try:
-                rec = json.loads(line)
-                out[str(rec["id"])] = line if line.endswith("\n") else line + "\n"
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise InputError(f"{path}:{n}: not a record of this tool; remove the file") from exc
-    return out
-
-
-def _source_map(inputs: tuple[Path, ...], field: str) -> dict[str, str]:
-    """``{doc id: source id}`` from the ``field`` of JSONL records."""
-    from presidio_delink.errors import InputError
-
-    out: dict[str, str] = {}
-    for path in inputs:
-        if path.is_dir() or path.suffix == ".json":
-            raise InputError(f"--source-field needs JSONL input, not {path}")
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # the reader names the bad line
-                    if isinstance(rec, dict) and field in rec and "id" in rec:
-                        out[str(rec["id"])] = str(rec[field])
-    return out
+    check_output_paths({"-o": output}, [records], {})
+    s = release(records, output)
+    held = [
+        f"{n} {what}" for n, what in ((s.failed, "failed"), (s.linkable, "still linkable"),
+                                      (s.not_signed_off, "not signed off")) if n
+    ]
+    click.echo(
+        f"released {s.released} documents to {output}"
+        + (f"; held back {', '.join(held)}" if held else ""),
+        err=True,
+    )
 
 
 @main.group()

@@ -116,7 +116,7 @@ class Delinker(DelinkLoop):
         if len(text) > self.max_chars:
             raise InputError(
                 f"document {doc_id!r} has {len(text)} characters, more than max_chars="
-                f"{self.max_chars}; split it or raise the limit"
+                f"{self.max_chars}; split it or raise the limit (max_chars, delink --max-chars)"
             )
         t0 = time.perf_counter()
         res = DelinkResult(id=doc_id, text=None, input_text=text, passes=0, linkable_after=True)
@@ -132,6 +132,25 @@ class Delinker(DelinkLoop):
         res.seconds = time.perf_counter() - t0
         res = self.run(current, doc_id, forbidden, res=res)
         return self.protection(res, group, forbidden)
+
+    def delink_one(self, doc_id: str, text: str, group: str | None = None) -> DelinkResult:
+        """:meth:`delink`, except that a document that cannot be delinked (too long, bad
+        text, ...) gives a failed result saying why instead of raising; an LLM error
+        under ``strict`` still raises."""
+        try:
+            return self.delink(text, doc_id, group=group)
+        except LLMError:
+            raise  # strict mode asked for it
+        except DelinkError as exc:
+            return DelinkResult(
+                id=doc_id,
+                text=None,
+                input_text="",
+                passes=0,
+                linkable_after=True,
+                failed=True,
+                error=str(exc),
+            )
 
     def delink_many(
         self,
@@ -154,21 +173,9 @@ class Delinker(DelinkLoop):
             bar = tqdm(unit="doc", desc="delinking")
         try:
             for doc_id, text in docs:
-                try:
-                    group = group_of(doc_id) if group_of is not None else None
-                    yield self.delink(text, doc_id, group=group)
-                except LLMError:
-                    raise  # strict mode asked for it
-                except DelinkError as exc:
-                    yield DelinkResult(
-                        id=doc_id,
-                        text=None,
-                        input_text="",
-                        passes=0,
-                        linkable_after=True,
-                        failed=True,
-                        error=str(exc),
-                    )
+                yield self.delink_one(
+                    doc_id, text, group_of(doc_id) if group_of is not None else None
+                )
                 if bar is not None:
                     bar.update(1)
         finally:

@@ -64,56 +64,161 @@ def test_a_txt_file_is_one_document_and_k_is_bounded(index_dir: Path, tmp_path: 
     assert res.exit_code == 2 and "larger than the 40 groups" in res.output
 
 
-def test_a_malformed_record_keeps_the_finished_ones_for_resume(
-    index_dir: Path, tmp_path: Path
-) -> None:
-    docs = deid()
-    inp = tmp_path / "in.jsonl"
-    inp.write_text(json.dumps(docs[0]) + "\n{not json\n" + json.dumps(docs[1]) + "\n")
-    out = tmp_path / "out.jsonl"
-    partial = tmp_path / "out.jsonl.partial"
-    res = run(index_dir, str(inp), "-o", str(out))  # without --resume: nothing kept
-    assert res.exit_code == 2 and f"{inp}:2" in res.output
-    assert not out.exists() and not partial.exists()
-    res = run(index_dir, str(inp), "-o", str(out), "--resume")
-    assert res.exit_code == 2 and f"{inp}:2" in res.output
-    assert not out.exists()  # never a partial file under the final name
-    kept = [json.loads(x) for x in partial.read_text().splitlines()]
-    assert [r["id"] for r in kept] == [docs[0]["id"]] and kept[0]["linkable_after"] is False
-    assert partial.stat().st_mode & 0o777 == 0o600
-    assert "--resume" in res.output
-    # fixed input, resumed: the first document is reused, not delinked again
-    inp.write_text(json.dumps(docs[0]) + "\n" + json.dumps(docs[1]) + "\n")
-    res = run(index_dir, str(inp), "-o", str(out), "--resume")
-    # 3: the known sources are ranked first, the reused document's counted as well
-    assert res.exit_code == 3, res.output
-    assert "1 documents reused" in res.output
-    assert "source ranked first for 2 of 2 documents with a known source" in res.output
-    got = [json.loads(x) for x in out.read_text().splitlines()]
-    assert [r["id"] for r in got] == [docs[0]["id"], docs[1]["id"]]
-    assert got[0] == kept[0]
-    assert not partial.exists()
-
-
-def test_an_interrupt_keeps_the_finished_documents(
+def test_a_malformed_record_fails_the_run_before_any_document(
     index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from presidio_delink.pipeline import Delinker
 
     docs = deid()
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(docs[0]) + "\n" + json.dumps(docs[1]) + "\n{not json\n")
+    calls = {"n": 0}
+    real = Delinker.delink
+
+    def counted(self, *a, **kw):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Delinker, "delink", counted)
+    out = tmp_path / "out.jsonl"
+    res = run(index_dir, str(inp), "-o", str(out))
+    assert res.exit_code == 2 and f"{inp}:3" in res.output, res.output
+    assert calls["n"] == 0  # checked whole before the first document
+    assert not out.exists() and not (tmp_path / "out.jsonl.partial").exists()
+
+
+def stop_at(n: int, monkeypatch: pytest.MonkeyPatch, how: str = "interrupt") -> None:
+    """Make the ``n``-th document's delinking stop the run (Ctrl-C or SIGTERM)."""
+    import os
+    import signal
+
+    from presidio_delink.pipeline import Delinker
+
     real = Delinker.delink
     calls = {"n": 0}
 
-    def stop_at_second(self, text, doc_id="", forbidden=(), **kw):  # type: ignore[no-untyped-def]
+    def stopping(self, text, doc_id="", forbidden=(), **kw):  # type: ignore[no-untyped-def]
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == n:
+            if how == "sigterm":
+                os.kill(os.getpid(), signal.SIGTERM)
             raise KeyboardInterrupt
         return real(self, text, doc_id, forbidden, **kw)
 
-    monkeypatch.setattr(Delinker, "delink", stop_at_second)
+    monkeypatch.setattr(Delinker, "delink", stopping)
+
+
+def test_an_interrupt_keeps_the_finished_documents_and_a_rerun_must_choose(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = deid()
     out = tmp_path / "out.jsonl"
-    res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    partial = tmp_path / "out.jsonl.partial"
+    with monkeypatch.context() as m:
+        stop_at(2, m)
+        res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
     assert res.exit_code == 2 and "interrupted" in res.output
+    assert "kept the 1 finished documents" in res.output
     assert not out.exists()
-    kept = (tmp_path / "out.jsonl.partial").read_text().splitlines()
-    assert [json.loads(x)["id"] for x in kept] == [docs[0]["id"]]
+    kept = [json.loads(x) for x in partial.read_text().splitlines()]
+    assert [r["id"] for r in kept] == [docs[0]["id"]]
+    assert partial.stat().st_mode & 0o777 == 0o600
+    assert kept[0]["made_by"] and kept[0]["input_sha256"]
+    # an earlier partial is never discarded unasked
+    res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code == 2 and "--resume" in res.output and "--fresh" in res.output
+    assert partial.read_text().splitlines() == [json.dumps(kept[0], ensure_ascii=False)]
+    report = tmp_path / "r.html"
+    res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out), "--resume",
+              "--report", str(report))
+    assert res.exit_code == 3, res.output  # written; the audit ranks known sources first
+    assert "1 documents reused" in res.output and f"({len(docs)} documents)" in res.output
+    assert f"source ranked first for {len(docs)} of {len(docs)}" in res.output
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in got] == [d["id"] for d in docs]
+    assert got[0] == kept[0]
+    page = report.read_text()
+    assert all(d["id"] in page for d in docs)  # the report covers every document
+    assert not partial.exists()
+
+
+def test_resume_reuses_only_what_the_same_settings_and_input_made(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = deid()
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    out = tmp_path / "out.jsonl"
+    with monkeypatch.context() as m:
+        stop_at(2, m)
+        assert run(index_dir, str(inp), "-o", str(out), "-k", "2").exit_code == 2
+    # another k: the kept document was made otherwise, delinked again
+    res = run(index_dir, str(inp), "-o", str(out), "-k", "5", "--resume")
+    assert res.exit_code in (0, 3), res.output
+    assert "0 documents reused" in res.output and "1 made there with other" in res.output
+    check = CliRunner().invoke(main, ["check", "--index", str(index_dir), "-k", "5", str(out)])
+    assert check.exit_code == 0, check.output
+    # the same settings, another input text for the kept document: delinked again too
+    out2 = tmp_path / "out2.jsonl"
+    with monkeypatch.context() as m:
+        stop_at(2, m)
+        assert run(index_dir, str(inp), "-o", str(out2)).exit_code == 2
+    changed = [dict(docs[0], text=docs[0]["text"] + " Added."), *docs[1:]]
+    inp.write_text("".join(json.dumps(d) + "\n" for d in changed))
+    res = run(index_dir, str(inp), "-o", str(out2), "--resume")
+    assert "1 made there with other" in res.output, res.output
+    assert json.loads(out2.read_text().splitlines()[0])["input_sha256"] != ""
+
+
+def test_sigterm_keeps_the_finished_documents_and_fresh_discards_them(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out.jsonl"
+    partial = tmp_path / "out.jsonl.partial"
+    with monkeypatch.context() as m:
+        stop_at(3, m, "sigterm")
+        res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code == 143 and "terminated" in res.output, res.output
+    assert len(partial.read_text().splitlines()) == 2
+    res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out), "--fresh")
+    assert res.exit_code in (0, 3) and "reused" not in res.output
+    assert not partial.exists() and out.exists()
+
+
+def test_release_writes_only_ids_and_texts_of_linkage_free_documents(
+    index_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    assert run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out)).exit_code == 3
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    recs[1].update(failed=True, text=None)
+    recs.append(dict(recs[0], id="still-linkable", linkable_after=True))
+    out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    public = tmp_path / "public.jsonl"
+    res = CliRunner().invoke(main, ["release", str(out), "-o", str(public)])
+    assert res.exit_code == 0, res.output
+    assert "held back 1 failed, 1 still linkable" in res.output
+    got = [json.loads(x) for x in public.read_text().splitlines()]
+    assert [r["id"] for r in got] == [recs[0]["id"], *(r["id"] for r in recs[2:-1])]
+    assert all(set(r) == {"id", "text"} for r in got)
+    # a review export: only the signed-off documents
+    reviewed = tmp_path / "reviewed.jsonl"
+    rows = [dict(r, review={"signed_off": i == 0, "trail": []}) for i, r in enumerate(recs)]
+    reviewed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(main, ["release", str(reviewed), "-o", str(public)])
+    assert res.exit_code == 0 and "not signed off" in res.output, res.output
+    assert [json.loads(x)["id"] for x in public.read_text().splitlines()] == [recs[0]["id"]]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    res = CliRunner().invoke(main, ["release", str(bad), "-o", str(tmp_path / "p2.jsonl")])
+    assert res.exit_code == 2 and f"{bad}:1" in res.output
+
+
+def test_max_chars_fails_a_longer_document(index_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out),
+              "--max-chars", "50")
+    assert res.exit_code == 1, res.output
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert all(r["failed"] and r["text"] is None for r in recs)
+    assert "--max-chars" in recs[0]["error"] or "longer" in recs[0]["error"]
