@@ -42,6 +42,8 @@ __all__ = [
     "ReleaseSummary",
     "Terminated",
     "delink_batch",
+    "batch_fingerprint",
+    "check_options",
     "input_digest",
     "make_delinker",
     "plan_inputs",
@@ -112,7 +114,8 @@ class Journal:
         path: the journal file.
         mode: ``"new"`` (an existing journal is an error naming ``--resume`` and
             ``--fresh``), ``"fresh"`` (an existing one is discarded) or ``"resume"`` (its
-            records are offered to :meth:`reuse`).
+            records are offered to :meth:`reuse`); ``"read"``: offered, and nothing
+            written (a worker's view of the driver's journal).
     """
 
     def __init__(self, path: Path, mode: str) -> None:
@@ -120,21 +123,24 @@ class Journal:
         self.path = path
         self._offsets: dict[str, list[int]] = {}
         self.stale = 0  # records of the earlier run made otherwise (not reused)
-        if mode == "resume" and path.exists():
+        self.written = 0
+        self._out: IO[str] | None = None
+        if mode in ("resume", "read") and path.exists():
             self._scan()
+        if mode == "read":
+            return
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if mode != "resume" else 0)
         try:
             fd = os.open(path, flags, 0o600)
         except OSError as exc:
             raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror}") from exc
-        self._out: IO[str] | None = os.fdopen(fd, "a", encoding="utf-8")
-        self.written = 0
+        self._out = os.fdopen(fd, "a", encoding="utf-8")
 
     @staticmethod
     def check(path: Path, mode: str) -> None:
         """Refuse (:class:`~presidio_delink.errors.ConfigError`) an earlier run's journal
         in mode ``"new"``: it is never discarded unasked."""
-        if mode not in ("new", "fresh", "resume"):
+        if mode not in ("new", "fresh", "resume", "read"):
             raise ValueError(f"journal mode {mode!r}")
         if mode == "new" and path.exists():
             raise ConfigError(
@@ -340,9 +346,9 @@ def _records(
             bar.close()
 
 
-def _reused_result(rec: Mapping[str, Any]) -> DelinkResult:
-    """A reused record as the report shows it: its output and figures (the input after
-    PII redaction and the linkable N-grams were not kept)."""
+def _reused_result(rec: Mapping[str, Any], reused: bool = True) -> DelinkResult:
+    """A stored record as the report shows it: its output and figures (the input after
+    PII redaction and the linkable N-grams are not in a record)."""
     from presidio_delink.results import AuditEntry
 
     names = set(AuditEntry.__dataclass_fields__)
@@ -362,7 +368,7 @@ def _reused_result(rec: Mapping[str, Any]) -> DelinkResult:
         optimum_words=int(rec.get("optimum_words", 0)),
         words_rewritten=int(rec.get("words_rewritten", 0)),
         words_redacted=int(rec.get("words_redacted", 0)),
-        warnings=[*rec.get("warnings", []), "reused from an earlier run"],
+        warnings=[*rec.get("warnings", []), *(["reused from an earlier run"] if reused else [])],
     )
 
 
@@ -455,16 +461,9 @@ def make_delinker(
             ``mask_policy`` "risk" without the PII step.
     """
     from presidio_delink.llm import make_rewriter
-    from presidio_delink.llm.prompt import TEMPLATE_ID
     from presidio_delink.pipeline import Delinker
 
-    if settings.k > index.n_groups:
-        raise ConfigError(
-            f"-k {settings.k} is larger than the {index.n_groups} groups (documents) of the "
-            "index: every phrase would be flagged"
-        )
-    if settings.mask_policy != "all" and not pii.redact:
-        raise ConfigError("--mask-policy risk needs --redact-pii (it filters the PII spans)")
+    check_options(index, settings, pii)
     rewriter = make_rewriter(
         llm.spec, cache_path=llm.cache_path, allow_remote=llm.allow_remote, timeout=llm.timeout
     )
@@ -487,12 +486,32 @@ def make_delinker(
         index, settings, rewriter=rewriter, analyzer=analyzer, risk_filter=risk_filter,
         monitor=monitor, fluency=checks,
     )
-    made_by = run_fingerprint(
-        index, settings, llm=llm.spec if rewriter is not None else "none",
-        template=TEMPLATE_ID if rewriter is not None else None,
+    return delinker, batch_fingerprint(index, settings, llm, pii, monitor is not None)
+
+
+def check_options(index: Any, settings: Any, pii: PIIOptions) -> None:
+    """Refuse settings that cannot work with this index (:class:`ConfigError`)."""
+    if settings.k > index.n_groups:
+        raise ConfigError(
+            f"-k {settings.k} is larger than the {index.n_groups} groups (documents) of the "
+            "index: every phrase would be flagged"
+        )
+    if settings.mask_policy != "all" and not pii.redact:
+        raise ConfigError("--mask-policy risk needs --redact-pii (it filters the PII spans)")
+
+
+def batch_fingerprint(
+    index: Any, settings: Any, llm: LLMOptions, pii: PIIOptions, monitor: bool = False
+) -> str:
+    """:func:`run_fingerprint` of a batch run with these options."""
+    from presidio_delink.llm.prompt import TEMPLATE_ID
+
+    with_llm = llm.spec.strip().lower() != "none"
+    return run_fingerprint(
+        index, settings, llm=llm.spec if with_llm else "none",
+        template=TEMPLATE_ID if with_llm else None,
         pii={"redact": pii.redact, "model": pii.spacy_model if pii.redact else None,
              "risk_llm": pii.risk_llm if settings.mask_policy == "risk" else None,
              "risk_threshold": pii.risk_threshold, "pos_check": pii.pos_check},
-        monitor=monitor is not None,
+        monitor=monitor,
     )
-    return delinker, made_by

@@ -183,16 +183,7 @@ def index_build(
         if out_real == real or real in out_real.parents:
             raise ConfigError(f"the index directory {output} is (inside) the input {inp}")
     if dask_scheduler is not None:
-        try:
-            from distributed import Client
-        except ImportError as exc:
-            raise ConfigError(
-                "--dask-scheduler needs Dask: pip install 'presidio-delink[distributed]'"
-            ) from exc
-        try:
-            client = Client(dask_scheduler, timeout=30)
-        except (OSError, TimeoutError) as exc:
-            raise ConfigError(f"cannot reach the Dask scheduler {dask_scheduler}") from exc
+        client = _dask_client(dask_scheduler)
         try:
             idx = NgramIndex.build_files(
                 list(inputs),
@@ -699,6 +690,20 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     type=click.IntRange(1),
     help="Longest document accepted, in characters (longer ones fail, saying so).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Delink in this many processes (each opens the index once); the output is the "
+    "one-process run's.",
+)
+@click.option(
+    "--dask-scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Delink on this Dask cluster (tcp://HOST:PORT; needs the 'distributed' extra): its "
+    "workers read the index and inputs and write beside OUTPUT, which they must share.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_clean_errors
@@ -729,6 +734,8 @@ def delink(
     resume: bool,
     fresh: bool,
     max_chars: int,
+    workers: int | None,
+    dask_scheduler: str | None,
     progress: bool,
     inputs: tuple[Path, ...],
 ) -> None:
@@ -777,14 +784,17 @@ def delink(
         llm_concurrency=llm_concurrency, protect=protect, mask_policy=mask_policy,
         max_chars=max_chars,
     )
+    llm = LLMOptions(llm_spec, cache_path, allow_remote, llm_timeout)
+    pii = PIIOptions(redact_pii, spacy_model, risk_llm, risk_threshold, pos_check)
     idx = _load_index(index_dir, key_file)
+    if (workers or 1) > 1 or dask_scheduler:
+        _delink_spread(
+            idx, settings, llm, pii, index_dir, key_file, inputs, source_field, output,
+            report_path, "resume" if resume else "fresh" if fresh else "new", progress,
+            workers or 1, dask_scheduler, bool(monitor_inputs),
+        )
     monitor = _semantic_monitor(idx, k, monitor_inputs, output) if monitor_inputs else None
-    delinker, made_by = make_delinker(
-        idx, settings,
-        LLMOptions(llm_spec, cache_path, allow_remote, llm_timeout),
-        PIIOptions(redact_pii, spacy_model, risk_llm, risk_threshold, pos_check),
-        monitor,
-    )
+    delinker, made_by = make_delinker(idx, settings, llm, pii, monitor)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = source_map(inputs, source_field) if source_field else {}
 
@@ -816,6 +826,62 @@ def delink(
     if summary.failed:
         sys.exit(1)
     sys.exit(3 if summary.flagged else 0)
+
+
+def _delink_spread(
+    idx: Any, settings: Any, llm: Any, pii: Any, index_dir: Path, key_file: Path | None,
+    inputs: tuple[Path, ...], source_field: str | None, output: Path,
+    report_path: Path | None, mode: str, progress: bool, workers: int,
+    dask_scheduler: str | None, monitor: bool,
+) -> None:
+    """``delink`` over worker processes or a Dask cluster; exits like ``delink``."""
+    from presidio_delink.attacks.audit import Auditor
+    from presidio_delink.batch import batch_fingerprint, check_options, source_map
+    from presidio_delink.distributed_delink import DelinkJob, delink_distributed
+    from presidio_delink.index.format import read_key
+
+    if monitor:
+        raise ConfigError("--semantic-monitor runs in one process: drop --workers")
+    check_options(idx, settings, pii)
+    job = DelinkJob(
+        index_dir.resolve(), read_key(key_file), settings, llm, pii,
+        tuple(p.resolve() for p in inputs), source_field,
+        batch_fingerprint(idx, settings, llm, pii), None,
+    )
+    group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
+    sources = source_map(inputs, source_field) if source_field else {}
+    client = _dask_client(dask_scheduler) if dask_scheduler else None
+    try:
+        summary = delink_distributed(
+            job, output, workers=workers, client=client,
+            group_of=lambda d: group_of.get(sources.get(d, d)),
+            auditor=Auditor(idx, settings.k), report=report_path, journal_mode=mode,
+            progress=progress,
+        )
+    except BaseException as exc:
+        kept = getattr(exc, "batch_kept", 0)
+        if kept:
+            click.echo(f"kept the {kept} finished documents in {output}.partial; rerun with "
+                       "--resume to delink only the rest", err=True)
+        raise
+    finally:
+        if client is not None:
+            client.close()
+    _print_batch(summary, output, report_path, settings.k)
+    sys.exit(1 if summary.failed else 3 if summary.flagged else 0)
+
+
+def _dask_client(address: str) -> Any:
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise ConfigError(
+            "--dask-scheduler needs Dask: pip install 'presidio-delink[distributed]'"
+        ) from exc
+    try:
+        return Client(address, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(f"cannot reach the Dask scheduler {address}") from exc
 
 
 def _print_batch(summary: Any, output: Path, report_path: Path | None, k: int) -> None:

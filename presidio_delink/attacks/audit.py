@@ -172,7 +172,10 @@ class Auditor:
         """One risk line per attack (none when no document had a known source)."""
         if not self.known:
             return []
-        n, members = self.known, len(self._ranked.members) if self._ranked else 0
+        from presidio_delink.attacks.fts5 import MEMBERS
+
+        n = self.known
+        members = len(self._ranked.members) if self._ranked else len(MEMBERS)
         return [
             f"risk, ranked search (BM25, {members} tokenisers, whole text or the best "
             f"sentence): source ranked first for {self.first['ranked']} of {n} documents "

@@ -1,0 +1,125 @@
+"""`delink --workers` and `--dask-scheduler`: the one-process run's output, kept work."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from presidio_delink.cli import main
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+# a run's own cost: wall-clock seconds (no two runs share them) and tokens spent (a process
+# answers a repeated request from its own cache)
+TIMINGS = ("seconds", "llm_seconds", "prompt_tokens", "cached_tokens", "generated_tokens")
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    idx = tmp_path_factory.mktemp("w") / "idx"
+    res = CliRunner().invoke(main, ["index", "build", str(SAMPLES / "collection.jsonl"), "-o",
+                                    str(idx), "--no-progress", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    return idx
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample documents, each also under 3 other ids (more parts than workers)."""
+    docs = [json.loads(x) for x in (SAMPLES / "deidentified.jsonl").read_text().splitlines()]
+    rows = [dict(d, id=f"{d['id']}" if i == 0 else f"{d['id']}~{i}")
+            for i in range(4) for d in docs]
+    p = tmp_path_factory.mktemp("in") / "many.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
+def delink(index_dir: Path, inp: Path, out: Path, *args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(main, ["delink", "--index", str(index_dir), "--no-progress",
+                                    str(inp), "-o", str(out), *args])
+    return res.exit_code, res.output
+
+
+def records(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        for key in TIMINGS:
+            rec.pop(key)
+        out.append(rec)
+    return out
+
+
+@pytest.fixture(scope="module")
+def fake_llm() -> Iterator[str]:
+    from ollama_compat_server import OllamaCompatServer
+    from test_llm_http import FakeEngine
+
+    with OllamaCompatServer(FakeEngine(), model="fake") as srv:
+        yield f"openai:{srv.url}#fake"
+
+
+@pytest.mark.parametrize("setting", ["none", "protect", "fake"])
+def test_workers_give_the_one_process_output(
+    index_dir: Path, many: Path, tmp_path: Path, setting: str, fake_llm: str
+) -> None:
+    args = {"none": ["--llm", "none"], "protect": ["--llm", "none", "--protect", "all"],
+            "fake": ["--llm", fake_llm]}[setting]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    code1, out1 = delink(index_dir, many, one, *args)
+    code2, out2 = delink(index_dir, many, two, *args, "--workers", "2")
+    assert code1 == code2 and code1 in (0, 3), out1 + out2
+    assert records(one) == records(two)
+    # the same risk lines (the driver tallies the workers' audit)
+    assert [x for x in out1.splitlines() if x.startswith("risk")] == [
+        x for x in out2.splitlines() if x.startswith("risk")
+    ]
+    assert not (tmp_path / "two.jsonl.parts").exists()
+    assert not (tmp_path / "two.jsonl.partial").exists()
+
+
+def test_a_dask_cluster_gives_the_one_process_output(
+    index_dir: Path, many: Path, tmp_path: Path
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    one, two = tmp_path / "one.jsonl", tmp_path / "dask.jsonl"
+    assert delink(index_dir, many, one, "--llm", "none")[0] in (0, 3)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster:
+        code, out = delink(index_dir, many, two, "--llm", "none", "--dask-scheduler",
+                           cluster.scheduler_address)
+    assert code in (0, 3), out
+    assert records(one) == records(two)
+
+
+def test_a_stopped_spread_run_keeps_finished_parts_and_resumes(
+    index_dir: Path, many: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from presidio_delink import distributed_delink as dd
+
+    out = tmp_path / "out.jsonl"
+    real = dd._copy_part
+    calls = {"n": 0}
+
+    def stop_after_two(path, journal):  # type: ignore[no-untyped-def]
+        real(path, journal)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(dd, "_copy_part", stop_after_two)
+        code, text = delink(index_dir, many, out, "--llm", "none", "--workers", "2")
+    assert code == 2 and "kept the" in text, text
+    kept = (tmp_path / "out.jsonl.partial").read_text().splitlines()
+    assert kept and not out.exists()
+    code, text = delink(index_dir, many, out, "--llm", "none", "--workers", "2", "--resume")
+    assert code in (0, 3), text
+    # a part being copied when the run stopped may be there twice
+    assert f"{len({json.loads(x)['id'] for x in kept})} documents reused" in text
+    ref = tmp_path / "ref.jsonl"
+    delink(index_dir, many, ref, "--llm", "none")
+    assert records(out) == records(ref)
