@@ -465,8 +465,12 @@ def make_delinker(
 
     check_options(index, settings, pii)
     rewriter = make_rewriter(
-        llm.spec, cache_path=llm.cache_path, allow_remote=llm.allow_remote, timeout=llm.timeout
+        llm.spec, cache_path=llm.cache_path, allow_remote=llm.allow_remote,
+        timeout=llm.timeout, per_server=settings.llm_concurrency,
     )
+    servers = _servers(rewriter)
+    if servers > 1 and settings.llm_concurrency is not None:  # it was per server
+        settings = settings.replace(llm_concurrency=settings.llm_concurrency * servers)
     analyzer = risk_filter = checks = None
     if pii.redact:
         from presidio_delink.presidio.engines import make_analyzer
@@ -487,6 +491,17 @@ def make_delinker(
         monitor=monitor, fluency=checks,
     )
     return delinker, batch_fingerprint(index, settings, llm, pii, monitor is not None)
+
+
+def _servers(rewriter: Any) -> int:
+    """The servers of a :class:`~presidio_delink.llm.pool.RewriterPool` in the
+    rewriter's ``.inner`` chain (1 without one)."""
+    for _ in range(8):
+        members = getattr(rewriter, "members", None)
+        if isinstance(members, list):
+            return len(members)
+        rewriter = getattr(rewriter, "inner", None)
+    return 1
 
 
 def check_options(index: Any, settings: Any, pii: PIIOptions) -> None:

@@ -628,8 +628,9 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     "--llm-concurrency",
     default=None,
     type=click.IntRange(1, 256),
-    help="LLM requests in flight at once (results applied in document order). "
-    "[default: 4 for ollama: and openai:, 1 for embedded]",
+    help="LLM requests in flight at once (results applied in document order); with "
+    "several servers (openai:URL1,URL2#MODEL), on each server. "
+    "[default: 4 for ollama: and openai: (each server), 1 for embedded]",
 )
 @click.option(
     "--allow-remote", is_flag=True, help="Allow a non-local LLM host (document text is sent to it)."

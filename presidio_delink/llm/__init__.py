@@ -64,6 +64,7 @@ SPEC_FORMS = (
     "embedded:PATH.gguf",
     "ollama:MODEL",
     "openai:URL#MODEL",
+    "openai:URL1,URL2#MODEL",
 )
 
 
@@ -121,7 +122,9 @@ def parse_spec(spec: str) -> LLMSpec:
     raise _bad_spec(spec, "unknown backend")
 
 
-def _build(spec: str, allow_remote: bool, timeout: float | None) -> Rewriter | None:
+def _build(
+    spec: str, allow_remote: bool, timeout: float | None, per_server: int | None = None
+) -> Rewriter | None:
     got = parse_spec(spec)
     if got.kind == "none":
         return None
@@ -139,13 +142,24 @@ def _build(spec: str, allow_remote: bool, timeout: float | None) -> Rewriter | N
         raise _bad_spec(spec, "expected 'openai:URL#MODEL'")
     from presidio_delink.llm.openai_compat import OpenAICompatRewriter
 
-    return OpenAICompatRewriter(
-        got.name,
-        got.model,
-        api_key=os.environ.get("OPENAI_API_KEY") or None,
-        allow_remote=allow_remote,
-        timeout=timeout or DEFAULT_TIMEOUT_S,
-    )
+    urls = [u.strip() for u in got.name.split(",")]
+    if not all(urls):
+        raise _bad_spec(spec, "an empty server URL in the list")
+    servers = [
+        OpenAICompatRewriter(
+            url,
+            got.model,
+            api_key=os.environ.get("OPENAI_API_KEY") or None,
+            allow_remote=allow_remote,
+            timeout=timeout or DEFAULT_TIMEOUT_S,
+        )
+        for url in urls
+    ]
+    if len(servers) == 1:
+        return servers[0]
+    from presidio_delink.llm.pool import RewriterPool
+
+    return RewriterPool(servers, per_server or OpenAICompatRewriter.default_concurrency)
 
 
 def make_rewriter(
@@ -154,6 +168,7 @@ def make_rewriter(
     cache_path: str | os.PathLike[str] | None = None,
     allow_remote: bool = False,
     timeout: float | None = None,
+    per_server: int | None = None,
 ) -> Rewriter | None:
     """Build the rewriter described by ``spec``: the backend behind a :class:`CircuitBreaker`
     (3 failed calls in a row: down for the rest of the run), behind a :class:`CachedRewriter`
@@ -161,12 +176,15 @@ def make_rewriter(
 
     Args:
         spec: ``none``, ``embedded``, ``embedded:PATH.gguf``, ``ollama:MODEL`` or
-            ``openai:URL#MODEL``.
+            ``openai:URL#MODEL``; ``openai:URL1,URL2,...#MODEL`` spreads the requests over
+            several servers of one model (:class:`~presidio_delink.llm.pool.RewriterPool`:
+            a failed server is passed over, nothing is lost while one is left).
         cache_path: sqlite cache file (mode 0600); ``None`` caches in memory only.
         allow_remote: Allow an Ollama/OpenAI server that is not on this machine.
         timeout: Seconds one call may take, retries included (> 0); ``None``: 60 for a
             server, 300 for the embedded engine (a 1.5B model on 2 busy cores can take a
             minute for one passage, and 3 slow calls in a row would trip the breaker).
+        per_server: with several servers, requests in flight on each at most (default 4).
 
     Returns:
         The rewriter, or ``None`` for ``none``.
@@ -176,7 +194,7 @@ def make_rewriter(
     """
     if timeout is not None and (not isinstance(timeout, int | float) or not timeout > 0):
         raise ConfigError(f"the LLM timeout must be a number of seconds > 0, got {timeout!r}")
-    inner = _build(spec, allow_remote, None if timeout is None else float(timeout))
+    inner = _build(spec, allow_remote, None if timeout is None else float(timeout), per_server)
     if inner is None:
         return None
     from presidio_delink.llm.cache import CachedRewriter
