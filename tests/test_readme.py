@@ -30,14 +30,31 @@ def linked_files() -> list[Path]:
     ]
 
 
-def relative_links(path: Path) -> list[str]:
-    """Relative link targets of a Markdown file, outside code blocks, without anchors."""
+def relative_links(path: Path, anchors: bool = False) -> list[str]:
+    """Relative link targets of a Markdown file, outside code blocks (without their
+    ``#anchor`` unless ``anchors``); a link to an anchor of the same file is ``#anchor``."""
     text = FENCE.sub("", path.read_text(encoding="utf-8"))
     out = []
     for target in LINK.findall(text):
-        if re.match(r"[a-z][a-z0-9+.-]*:", target, flags=re.I) or target.startswith("#"):
-            continue  # a URL (https:, mailto:) or an anchor in the same file
-        out.append(target.split("#", 1)[0])
+        if re.match(r"[a-z][a-z0-9+.-]*:", target, flags=re.I):
+            continue  # a URL (https:, mailto:)
+        out.append(target if anchors else target.split("#", 1)[0])
+    return out
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def headings(path: Path) -> set[str]:
+    """The anchors of a Markdown file's headings (repeats get ``-1``, ``-2``, ... as on GitHub)."""
+    seen: dict[str, int] = {}
+    out = set()
+    for m in re.finditer(r"^#{1,6} (.+)$", FENCE.sub("", path.read_text(encoding="utf-8")), flags=re.M):
+        s = slug(m.group(1))
+        out.add(s if s not in seen else f"{s}-{seen[s]}")
+        seen[s] = seen.get(s, 0) + 1
     return out
 
 
@@ -81,6 +98,19 @@ def test_relative_links_point_to_files() -> None:
     assert broken == []
 
 
+def test_anchors_point_to_headings() -> None:
+    broken = []
+    for path in linked_files():
+        for target in relative_links(path, anchors=True):
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file) if file else path
+            if anchor and dest.suffix == ".md" and dest.is_file() and anchor not in headings(dest):
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
 def test_link_finder_sees_links() -> None:
     assert "docs/guarantees.md" in relative_links(README)
     assert "docs/review.md" in relative_links(README)
+    assert slug("What `delink` writes") == "what-delink-writes"
+    assert slug("Attacks: what the audit checks") == "attacks-what-the-audit-checks"
