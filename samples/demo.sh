@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo: the whole job on samples/, offline, with the default embedded LLM (plain
-# `--llm embedded`; see README, "Choosing the LLM"):
+# `--llm embedded`; see docs/llm.md):
 #  1. index the reference collection (40 TAB documents);
 #  2. check the 5 de-identified samples against it (they link: exit code 1 is expected);
 #  3. delink the two shortest of them (deterministic generalisations, LLM rewrites, verified

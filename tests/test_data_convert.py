@@ -72,7 +72,7 @@ def test_convert_then_eval(tmp_path: Path) -> None:
     assert "John Smith" in original and "John Smith" not in deid and "Bergen" in deid
     (wid, _, wdeid), = list(wikibio_test("manual", out))
     assert wid == "wiki:jane-doe" and "[REDACTED] (born [REDACTED])" in wdeid
-    # the README's eval example, on the converted folder
+    # the eval example of docs/cli.md, on the converted folder
     r = runner.invoke(main, ["eval", "--data", str(out), "--dataset", "tab-gold", "--dataset",
                              "wiki-manual", "-k", "2", "--arity", "1", "--llm", "none",
                              "--work-dir", str(tmp_path / "work"), "--out",

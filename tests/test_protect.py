@@ -139,7 +139,7 @@ def test_protect_keeps_the_phrase_guarantee_for_the_adversary_panel(
 ) -> None:
     texts = [t for _, t, _, _ in protected]
     for adv in phrase_panel():
-        if adv.name in ("case", "fts5-rd2-porter"):  # measured, not promised (README)
+        if adv.name in ("case", "fts5-rd2-porter"):  # measured, not promised (docs/guarantees.md)
             continue
         assert all(not hits for hits in adv.linkable(texts, COLLECTION, 2)), adv.name
 

@@ -1,4 +1,4 @@
-"""The README's Presidio snippets, run verbatim (analyzer, YAML, anonymizer) with the real
+"""The Presidio snippets of docs/presidio.md, run verbatim (analyzer, YAML, anonymizer) with the real
 spaCy model; the anonymizer outputs pass the linkage check and no placeholder is glued to
 another or sits inside a word."""
 
@@ -13,19 +13,21 @@ import pytest
 from presidio_delink import NgramIndex
 from presidio_delink.linkage import analyze
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PRESIDIO = DOCS / "presidio.md"
+LIBRARY = DOCS / "library.md"
 PLACEHOLDER = re.compile(r"\[REDACTED\]|<[A-Z_]+>")
 
 
-def section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"### {title}\n")
-    end = text.find("\n### ", start + 1)
-    return text[start:end]
+def section(title: str, path: Path = PRESIDIO) -> str:
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
 
 
-def blocks(title: str, lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", section(title), flags=re.S)
+def blocks(title: str, lang: str, path: Path = PRESIDIO) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", section(title, path), flags=re.S)
 
 
 def glued(text: str) -> list[str]:
@@ -61,7 +63,7 @@ def test_readme_has_the_snippets() -> None:
 def test_analyzer_and_yaml_snippets(readme_dir: Path, sample_deid, sample_index) -> None:  # type: ignore[no-untyped-def]
     from presidio_analyzer.recognizer_registry import RecognizerRegistryProvider
 
-    import presidio_delink.presidio  # noqa: F401  (the README says: import it first)
+    import presidio_delink.presidio  # noqa: F401  (docs/presidio.md says: import it first)
 
     text = sample_deid[0][1]
     ns: dict[str, object] = {"text": text}
@@ -114,7 +116,7 @@ def test_anonymizer_snippets(readme_dir: Path, sample_deid, sample_index) -> Non
 
     exec(own_snippet, ns)
     out = ns["out"]
-    # One call is one pass (as the README says): every N-gram flagged in its input is broken;
+    # One call is one pass (as docs/presidio.md says): every N-gram flagged in its input is broken;
     # a rewrite may create a new rare one, which the next pass (DelinkEngine, Delinker) fixes.
     before = {f.key for f in analyze(sample_index, str(ns["text"]), k=2).flagged}
     after = {f.key for f in analyze(sample_index, out.text, k=2).flagged}  # type: ignore[attr-defined]
@@ -134,11 +136,10 @@ def test_make_analyzer_logs_no_warnings(caplog: pytest.LogCaptureFixture, recwar
 
 def test_library_snippet_runs(tmp_path: Path, sample_docs, sample_deid,  # type: ignore[no-untyped-def]
                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """The "Library" snippet as written, given its two inputs (``docs``, a text)."""
+    """The first snippet of docs/library.md as written, given its two inputs (``docs``, a text)."""
     monkeypatch.chdir(tmp_path)
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Library\n")
-    code = re.findall(r"```python\n(.*?)```", text[start:], flags=re.S)[0]
+    text = LIBRARY.read_text(encoding="utf-8")
+    code = re.findall(r"```python\n(.*?)```", text, flags=re.S)[0]
     ns: dict[str, object] = {"docs": sample_docs, "deidentified_text": short(sample_deid[0][1])}
     exec(code, ns)
     assert ns["report"].linkable  # type: ignore[attr-defined]
@@ -149,6 +150,6 @@ def test_pipeline_snippet_runs(readme_dir: Path, sample_deid, sample_index) -> N
     """The pipeline snippet as written (``embedded`` is SmolLM2 in the tests: seconds)."""
     _rewriter_or_skip()
     ns: dict[str, object] = {"text": short(sample_deid[0][1], 400)}
-    exec(blocks("The pipeline", "python")[0], ns)
+    exec(blocks("The pipeline", "python", LIBRARY)[0], ns)
     res = ns["result"]
     assert res.text is not None and not analyze(sample_index, res.text, k=2).linkable  # type: ignore[attr-defined]

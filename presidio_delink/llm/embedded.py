@@ -269,8 +269,9 @@ def default_threads() -> int:
     """``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs that other work leaves free, but
     never fewer than half the CPUs (at least one).
 
-    llama.cpp's threads spin at barriers: on a busy machine all cores run 2-5x slower
-    than half of them, on an idle one about twice as fast (both measured on 2 cores). So
+    llama.cpp's threads spin at barriers: on a busy machine all cores run several times
+    slower than half of them, on an idle one faster (measured on 2 cores:
+    ``benchmarks/results/bench_pipeline.md``). So
     the CPUs left free by other processes are used, read when the engine starts: the
     processes running now besides this one, or the last minute's load average where that
     is lower (a passing burst), from ``/proc/loadavg``; where that cannot be read, half.

@@ -9,11 +9,12 @@ forward pass per candidate). The reference score is the best of ``s(span)`` (the
 as written) and ``s(g)`` over a few neutral generalisations (:data:`NEUTRAL`:
 ``something``, ``this``, ``some``). The replacement is refused when ``s(r) < reference -
 margin`` (default :data:`MARGIN` nats): the sentence reads far worse with it than as written
-(``was`` -> ``document``: 18 nats worse; ``Court`` -> ``regional``: 23; ``arrested`` -> ``the
-code``: 20; ``was`` -> ``had been``: 8, passes). The neutral words alone are no reference:
-measured, they read as badly as those garbled answers (``something`` in place of ``was``
-scores -37 to -40 against -39 for ``document``), so the span's own reading is taken too; a
-rare span reads badly itself, which leaves room for its commoner generalisation.
+(``was`` -> ``document``, ``Court`` -> ``regional``, ``arrested`` -> ``the code`` are
+refused; ``was`` -> ``had been`` passes). The neutral words alone are no reference: they
+read about as badly as those garbled answers (``something`` in place of ``was`` against
+``document``), so the span's own reading is taken too; a rare span reads badly itself,
+which leaves room for its commoner generalisation. Measured scores:
+``benchmarks/results/bench_rewrite.md``.
 
 Why it is sound as a filter: it only ever refuses (the span is then asked about again or
 redacted), so the guarantee does not depend on it; the continuation is scored too, so a

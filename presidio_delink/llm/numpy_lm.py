@@ -44,10 +44,10 @@ thread per call (threadpoolctl): per layer, the row-wise work (norms, projection
 MLP) in one share of rows per thread (of :data:`ROW_CHUNK` rows at least), then the
 attention blocks, then the logits. So the elementwise work runs in parallel too, and a
 thread whose core is busy makes the others wait without spinning (OpenBLAS's own threads
-spin at barriers: with the other core of a 2-core machine busy, 2 BLAS threads were 4x
-slower than 1). How the rows are shared out changes a row's numbers by float32 rounding at
-most (BLAS may pick another kernel for fewer rows). Timings: benchmarks/README.md, "Risk
-indicators".
+spin at barriers: with the other core of a 2-core machine busy, 2 BLAS threads were
+several times slower than 1). How the rows are shared out changes a row's numbers by float32
+rounding at most (BLAS may pick another kernel for fewer rows). Timings:
+``benchmarks/results/bench_risk.md``.
 
 Memory: the weights, plus float32 attention scores of :data:`QUERY_BLOCK` query rows by the
 keys they see at a time (``n_head * 64 * L``), so it stays bounded for long inputs; a block

@@ -9,10 +9,11 @@ changes the keys, with nothing to bump by hand.
 Token budget: one replacement is asked for per span (``{"forklift operator":"warehouse
 worker"}``), and a span whose answer the pipeline refused is asked about again with the
 other refused spans of its passage, the refused answer named (:func:`with_refused`).
-Spans are keyed by their text, not by a number: measured on Qwen2.5-Coder-1.5B, numbered
-spans (``⟦1:case⟧`` answered ``{"1":...}``) made the model answer 4 of 10 spans with the
-span itself or its neighbour, against 0 of 10 keyed by text, for 8 generated tokens less
-over the 10 (benchmarks/README.md). The parser still accepts a span's number as its key.
+Spans are keyed by their text, not by a number: on Qwen2.5-Coder-1.5B, numbered spans
+(``⟦1:case⟧`` answered ``{"1":...}``) made the model answer more spans with the span itself
+or its neighbour than spans keyed by text, for a few generated tokens less (measured:
+``benchmarks/results/bench_rewrite.md``, "Spans by number"). The parser still accepts a
+span's number as its key.
 """
 
 from __future__ import annotations

@@ -1,20 +1,20 @@
-"""The numpy engine's forward pass in torch, its blocks' products in bfloat16: 2x faster.
+"""The numpy engine's forward pass in torch, its blocks' products in bfloat16: faster.
 
 :class:`~presidio_delink.llm.numpy_lm.NumpyLM` defines the pass (weights, the layout of
 shared rows and branches); :class:`TorchLM` computes it with torch's CPU kernels on the
 same weights. With ``products="bfloat16"`` (the default) the blocks' four products (Q/K/V,
 output, gate/up, down) take bfloat16 inputs and weights, sum in float32 and round the result
 to bfloat16: on a CPU with bfloat16 matrix units (AVX512-BF16, AMX) oneDNN runs them several
-times faster than float32 BLAS (on this project's 2-core Xeon about 670 against 100 GFLOPS
-per core). Everything else stays float32: norms, RoPE, attention
+times faster than float32 BLAS (measured: ``benchmarks/results/bench_risk.md``). Everything
+else stays float32: norms, RoPE, attention
 (``scaled_dot_product_attention``, causal over the shared rows, an explicit mask only for
 the branches' rows), the output matrix and log-softmax. ``products="float32"`` computes
-what the numpy engine computes (to float32 summation order: 3e-5 nats).
+what the numpy engine computes (to float32 summation order).
 
-**What bfloat16 changes.** A span token's log-probability moves by 0.014 nats on average
-(at most 0.1-0.3 on a TAB document) against float32. The classifiers of the risk
-indicators were trained on float32 log-probabilities; their decisions on bfloat16 ones are
-measured in benchmarks/README.md ("Risk indicators"). Emulating the rounding in numpy does
+**What bfloat16 changes.** A span token's log-probability moves by a small fraction of a
+nat against float32. The classifiers of the risk indicators were trained on float32
+log-probabilities; their decisions on bfloat16 ones, and the size of the difference, are
+measured in ``benchmarks/results/bench_risk.md``. Emulating the rounding in numpy does
 not bring the engines closer: a float32 difference in the last bit flips a value's
 bfloat16 rounding now and then, and the model amplifies it (measured: the same mean
 difference).
@@ -26,8 +26,9 @@ Threads: torch's own count (process-wide, ``torch.set_num_threads``: by default 
 physical cores); with ``$PRESIDIO_DELINK_LLM_THREADS`` set, the engine runs its passes on
 that many and restores torch's count after each. torch's OpenMP threads spin while they
 wait, like OpenBLAS's: on a machine whose other cores are busy, set the variable to 1, or
-``OMP_WAIT_POLICY=PASSIVE`` before torch loads (measured: benchmarks/README.md, "Risk
-indicators"; the engine sets neither: both govern all of the process's torch).
+``OMP_WAIT_POLICY=PASSIVE`` before torch loads (measured:
+``benchmarks/results/bench_risk.md``; the engine sets neither: both govern all of the
+process's torch).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Why it is sound as a filter: it only refuses (the span is asked about again or r
 so the guarantee does not depend on it; the replacement is tagged in its sentence, so the
 tagger reads it as the sentence makes it. What it cannot see: a wrong word of the right
 class (``acquitted`` -> ``convicted``), agreement. Cost: the tagger (tok2vec + tagger,
-no parser or NER) over two sentences per candidate, about 5-15 ms on one busy core, and
-loading the model once (seconds).
+no parser or NER) over two sentences per candidate, and loading the model once (figures:
+``docs/design.md``, "Rewriting").
 """
 
 from __future__ import annotations
