@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from presidio_delink import IndexFormatError, NgramIndex
 from presidio_delink.errors import BuildError, InputError
-from presidio_delink.index.shard import PART_FILES, partition_of
+from presidio_delink.index.format import PART_FILES
+from presidio_delink.index.shard import partition_of
 from presidio_delink.linkage import analyze
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -91,12 +92,12 @@ def test_parallel_build_is_identical(tmp_path: Path) -> None:
 def test_views_built_side_by_side_are_identical(single, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # One shard and one partition cannot keep two workers busy within a view, so the
     # views are built side by side, one per worker process: the same files.
-    import presidio_delink.index.ngram_index as ni
+    import presidio_delink.index.build as ib
 
     calls = []
-    real = ni.build_views_side_by_side
+    real = ib.build_views_side_by_side
     monkeypatch.setattr(
-        ni, "build_views_side_by_side", lambda *a: calls.append(a[0].keys()) or real(*a)
+        ib, "build_views_side_by_side", lambda *a: calls.append(a[0].keys()) or real(*a)
     )
     par = NgramIndex.build(_samples(), tmp_path / "par", workers=2)
     assert len(calls) == 1 and list(calls[0]) == list(single.views)

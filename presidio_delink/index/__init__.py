@@ -1,4 +1,11 @@
-"""The N-gram index (the only package that imports marisa_trie)."""
+"""The N-gram index (the only package that imports marisa_trie).
+
+Rooms: ``ngram_index`` (:class:`NgramIndex`: open, look up; the query side) and
+``view_index`` (one view's look-ups); ``build`` (the build driver) and ``builder``,
+``counting``, ``doctable``, ``vocab`` (the build phases' tasks); ``format`` (the on-disk
+layout and ``meta.json``), ``shard`` (partition and document-range files) and
+``postings`` (the posting-list code), shared by both sides.
+"""
 
 from presidio_delink.index.format import FORMAT_VERSION
 from presidio_delink.index.ngram_index import NgramIndex

@@ -49,10 +49,8 @@ from presidio_delink.index.counting import (
     part_path,
     shard_postings,
 )
-from presidio_delink.index.format import file_record, write_private
+from presidio_delink.index.format import DOC_FILES, PART_FILES, file_record, write_private
 from presidio_delink.index.shard import (
-    DOC_FILES,
-    PART_FILES,
     save_trie,
     smallest_uint,
     trie_ids,

@@ -45,6 +45,16 @@ FORMAT_VERSION = 5
 META_FILE = "meta.json"
 SIG_FILE = "meta.sig"
 LOCK_FILE = ".build-lock"
+DOCS_DIR, VIEWS_DIR, FOLDS_DIR = "docs", "views", "folds"
+BUILD_DIR = ".build"
+"""A build's scratch folder inside the index directory (removed when the build ends)."""
+
+PART_FILES = ("ngrams.marisa", "df.bin", "dfbig.bin", "blocks.bin", "postings.bin")
+"""The files of a key-space partition (``views/V/part-NNNNN/``; see ``index/shard.py``)."""
+PART_ARRAYS = ("dfbig",)
+DOC_FILES = ("tokens.bin", "doc_starts.bin")
+"""The files of a range of documents (``folds/F/docs-NNNNN/``)."""
+DOC_ARRAYS = ("tokens", "doc_starts")
 
 _DTYPES = {"<u2", "<u4", "<u8"}
 
@@ -176,7 +186,6 @@ def _files(x: object, names: set[str] | None, where: Path, what: str) -> None:
 
 def validate_meta(meta: dict[str, Any], where: Path) -> None:
     """Refuse any ``meta.json`` outside the schema of this format version."""
-    from presidio_delink.index.shard import DOC_ARRAYS, DOC_FILES, PART_ARRAYS, PART_FILES
     from presidio_delink.text import FOLDS, MAX_SUPPORTED_N, Tokenizer
     from presidio_delink.views import VIEWS
 

@@ -69,11 +69,6 @@ from presidio_delink.index.postings import (
 )
 from presidio_delink.io import atomic_output
 
-PART_FILES = ("ngrams.marisa", "df.bin", "dfbig.bin", "blocks.bin", "postings.bin")
-PART_ARRAYS = ("dfbig",)
-DOC_FILES = ("tokens.bin", "doc_starts.bin")
-DOC_ARRAYS = ("tokens", "doc_starts")
-
 
 def smallest_uint(max_value: int) -> str:
     """The narrowest little-endian unsigned dtype holding ``max_value``."""
