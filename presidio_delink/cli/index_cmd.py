@@ -1,0 +1,189 @@
+"""``index build``, ``index stats``, ``index query``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from presidio_delink.cli.common import clean_errors, dask_client, key_opt, load_index, main
+from presidio_delink.errors import ConfigError
+
+
+@main.group()
+def index() -> None:
+    """Build and inspect the N-gram index of a reference collection."""
+
+
+@index.command("build")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index directory to create (must be absent or empty).",
+)
+@click.option(
+    "--max-n",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Longest N-gram, in words.",
+)
+@click.option(
+    "--shard-words",
+    default=8_000_000,
+    show_default=True,
+    type=click.IntRange(1000),
+    help="Words per shard (bounds memory).",
+)
+@click.option(
+    "--view",
+    "extra_views",
+    multiple=True,
+    metavar="NAME",
+    help="Also build this view (repeatable): case, case-cross. The defaults (folded, "
+    "folded-cross, fine, accent-cross) are always built unless --no-default-views.",
+)
+@click.option(
+    "--default-views/--no-default-views",
+    default=True,
+    show_default=True,
+    help="Build the default views (turn off only with --view).",
+)
+@click.option(
+    "--group-regex",
+    default=None,
+    metavar="REGEX",
+    help="Derive each document's group (person, case) from its id: the first capturing "
+    "group of the first match. A JSONL 'group' field takes precedence.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Processes for the build (default: the number of cores).",
+)
+@click.option(
+    "--dask-scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Build on this Dask cluster (tcp://HOST:PORT; needs the 'distributed' extra): "
+    "its workers read the input files and write into OUTPUT, which they must share.",
+)
+@key_opt
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@clean_errors
+def index_build(
+    inputs: tuple[Path, ...],
+    output: Path,
+    max_n: int,
+    shard_words: int,
+    extra_views: tuple[str, ...],
+    default_views: bool,
+    group_regex: str | None,
+    workers: int | None,
+    dask_scheduler: str | None,
+    key_file: Path | None,
+    progress: bool,
+) -> None:
+    """Index INPUT... (JSONL, a JSON object {id: text}, or a folder of .txt files).
+
+    JSONL (and JSON-list) records may carry a "group" (the person or case the document
+    is about): k then counts distinct groups.
+    """
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.index.format import read_key
+    from presidio_delink.io import read_many_grouped
+    from presidio_delink.views import resolve_views
+
+    views = resolve_views(extra_views, defaults=default_views)
+    out_real = output.resolve()
+    for inp in inputs:
+        real = inp.resolve()
+        if out_real == real or real in out_real.parents:
+            raise ConfigError(f"the index directory {output} is (inside) the input {inp}")
+    if dask_scheduler is not None:
+        client = dask_client(dask_scheduler)
+        try:
+            idx = NgramIndex.build_files(
+                list(inputs),
+                output,
+                dask_client=client,
+                max_n=max_n,
+                views=views,
+                shard_words=shard_words,
+                group_regex=group_regex,
+                key=read_key(key_file),
+            )
+        finally:
+            client.close()
+    else:
+        idx = NgramIndex.build(
+            read_many_grouped(inputs),
+            output,
+            max_n=max_n,
+            views=views,
+            shard_words=shard_words,
+            group_regex=group_regex,
+            key=read_key(key_file),
+            progress=progress,
+            workers=workers or os.cpu_count() or 1,
+        )
+    st = idx.stats()
+    click.echo(
+        f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "
+        f"{st['n_keys']} N-grams in {len(idx.views)} views into {output} "
+        f"({st['bytes_on_disk']} bytes)",
+        err=True,
+    )
+
+
+@index.command("stats")
+@click.argument("directory", type=click.Path(path_type=Path))
+@key_opt
+@clean_errors
+def index_stats(directory: Path, key_file: Path | None) -> None:
+    """Print the index statistics as JSON (views, groups, counts, sizes)."""
+    click.echo(json.dumps(load_index(directory, key_file).stats(), indent=2))
+
+
+@index.command("query")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("phrases", nargs=-1, required=True)
+@click.option("--view", default=None, help="The view to query (default: folded).")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Document ids printed per phrase (0: all); df and groups count them all.")
+@key_opt
+@clean_errors
+def index_query(
+    directory: Path, phrases: tuple[str, ...], view: str | None, limit: int,
+    key_file: Path | None,
+) -> None:
+    """Print {"ngram", "view", "df", "groups", "doc_ids"} for each PHRASE (one N-gram
+    each); df counts documents, groups distinct groups; "doc_ids" lists the first
+    --limit documents ("more" says how many were left out)."""
+
+    idx = load_index(directory, key_file)
+    if view is not None and view not in idx.views:
+        raise ConfigError(f"the index has no view {view!r} (it has {', '.join(idx.views)})")
+    v = idx.views[view] if view else idx.primary
+    ids = idx.doc_ids
+    for phrase in phrases:
+        words = idx.words_of(phrase, v.name)
+        ords = v.lookup(words)
+        shown = ords.tolist() if limit == 0 else ords[:limit].tolist()
+        row: dict[str, Any] = {
+            "ngram": " ".join(words),
+            "view": v.name,
+            "df": len(ords),
+            "groups": len(idx.groups_of(ords)),
+            "doc_ids": [ids[i] for i in shown],
+        }
+        if len(shown) < len(ords):
+            row["more"] = len(ords) - len(shown)
+        click.echo(json.dumps(row, ensure_ascii=False))
