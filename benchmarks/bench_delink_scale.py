@@ -115,7 +115,7 @@ def part_identical(work: Path) -> dict[str, Any]:
                                ("dask2", ["--dask-scheduler", cluster.scheduler_address])):
                 dest = work / f"{name}-{how}.jsonl"
                 dest.unlink(missing_ok=True)
-                got = delink(["--index", str(idx), "-k", "2", *args, "--fresh", str(inp),
+                got = delink(["--index", str(idx), "-k", "2", *args, *extra, "--fresh", str(inp),
                               "-o", str(dest)])
                 recs = records(dest) if dest.exists() else None
                 if how == "one":

@@ -61,8 +61,17 @@ def _load(path: Path) -> object:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        hint = (
+            " (it holds one JSON value per line: JSONL, not a release file)"
+            if "Extra data" in str(exc) else ""
+        )
+        raise InputError(
+            f"{path}" + (f":{line}" if line else "") + ": not a JSON file" + hint
+        ) from exc
 
 
 def apply_masks(

@@ -239,9 +239,19 @@ def read_checked(
 
 
 def read_many_grouped(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, str | None]]:
-    """Chain :func:`read_documents` over several inputs, with each record's group."""
+    """Chain :func:`read_documents` over several inputs, with each record's group.
+
+    Raises:
+        InputError: a duplicate id (naming the file it is repeated in, and its first).
+    """
+    first: dict[str, str] = {}
     for p in paths:
         for rec in read_documents(p, groups=True):
+            if rec[0] in first:
+                raise InputError(
+                    f"{p}: duplicate document id {_show(rec[0])} (first in {first[rec[0]]})"
+                )
+            first[rec[0]] = str(p)
             yield rec[0], rec[1], rec[2]
 
 

@@ -222,3 +222,13 @@ def test_max_chars_fails_a_longer_document(index_dir: Path, tmp_path: Path) -> N
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert all(r["failed"] and r["text"] is None for r in recs)
     assert "--max-chars" in recs[0]["error"] or "longer" in recs[0]["error"]
+
+
+def test_index_build_names_the_file_of_a_duplicate_id(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"id": "x", "text": "one two"}\n')
+    b.write_text('{"id": "y", "text": "three"}\n{"id": "x", "text": "four"}\n')
+    res = CliRunner().invoke(main, ["index", "build", str(a), str(b), "-o",
+                                    str(tmp_path / "idx"), "--no-progress", "--workers", "1"])
+    assert res.exit_code == 2
+    assert f"{b}: duplicate document id 'x' (first in {a})" in res.output

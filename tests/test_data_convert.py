@@ -92,3 +92,13 @@ def test_convert_refuses_other_json(tmp_path: Path) -> None:
 def test_eval_without_data_says_what_to_do(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["eval", "--data", str(tmp_path), *CONFIG])
     assert r.exit_code == 2 and "data convert" in r.output
+
+
+def test_a_jsonl_file_given_as_a_release_file_is_named_not_decoded(tmp_path: Path) -> None:
+    bad = tmp_path / "docs.jsonl"
+    bad.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n')
+    res = CliRunner().invoke(main, ["data", "convert", "--tab", str(bad), "-o",
+                                    str(tmp_path / "out"), "--no-presidio-masks"])
+    assert res.exit_code == 2
+    assert f"{bad}:2: not a JSON file" in res.output and "JSONL" in res.output
+    assert "Extra data" not in res.output
