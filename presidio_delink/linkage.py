@@ -199,6 +199,38 @@ class LinkageReport:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""
         return sorted(((a, b, f) for f in self.flagged for a, b in f.spans), key=lambda x: x[:2])
 
+    def places(self, text: str) -> list[dict[str, Any]]:
+        """``check``'s record of each flagged place of ``text`` (the analysed text): one
+        per place and arity, with every view it links in; ``ngram``, ``view``, ``df``
+        and ``groups`` are those of the view where it occurs in the fewest groups."""
+        places: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for a, b, f in self.spans():
+            where = (a, b, f.arity, f.partners)
+            rec = places.get(where)
+            if rec is None or (f.groups, f.df) < (rec["groups"], rec["df"]):
+                views = rec["views"] if rec is not None else []
+                rec = places[where] = {
+                    "start": a, "end": b, "text": text[a:b], "ngram": f.key, "view": f.view,
+                    "views": views, "df": f.df, "groups": f.groups, "arity": f.arity,
+                    "partners": list(f.partners),
+                }
+            if f.view not in rec["views"]:
+                rec["views"].append(f.view)
+        return list(places.values())
+
+    def links(self, evidence: int = 20) -> list[dict[str, Any]]:
+        """``attack``'s record of each collection document the text singles out: its id,
+        the first ``evidence`` pieces (N-grams and views) and their number."""
+        return [
+            {
+                "doc_id": d,
+                "evidence": [{"ngrams": list(e.ngrams), "views": list(e.views)}
+                             for e in ev[:evidence]],
+                "n_evidence": len(ev),
+            }
+            for d, ev in self.linked_docs().items()
+        ]
+
 
 def _check_args(index: NgramIndex, k: int, arity: int, max_n: int | None) -> int:
     if not isinstance(k, int) or k < 2:

@@ -47,36 +47,12 @@ def check(
     with open_out(output) as out:
         for doc_id, text in read_many(inputs):
             rep = analyze(idx, text, k=k, arity=arity, max_n=max_n)
+            spans = rep.places(text)
             n_docs += 1
             n_linkable += rep.linkable
-            places: dict[tuple[Any, ...], dict[str, Any]] = {}
-            for a, b, f in rep.spans():
-                where = (a, b, f.arity, f.partners)
-                rec = places.get(where)
-                if rec is None or (f.groups, f.df) < (rec["groups"], rec["df"]):
-                    views = rec["views"] if rec is not None else []
-                    rec = places[where] = {
-                        "start": a,
-                        "end": b,
-                        "text": text[a:b],
-                        "ngram": f.key,
-                        "view": f.view,
-                        "views": views,
-                        "df": f.df,
-                        "groups": f.groups,
-                        "arity": f.arity,
-                        "partners": list(f.partners),
-                    }
-                if f.view not in rec["views"]:
-                    rec["views"].append(f.view)
-            spans = list(places.values())
             n_spans += len(spans)
-            out.write(
-                json.dumps(
-                    {"id": doc_id, "linkable": rep.linkable, "spans": spans}, ensure_ascii=False
-                )
-                + "\n"
-            )
+            rec = {"id": doc_id, "linkable": rep.linkable, "spans": spans}
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
     click.echo(
         f"checked {n_docs} document(s) against {idx.n_docs} ({idx.stats()['n_groups']} groups), "
         f"k={k}, arity {arity}: {n_linkable} linkable, {n_spans} flagged place(s)"
@@ -148,24 +124,11 @@ def attack(
                     from presidio_delink.linkage import analyze
 
                     rep = analyze(idx, text, k=k, arity=arity, max_n=max_n, exhaustive=True)
-                    linked = rep.linked_docs()
-                    any_linkable |= bool(linked)
-                    rec: dict[str, Any] = {
-                        "id": doc_id,
-                        "linkable": bool(linked),
-                        "n_combinations": rep.n_combinations,
-                        "links_to": [
-                            {
-                                "doc_id": d,
-                                "evidence": [
-                                    {"ngrams": list(e.ngrams), "views": list(e.views)}
-                                    for e in ev[:20]
-                                ],
-                                "n_evidence": len(ev),
-                            }
-                            for d, ev in linked.items()
-                        ],
-                    }
+                    links = rep.links()
+                    any_linkable |= bool(links)
+                    rec: dict[str, Any] = {"id": doc_id, "linkable": bool(links),
+                                           "n_combinations": rep.n_combinations,
+                                           "links_to": links}
                     if method == "all":
                         rec = {"id": doc_id, "method": "ngram", **rec}
                 elif m == "ranked":

@@ -107,33 +107,19 @@ def index_build(
         real = inp.resolve()
         if out_real == real or real in out_real.parents:
             raise ConfigError(f"the index directory {output} is (inside) the input {inp}")
+    common: dict[str, Any] = dict(
+        max_n=max_n, views=views, shard_words=shard_words, group_regex=group_regex,
+        key=read_key(key_file),
+    )
     if dask_scheduler is not None:
         client = dask_client(dask_scheduler)
         try:
-            idx = NgramIndex.build_files(
-                list(inputs),
-                output,
-                dask_client=client,
-                max_n=max_n,
-                views=views,
-                shard_words=shard_words,
-                group_regex=group_regex,
-                key=read_key(key_file),
-            )
+            idx = NgramIndex.build_files(list(inputs), output, dask_client=client, **common)
         finally:
             client.close()
     else:
-        idx = NgramIndex.build(
-            read_many_grouped(inputs),
-            output,
-            max_n=max_n,
-            views=views,
-            shard_words=shard_words,
-            group_regex=group_regex,
-            key=read_key(key_file),
-            progress=progress,
-            workers=workers or os.cpu_count() or 1,
-        )
+        idx = NgramIndex.build(read_many_grouped(inputs), output, progress=progress,
+                               workers=workers or os.cpu_count() or 1, **common)
     st = idx.stats()
     click.echo(
         f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "
