@@ -122,27 +122,46 @@ maxn_opt = click.option(
 )
 
 
-def detection_options(func: F) -> F:
-    """The options and arguments that `check` and `attack` share."""
-    for deco in reversed(
-        [
-            index_opt,
-            key_opt,
-            k_opt,
-            arity_opt,
-            maxn_opt,
-            click.option(
-                "-o",
-                "--output",
-                type=click.Path(path_type=Path),
-                default=None,
-                help="Write JSONL here instead of stdout.",
-            ),
-            click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
-        ]
-    ):
-        func = deco(func)
-    return func
+def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """The decorators applied as if written one above the other, first on top."""
+
+    def apply(func: F) -> F:
+        for deco in reversed(decorators):
+            func = deco(func)
+        return func
+
+    return apply
+
+
+#: The index and the detection settings (``delink``, ``review``, ``check``, ``attack``).
+index_args = stack(index_opt, key_opt, k_opt, arity_opt, maxn_opt)
+
+#: The options and arguments that ``check`` and ``attack`` share.
+detection_options = stack(
+    index_args,
+    click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+                 help="Write JSONL here instead of stdout."),
+    click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
+)
+
+
+def monitor_opt(why: str) -> Callable[[F], F]:
+    """``--semantic-monitor``: the collection's texts, for ``why``."""
+    return click.option("--semantic-monitor", "monitor_inputs", multiple=True,
+                        type=click.Path(path_type=Path),
+                        help=f"The collection's texts (INPUT formats): {why}")
+
+
+def spread_opts(what: str, shared: str) -> Callable[[F], F]:
+    """``--workers`` and ``--dask-scheduler``: ``what`` runs in processes or on a cluster
+    whose workers must share ``shared``."""
+    return stack(
+        click.option("--workers", type=click.IntRange(1), default=None,
+                     help=f"Processes for {what}."),
+        click.option("--dask-scheduler", default=None, metavar="ADDRESS",
+                     help="Run on this Dask cluster (tcp://HOST:PORT; needs the "
+                     f"'distributed' extra): its workers must share {shared}."),
+    )
 
 
 def semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: Path | None) -> Any:

@@ -11,26 +11,20 @@ from typing import Any
 import click
 
 from presidio_delink.cli.common import (
-    arity_opt,
     clean_errors,
     dask_client,
-    index_opt,
-    k_opt,
-    key_opt,
+    index_args,
     load_index,
     main,
-    maxn_opt,
+    monitor_opt,
     semantic_monitor,
+    spread_opts,
 )
 from presidio_delink.errors import ConfigError
 
 
 @main.command("delink")
-@index_opt
-@key_opt
-@k_opt
-@arity_opt
-@maxn_opt
+@index_args
 @click.option(
     "--llm",
     "llm_spec",
@@ -111,14 +105,8 @@ from presidio_delink.errors import ConfigError
     default=None,
     help="SQLite cache of LLM answers (reruns are free).",
 )
-@click.option(
-    "--semantic-monitor",
-    "monitor_inputs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="The collection's texts (INPUT formats): report each output's nearest collection "
-    "document by embedding cosine (needs the 'eval' extra).",
-)
+@monitor_opt("report each output's nearest collection document by embedding cosine "
+             "(needs the 'eval' extra).")
 @click.option(
     "--protect",
     default=None,
@@ -160,20 +148,8 @@ from presidio_delink.errors import ConfigError
     type=click.IntRange(1),
     help="Longest document accepted, in characters (longer ones fail, saying so).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=None,
-    help="Delink in this many processes (each opens the index once); the output is the "
-    "one-process run's.",
-)
-@click.option(
-    "--dask-scheduler",
-    default=None,
-    metavar="ADDRESS",
-    help="Delink on this Dask cluster (tcp://HOST:PORT; needs the 'distributed' extra): its "
-    "workers read the index and inputs and write beside OUTPUT, which they must share.",
-)
+@spread_opts("delinking (the output is the one-process run's)",
+             "the index, the inputs and OUTPUT's folder")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @clean_errors

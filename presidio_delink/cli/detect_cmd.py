@@ -14,6 +14,7 @@ from presidio_delink.cli.common import (
     detection_options,
     load_index,
     main,
+    monitor_opt,
     open_out,
     semantic_monitor,
 )
@@ -75,13 +76,7 @@ def check(
     "tokenisers); semantic: nearest by embedding (needs --semantic-monitor); all: each in "
     "turn.",
 )
-@click.option(
-    "--semantic-monitor",
-    "monitor_inputs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="The collection's texts (INPUT formats), for --method semantic/all.",
-)
+@monitor_opt("for --method semantic/all.")
 @clean_errors
 def attack(
     index_dir: Path,

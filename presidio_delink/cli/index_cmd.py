@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from presidio_delink.cli.common import clean_errors, dask_client, key_opt, load_index, main
+from presidio_delink.cli.common import (
+    clean_errors,
+    dask_client,
+    key_opt,
+    load_index,
+    main,
+    spread_opts,
+)
 from presidio_delink.errors import ConfigError
 
 
@@ -62,19 +69,8 @@ def index() -> None:
     help="Derive each document's group (person, case) from its id: the first capturing "
     "group of the first match. A JSONL 'group' field takes precedence.",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=None,
-    help="Processes for the build (default: the number of cores).",
-)
-@click.option(
-    "--dask-scheduler",
-    default=None,
-    metavar="ADDRESS",
-    help="Build on this Dask cluster (tcp://HOST:PORT; needs the 'distributed' extra): "
-    "its workers read the input files and write into OUTPUT, which they must share.",
-)
+@spread_opts("the build [default: one a core]",
+             "the input files and OUTPUT (they write into it)")
 @key_opt
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @clean_errors

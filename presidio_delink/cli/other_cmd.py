@@ -8,14 +8,11 @@ from pathlib import Path
 import click
 
 from presidio_delink.cli.common import (
-    arity_opt,
     clean_errors,
-    index_opt,
-    k_opt,
-    key_opt,
+    index_args,
     load_index,
     main,
-    maxn_opt,
+    monitor_opt,
     semantic_monitor,
 )
 
@@ -100,11 +97,7 @@ def data_convert(
 
 
 @main.command("review")
-@index_opt
-@key_opt
-@k_opt
-@arity_opt
-@maxn_opt
+@index_args
 @click.argument("delinked", type=click.Path(path_type=Path))
 @click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
               help="The documents delink was given: shown beside each output, every edit marked.")
@@ -116,9 +109,7 @@ def data_convert(
 @click.option("--explain-docs", is_flag=True,
               help="Name the collection documents a refused phrase links to (their ids may "
               "be sensitive).")
-@click.option("--semantic-monitor", "monitor_inputs", multiple=True,
-              type=click.Path(path_type=Path),
-              help="The collection's texts: add the semantic attack to the panel ('eval' extra).")
+@monitor_opt("add the semantic attack to the panel ('eval' extra).")
 @click.option("--port", default=0, type=click.IntRange(0, 65535), help="[default: a free one]")
 @clean_errors
 def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: int | None,

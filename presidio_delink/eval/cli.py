@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,6 +29,28 @@ _DATA_OPTION = click.option(
     help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA; one "
     "of the two is needed].",
 )
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """The options of ``eval`` (see its ``--help``)."""
+
+    data_root: Path | None
+    datasets: tuple[str, ...]
+    ks: tuple[int, ...]
+    arities: tuple[int, ...]
+    llms: tuple[str, ...]
+    passes: int
+    limit: int | None
+    protect: str | None
+    llm_limit: int | None
+    work_dir: Path | None
+    out_dir: Path
+    semantic: bool
+    fluency_docs: int
+    fluency_tokens: int
+    html: bool
+    risk_logprobs: tuple[Path, ...] = ()
 
 
 def _data_root(given: Path | None) -> Path:
@@ -153,28 +177,12 @@ def _data_root(given: Path | None) -> Path:
     show_default=True,
     help="HTML before/after report of the first setting.",
 )
-def eval_command(
-    data_root: Path | None,
-    datasets: tuple[str, ...],
-    ks: tuple[int, ...],
-    arities: tuple[int, ...],
-    llms: tuple[str, ...],
-    passes: int,
-    limit: int | None,
-    protect: str | None,
-    llm_limit: int | None,
-    work_dir: Path | None,
-    out_dir: Path,
-    semantic: bool,
-    fluency_docs: int,
-    fluency_tokens: int,
-    html: bool,
-    risk_logprobs: tuple[Path, ...],
-) -> None:
+def eval_command(**opts: Any) -> None:
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
-    data_root = _data_root(data_root)
-    if risk_logprobs:
+    o = EvalOptions(**opts)
+    data_root = _data_root(o.data_root)
+    if o.risk_logprobs:
         ctx = click.get_current_context()
         ignored = [
             max(p.opts, key=len)
@@ -193,7 +201,7 @@ def eval_command(
             sys.exit(2)
         click.echo("note: 'eval --risk-logprobs' is now 'presidio-delink eval-risk FILE...'",
                    err=True)
-        _run_risk(data_root, risk_logprobs, work_dir, out_dir)
+        _run_risk(data_root, o.risk_logprobs, o.work_dir, o.out_dir)
         return
     try:
         if (
@@ -205,23 +213,7 @@ def eval_command(
                 f"{data_root} holds neither tab/ nor wikibio/; see --help for the layout "
                 "('presidio-delink data convert' makes it)"
             )
-        _run(
-            data_root,
-            datasets,
-            ks,
-            arities,
-            llms,
-            passes,
-            limit,
-            protect,
-            llm_limit,
-            work_dir,
-            out_dir,
-            semantic,
-            fluency_docs,
-            fluency_tokens,
-            html,
-        )
+        _run(replace(o, data_root=data_root))
     except (DelinkError, OSError) as exc:  # an OSError names a file, never its content
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -284,61 +276,45 @@ def _run_risk(
         sys.exit(2)
 
 
-def _run(
-    data_root: Path | None,
-    datasets: tuple[str, ...],
-    ks: tuple[int, ...],
-    arities: tuple[int, ...],
-    llms: tuple[str, ...],
-    passes: int,
-    limit: int | None,
-    protect: str | None,
-    llm_limit: int | None,
-    work_dir: Path | None,
-    out_dir: Path,
-    semantic: bool,
-    fluency_docs: int,
-    fluency_tokens: int,
-    html: bool,
-) -> None:
+def _run(o: EvalOptions) -> None:
     from presidio_delink.eval.output import at_a_glance, plot_tradeoff, write_all, write_json
     from presidio_delink.eval.runner import Setting, run_eval
     from presidio_delink.llm import make_rewriter
     from presidio_delink.pipeline import DelinkResult
 
-    for spec in llms:  # fail fast on a bad backend spec (models load only when used)
+    for spec in o.llms:  # fail fast on a bad backend spec (models load only when used)
         make_rewriter(spec)
-    if protect is not None:
-        from presidio_delink.protect import parse_modes
+    from presidio_delink.settings import parse_modes
 
-        protect = ",".join(parse_modes(protect))  # ConfigError on an unknown name
+    # ConfigError on an unknown name
+    protect = ",".join(parse_modes(o.protect)) if o.protect is not None else None
     t0 = time.perf_counter()
 
     def say(msg: str) -> None:
         click.echo(f"[{time.perf_counter() - t0:6.0f} s] {msg}", err=True)
 
-    ks_u = tuple(dict.fromkeys(ks))
-    ar_u = tuple(dict.fromkeys(arities))
+    ks_u = tuple(dict.fromkeys(o.ks))
+    ar_u = tuple(dict.fromkeys(o.arities))
     all_results = []
-    for name in dict.fromkeys(datasets):
+    for name in dict.fromkeys(o.datasets):
         html_written = False
 
         def keep_html(setting: Setting, results: list[DelinkResult], name: str = name) -> None:
             nonlocal html_written
-            if html and not html_written:
+            if o.html and not html_written:
                 from presidio_delink.io import atomic_output
                 from presidio_delink.report import render
 
-                out_dir.mkdir(parents=True, exist_ok=True)
-                with atomic_output(out_dir / f"{name}-report.html") as f:
+                o.out_dir.mkdir(parents=True, exist_ok=True)
+                with atomic_output(o.out_dir / f"{name}-report.html") as f:
                     f.write(render(results, title=f"presidio-delink eval: {name}, {setting.label}"))
                 html_written = True
 
         merged = None
-        for spec in dict.fromkeys(llms):
-            n = limit if spec.strip().lower() == "none" else (llm_limit or limit)
+        for spec in dict.fromkeys(o.llms):
+            n = o.limit if spec.strip().lower() == "none" else (o.llm_limit or o.limit)
             settings = [
-                Setting(k, a, spec, passes, protect=p)
+                Setting(k, a, spec, o.passes, protect=p)
                 for k in ks_u
                 for a in ar_u
                 for p in ([None, protect] if protect else [None])
@@ -347,14 +323,14 @@ def _run(
                 name,
                 settings,
                 limit=n,
-                work_dir=work_dir,
-                semantic=semantic,
-                fluency_docs=fluency_docs,
-                fluency_tokens=fluency_tokens,
+                work_dir=o.work_dir,
+                semantic=o.semantic,
+                fluency_docs=o.fluency_docs,
+                fluency_tokens=o.fluency_tokens,
                 progress=say,
                 on_results=keep_html,
                 bars=None,
-                data_root=data_root,
+                data_root=o.data_root,
             )
             if merged is None:
                 merged = res
@@ -363,11 +339,11 @@ def _run(
                 merged["meta"]["seconds"] += res["meta"]["seconds"]
                 merged["meta"].setdefault("runs", []).append(res["meta"])
         assert merged is not None
-        for p in write_all(merged, out_dir):
+        for p in write_all(merged, o.out_dir):
             say(f"wrote {p}")
         click.echo(at_a_glance(merged))
         all_results.append(merged)
     if len(all_results) > 1:
-        write_json({"datasets": all_results}, out_dir / "all.json")
-        plot_tradeoff(all_results, out_dir / "all-tradeoff.png")
-        say(f"wrote {out_dir / 'all.json'} and {out_dir / 'all-tradeoff.png'}")
+        write_json({"datasets": all_results}, o.out_dir / "all.json")
+        plot_tradeoff(all_results, o.out_dir / "all-tradeoff.png")
+        say(f"wrote {o.out_dir / 'all.json'} and {o.out_dir / 'all-tradeoff.png'}")
