@@ -110,6 +110,9 @@ def render(
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        "<p class='fail'>Sensitive: this page shows the input and the phrases removed from "
+        "it, which link to the source. Do not publish it; `presidio-delink release` writes "
+        "the texts that may be shared.</p>",
         "<p class='meta'>Left: the input (after PII redaction), linkable N-grams in red, each "
         "followed by the number of collection documents it occurs in (df=1: found in one "
         "document); where the collection is grouped (all documents of one case or person) "

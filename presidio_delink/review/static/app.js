@@ -215,7 +215,7 @@
 
   async function doExport() {
     const { status, data } = await api("/api/export", {});
-    if (status === 200) message("ok", `exported ${data.documents} documents (${data.signed_off} signed off) to ${data.path}`);
+    if (status === 200) message("ok", `exported ${data.documents} documents (${data.signed_off} signed off) to ${data.path}; it holds the removed phrases (keep it private): presidio-delink release ${data.path} -o PUBLIC.jsonl writes what may be shared`);
     else message("err", data.error || "export failed");
   }
 
