@@ -400,9 +400,7 @@ class Tokenizer:
         if got is None:
             stripped, omap = strip_invisible(text)
             got = (stripped, omap, self._chunks(stripped))
-            if len(_SCANS) >= 8:
-                _SCANS.pop(next(iter(_SCANS)))
-            _SCANS[key] = got
+            _remember(_SCANS, key, got)
         return got
 
     def pieces(self, text: str) -> list[tuple[list[Token], bool]]:
@@ -477,9 +475,7 @@ class Tokenizer:
                     _new(Token, (n, omap[start + a], omap[start + b - 1] + 1))
                     for n, a, b in parts
                 ]
-        if len(_PIECES) >= 8:
-            _PIECES.pop(next(iter(_PIECES)))
-        _PIECES[key] = out
+        _remember(_PIECES, key, out)
         return out
 
     def segments(self, text: str) -> list[list[Token]]:
@@ -613,6 +609,25 @@ _SCANS: dict[
     tuple[str, tuple[str, ...], str],
     tuple[str, list[int] | None, list[tuple[int, str | None]]],
 ] = {}
+
+
+_CACHE_ENTRIES = 8
+_CACHE_CHARS = 1_000_000
+"""The tokenisation caches keep the last 8 results (the views of one text, and the passes
+over it, read it several times), of texts of about a million characters in all at most: a
+long document's tokens (a hundred bytes and more a character in each word model) are not
+kept for texts that will not come back."""
+
+
+def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any) -> None:
+    """``cache[key] = value`` (``key[-1]``: the text), evicting the oldest entries first."""
+    def held() -> int:  # characters of the distinct texts cached (word models share one)
+        texts = {k[-1] for k in cache} | {key[-1]}
+        return sum(len(t) for t in texts)
+
+    while cache and (len(cache) >= _CACHE_ENTRIES or held() > _CACHE_CHARS):
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def _cut_mode(fold: str) -> str:
