@@ -298,7 +298,7 @@ def test_cli_attack_containment_shape_and_exit_code(cli_files) -> None:  # type:
     idx, q, d = cli_files
     res = _run("attack", "--index", str(idx), "--method", "containment", str(q))
     assert res.exit_code == 1  # something links
-    recs = [json.loads(line) for line in res.output.splitlines()]
+    recs = [json.loads(line) for line in res.stdout.splitlines()]
     assert [r["id"] for r in recs] == ["d3", "new"]
     for r, src in zip(recs, ["d3", "d9"], strict=True):
         assert set(r) == {"id", "method", "ranking", "linked"} and r["method"] == "containment"
@@ -309,7 +309,7 @@ def test_cli_attack_containment_shape_and_exit_code(cli_files) -> None:  # type:
     fresh = _corpus(n_docs=len(CORPUS) + 1)[-1][1]
     clean.write_text(json.dumps({"id": "z", "text": fresh}) + "\n")
     res = _run("attack", "--index", str(idx), "--method", "containment", str(clean))
-    assert res.exit_code == 0 and json.loads(res.output)["linked"] is False
+    assert res.exit_code == 0 and json.loads(res.stdout)["linked"] is False
 
 
 def test_cli_attack_all_and_semantic_needs_collection(cli_files) -> None:  # type: ignore[no-untyped-def]
@@ -319,7 +319,7 @@ def test_cli_attack_all_and_semantic_needs_collection(cli_files) -> None:  # typ
     methods = [json.loads(line)["method"] for line in res.stdout.splitlines()]
     assert methods == ["ngram", "containment", "ranked"] * 2
     res = _run("attack", "--index", str(idx), str(q))  # default: today's output
-    assert "method" not in json.loads(res.output.splitlines()[0])
+    assert "method" not in json.loads(res.stdout.splitlines()[0])
     res = _run("attack", "--index", str(idx), "--method", "semantic", str(q))
     assert res.exit_code == 2 and "--semantic-monitor" in res.output
 

@@ -109,6 +109,10 @@ def test_attack_all_says_it_skips_the_semantic_attack(built: Path, tmp_path: Pat
     assert "semantic attack is skipped" in res.stderr and "--semantic-monitor" in res.stderr
     methods = [json.loads(x)["method"] for x in (tmp_path / "a.jsonl").read_text().splitlines()]
     assert "semantic" not in methods and "ngram" in methods
+    # it ends with one summary line: per attack, how many documents link
+    assert res.stderr.splitlines()[-1] == (
+        "attacked 1 document(s), k=2: ngram links 1; containment links 1; ranked links 1"
+    )
 
 
 @pytest.mark.parametrize(

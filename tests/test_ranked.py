@@ -360,7 +360,7 @@ def test_cli_attack_ranked(cli_files) -> None:  # type: ignore[no-untyped-def]
     idx, q, d = cli_files
     res = _run("attack", "--index", str(idx), "--method", "ranked", str(q))
     assert res.exit_code == 1, res.output  # the sources are claimed
-    recs = [json.loads(line) for line in res.output.splitlines()]
+    recs = [json.loads(line) for line in res.stdout.splitlines()]
     assert [r["id"] for r in recs] == ["d3", "new"]
     for r, src in zip(recs, ["d3", "g4"], strict=True):
         assert set(r) == {"id", "method", "ranking", "linked", "claim", "members"}
@@ -372,7 +372,7 @@ def test_cli_attack_ranked(cli_files) -> None:  # type: ignore[no-untyped-def]
     clean.write_text(json.dumps({"id": "z", "text": _unrelated()}) + "\n")
     res = _run("attack", "--index", str(idx), "--method", "ranked", str(clean))
     assert res.exit_code == 0
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     assert rec["linked"] is False and rec["ranking"] == [] and rec["claim"] is None
     res = _run("attack", "--index", str(idx), "--method", "all", str(q))
     methods = [json.loads(line)["method"] for line in res.stdout.splitlines()]

@@ -94,7 +94,10 @@ def attack(
     ngram (default): through which N-grams (all combinations enumerated).  containment,
     ranked and semantic: {"id", "method", "ranking": top 10 groups, best first, "linked"}.
     ranked adds "claim" (the group, member, query and lead of the calibrated margin
-    decision, or null) and "members": each member's top 3 groups for the whole text.
+    decision, or null) and "members": each member's top 3 groups for the whole text; its
+    "ranking" scores each group by its best score relative to the leader's over the whole
+    text and every sentence, so 1.0 means some member ranks it first for some query (the
+    members' whole-text rankings tell them apart).  A summary line goes to stderr.
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
@@ -111,30 +114,40 @@ def attack(
             err=True,
         )
     attacks = _make_attacks(idx, k, methods, monitor_inputs, output)
-    any_linkable = False
+    linked = dict.fromkeys(methods, 0)
+    n_docs = 0
     with open_out(output) as out:
         for doc_id, text in read_many(inputs):
+            n_docs += 1
             for m in methods:
-                if m == "ngram":
-                    from presidio_delink.linkage import analyze
-
-                    rep = analyze(idx, text, k=k, arity=arity, max_n=max_n, exhaustive=True)
-                    links = rep.links()
-                    any_linkable |= bool(links)
-                    rec: dict[str, Any] = {"id": doc_id, "linkable": bool(links),
-                                           "n_combinations": rep.n_combinations,
-                                           "links_to": links}
-                    if method == "all":
-                        rec = {"id": doc_id, "method": "ngram", **rec}
-                elif m == "ranked":
-                    rec = _ranked_record(attacks[m], doc_id, text)
-                    any_linkable |= bool(rec["linked"])
-                else:
-                    verdict = attacks[m].verdict(text, top=10)
-                    any_linkable |= verdict.linked
-                    rec = verdict.to_json(doc_id)
+                rec = _attack_record(m, attacks.get(m), idx, doc_id, text, k, arity, max_n)
+                if method == "all" and m == "ngram":
+                    rec = {"id": doc_id, "method": "ngram", **rec}
+                linked[m] += bool(rec.get("linkable", rec.get("linked")))
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    sys.exit(1 if any_linkable else 0)
+    click.echo(
+        f"attacked {n_docs} document(s), k={k}: "
+        + "; ".join(f"{m} links {n}" for m, n in linked.items()),
+        err=True,
+    )
+    sys.exit(1 if any(linked.values()) else 0)
+
+
+def _attack_record(
+    m: str, attack: Any, idx: Any, doc_id: str, text: str, k: int, arity: int,
+    max_n: int | None,
+) -> dict[str, Any]:
+    """One attack's record of one document."""
+    if m == "ngram":
+        from presidio_delink.linkage import analyze
+
+        rep = analyze(idx, text, k=k, arity=arity, max_n=max_n, exhaustive=True)
+        links = rep.links()
+        return {"id": doc_id, "linkable": bool(links), "n_combinations": rep.n_combinations,
+                "links_to": links}
+    if m == "ranked":
+        return _ranked_record(attack, doc_id, text)
+    return attack.verdict(text, top=10).to_json(doc_id)
 
 
 def _ranked_record(attack: Any, doc_id: str, text: str) -> dict[str, Any]:
