@@ -8,7 +8,8 @@
 #     samples/out/report.html, and print a few before/after sentences; the audit says how
 #     ranked (BM25) and near-verbatim search still rank the sources (exit code 3 when they
 #     rank them first);
-#  4. check the output again: nothing links (exit code 0).
+#  4. check the output again: nothing links (exit code 0);
+#  5. release: samples/out/public.jsonl holds only the ids and texts that may be shared.
 # Takes about 5 minutes on 2 quiet cores (longer on a busy machine: the LLM calls dominate).
 # DEMO_DOCS=N delinks the N shortest samples instead. Writes only into samples/out/.
 set -euo pipefail
@@ -57,4 +58,6 @@ for line in open(sys.argv[1]):
 PY
 echo "== after: the output checked again"
 $CLI check --index "$OUT/index" -k 2 "$OUT/delinked.jsonl" -o "$OUT/after.jsonl"
-echo "no phrase links below k=2 (the phrase guarantee; ranked and near-verbatim search: see the audit lines above); report: $OUT/report.html"
+echo "== the file that may be shared: ids and texts only (delinked.jsonl and the report hold the removed phrases)"
+$CLI release "$OUT/delinked.jsonl" -o "$OUT/public.jsonl"
+echo "no phrase links below k=2 (the phrase guarantee; ranked and near-verbatim search: see the audit lines above); report: $OUT/report.html; shareable: $OUT/public.jsonl"
