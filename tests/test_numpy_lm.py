@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from presidio_delink.errors import ConfigError, InputError
 from presidio_delink.llm import numpy_lm
+from presidio_delink.llm.gguf_tokenizer import byte_chars
 from presidio_delink.llm.numpy_lm import Branch, NumpyLM, tokenizer_from_gguf
 from presidio_delink.risk.lm import (
     PREAMBLE,
@@ -45,7 +46,7 @@ def write_tiny_gguf(
     """A random 2-layer Llama GGUF (F32) with a byte-level BPE vocabulary; returns its
     weights in Hugging Face layout (for the transformers reference)."""
     rng = np.random.default_rng(seed)
-    tokens = list(numpy_lm._byte_chars()) + ["".join(m) for m in MERGES]
+    tokens = list(byte_chars()) + ["".join(m) for m in MERGES]
     d, nh, nkv, ff = SIZES["n_embd"], SIZES["n_head"], SIZES["n_head_kv"], SIZES["n_ff"]
     hd = d // nh
 
