@@ -209,7 +209,7 @@ def main() -> None:
         row["tool_ranked_first"] = sum(r["ranked"]["source_rank"] == 1 for r in audit)
         row["tool_ranked_any_sentence"] = sum(
             r["ranked"]["any_sentence_rank"] == 1 for r in audit)
-        row["tool_ranked_claimed"] = sum(bool(r["ranked"]["linked"]) for r in audit)
+        row["tool_ranked_claimed"] = sum(bool(r["ranked"]["margin_claims"]) for r in audit)
         row["tool_containment_first"] = sum(
             r["containment"]["source_rank"] == 1 for r in audit)
         if embed is not None:

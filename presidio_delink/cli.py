@@ -666,6 +666,14 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     "(fewest words; the output stays linkage-free).",
 )
 @click.option(
+    "--crowd",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Crowd size m: the audit flags (exit 3) a known source ranked within the first m "
+    "places by an attack, and --protect edits until m other groups score above it "
+    "[default: the settings' DEFAULT_CROWD].",
+)
+@click.option(
     "--source-field",
     default=None,
     help="JSONL field holding the id of each document's source in the collection "
@@ -710,6 +718,7 @@ def delink(
     cache_path: Path | None,
     monitor_inputs: tuple[Path, ...],
     protect: str | None,
+    crowd: int | None,
     source_field: str | None,
     output: Path,
     report_path: Path | None,
@@ -729,8 +738,9 @@ def delink(
     OUTPUT.partial; rerun with --resume to delink only the rest.
 
     Exit code 0 when every document came out linkage-free and no audit attack ranks a known
-    source first, 1 when some document failed, 3 when none failed but an audit attack
-    ranks some document's source first, 2 on error.
+    source within the first --crowd places, 1 when some document failed, 3 when none failed
+    but an audit attack ranks some document's source within the first --crowd places, 2 on
+    error.
     """
     from presidio_delink.io import atomic_output, check_output_paths, read_checked
     from presidio_delink.llm import make_rewriter
@@ -788,6 +798,7 @@ def delink(
     settings = DelinkSettings(
         k=k, arity=arity, max_n=max_n, passes=passes, strict=strict,
         llm_concurrency=llm_concurrency, protect=protect, mask_policy=mask_policy,
+        crowd=DelinkSettings.crowd if crowd is None else crowd,
     )
     delinker = Delinker(
         idx, settings, rewriter=rewriter, analyzer=analyzer, risk_filter=risk_filter,
@@ -795,7 +806,7 @@ def delink(
     )
     from presidio_delink.attacks.audit import Auditor
 
-    auditor = Auditor(idx, k, monitor)
+    auditor = Auditor(idx, k, monitor, crowd=settings.crowd)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     sources = _source_map(inputs, source_field) if source_field else {}
 
@@ -849,7 +860,7 @@ def delink(
             if report is not None:
                 from presidio_delink.report import render
 
-                report.write(render(results, source_ranks=auditor.ranks))
+                report.write(render(results, source_ranks=auditor.ranks, crowd=auditor.crowd))
     except BaseException as exc:
         if finished and (resume or isinstance(exc, KeyboardInterrupt)):
             with atomic_output(partial) as keep:

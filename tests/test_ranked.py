@@ -404,19 +404,26 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     for r, src in zip(recs, ["d3", "g4"], strict=True):
         rk = r["source_ranks"]["ranked"]
-        assert {"source_rank", "top_group", "margin", "linked", "claimed", "members"} <= set(rk)
+        assert {"source_rank", "top_group", "margin", "margin_claims", "claimed", "members",
+                "crowd", "source_top5"} <= set(rk)
+        # nothing that reads as safe beside a source ranked first
+        assert "linked" not in rk and "linked" not in r["source_ranks"]["containment"]
         assert rk["source_rank"] == 1 and rk["source_first"] and rk["top_group"] == src
+        assert rk["source_top5"] and isinstance(rk["crowd"], int)
         assert 0 < rk["margin"] <= 1
         assert set(rk["members"]) == set(MEMBERS)
         assert "containment" in r["source_ranks"]
     assert "risk, ranked search" in res.stderr and "2 of 2 documents" in res.stderr
+    assert "source first for 2, in the top 5 for 2 of 2" in res.stderr
+    assert "crowd rule" in res.stderr and "broken for 2 of 2" in res.stderr
     assert "risk, containment search" in res.stderr
     assert "covers phrase search only" in res.stderr
     assert "still rank" not in res.stderr
     for r in recs:  # counts, never text, on stderr
         assert r["text"][:40] not in res.stderr
     html = rep.read_text()
-    assert html.count("source ranked first by") == 2
+    assert html.count("source ranked first by") == 2 and "exposed:" in html
+    assert "<td>None</td>" not in html
     assert ">linkage-free" not in html and "linkage-free under phrase search;" not in html
     assert html.count("<th>source rank</th>") == 2
     # no known source: not audited, exit 0, labelled as phrase-only
@@ -462,7 +469,8 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
     )
     assert res.exit_code == 0, res.stderr
     rk = json.loads((d / "z2.jsonl").read_text())["source_ranks"]["ranked"]
-    assert rk["source_rank"] is None and rk["linked"] is False
+    assert rk["source_rank"] is None and rk["margin_claims"] is False
+    assert rk["source_top5"] is False and rk["crowd"] is None
     assert "0 of 1 documents" in res.stderr
 
 
