@@ -16,8 +16,9 @@ Held-in texts: TAB train/dev documents (gold-masked; the collection grouped by c
 ``calibrate_protect.py`` reads them.
 
 Rule: the smallest crowd whose family top-5 (whole text) is at most ``--top5-rate`` of the
-texts and whose words changed are at most ``--max-changed`` %; when none is, the crowd with
-the fewest top-5 finds among those within the words budget (the frontier is printed).
+texts and whose words changed are at most ``--max-changed`` %; when every crowd misses
+the words budget, the smallest crowd that meets the top-5 rate; when none does, the one with
+the fewest top-5 finds (every row is printed: the frontier).
 
 Usage::
 
@@ -161,14 +162,14 @@ def main() -> int:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    ok = [r for r in rows if r["changed_pct"] <= a.max_changed]
-    good = [r for r in ok if r["top5_whole"] <= a.top5_rate * n]
-    if good:
+    good = [r for r in rows if r["top5_whole"] <= a.top5_rate * n]
+    cheap = [r for r in good if r["changed_pct"] <= a.max_changed]
+    if cheap:
+        chosen = min(cheap, key=lambda r: r["crowd"])
+    elif good:  # the words budget is missed at every crowd: the smallest that holds
         chosen = min(good, key=lambda r: r["crowd"])
-    elif ok:
-        chosen = min(ok, key=lambda r: (r["top5_whole"], r["crowd"]))
     else:
-        chosen = min(rows, key=lambda r: r["changed_pct"])
+        chosen = min(rows, key=lambda r: (r["top5_whole"], r["crowd"]))
     out = {"chosen": chosen["crowd"], "rule": {"top5_rate": a.top5_rate,
            "max_changed": a.max_changed}, "rows": rows, "load": _uptime()}
     print(json.dumps(out, indent=2))
