@@ -472,6 +472,13 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
     assert rk["source_rank"] is None and rk["margin_claims"] is False
     assert rk["source_top5"] is False and rk["crowd"] is None
     assert "0 of 1 documents" in res.stderr
+    # --crowd sets the rule's size; 0 is refused
+    base = ["delink", "--index", str(idx), "--llm", "none", "--no-progress",
+            "--source-field", "src", str(q)]
+    res = CliRunner().invoke(main, [*base, "-o", str(d / "c2.jsonl"), "--crowd", "2"])
+    assert res.exit_code == 3 and "at least 2 other groups" in res.stderr, res.stderr
+    res = CliRunner().invoke(main, [*base, "-o", str(d / "c0.jsonl"), "--crowd", "0"])
+    assert res.exit_code == 2
 
 
 def test_batched_scores_equal_one_query_each(attack: RankedAttack) -> None:
