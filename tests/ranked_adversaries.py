@@ -235,7 +235,10 @@ class ParsedQuery:
         if not q.split():
             return {}
         inner = self._inner
-        query = inner._ix.parse_query(q, ["body"])
+        try:
+            query = inner._ix.parse_query(q, ["body"])
+        except ValueError:  # the parser refuses it: the searcher retypes it as plain words
+            query = inner._ix.parse_query(" ".join(words(text)), ["body"])
         out: dict[str, float] = {}
         for score, addr in inner._searcher.search(query, limit).hits:
             g = inner.groups[inner._searcher.doc(addr)["n"][0]]
