@@ -69,8 +69,10 @@ def _brute(
     b: float = 0.75,
     idf_kind: str = "fts5",
     unit: str = "doc",
+    qtf: bool = False,
 ) -> dict[str, float]:
-    """``{document id (or group id when unit == "group"): score}``."""
+    """``{document id (or group id when unit == "group"): score}``; with ``qtf`` each
+    term's summand counts once per occurrence in the query."""
     docs: dict[str, Counter[str]] = {}
     for d, t, g in CORPUS:  # a group as one document: its documents' words together
         docs.setdefault(g if unit == "group" else d, Counter()).update(_words(t, stop))
@@ -80,7 +82,7 @@ def _brute(
     for d, c in docs.items():
         dl = sum(c.values())
         s = 0.0
-        for term in set(_words(query, stop)):
+        for term, times in Counter(_words(query, stop)).items():
             f = c.get(term, 0)
             if not f:
                 continue
@@ -90,7 +92,7 @@ def _brute(
             else:
                 idf = math.log((n - df + 0.5) / (df + 0.5))
                 idf = idf if idf > 0 else 1e-6
-            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
+            s += (times if qtf else 1) * idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
         if s > 0:
             out[d] = s
     return out
@@ -142,7 +144,7 @@ def test_protection_members_match_brute_force_bm25(wide: RankedAttack, member: s
     concatenated document) against a brute-force BM25 with those parameters."""
     spec = ALL_MEMBERS[member]
     text = _query_text(src)
-    want = _brute(text, spec.stop, spec.k1, spec.b, spec.idf, spec.unit)
+    want = _brute(text, spec.stop, spec.k1, spec.b, spec.idf, spec.unit, spec.qtf)
     ps = wide.scores(text, sentences=False)
     row = ps.row(member)
     assert row is not None
@@ -533,3 +535,33 @@ def test_protection_panel_removes_a_case_found_only_as_one_document() -> None:
     assert not wide.scores(out.text).first_by("caseA")  # nor any sentence
     assert not analyze(idx, out.text, k=2, arity=1).linkable
     assert 0 < out.words_cut < len(t) and sum(w in out.text for w in t) >= 4  # minimal
+
+
+def test_query_tf_member_weighs_repeated_terms(index: NgramIndex) -> None:
+    """A ``qtf`` member (a query parser: every occurrence a clause) against brute force:
+    whole text, a sentence, and contributions that add up (each term's summand times its
+    occurrences, so removing every occurrence removes it)."""
+    att = RankedAttack(index, members=["fts5-unicode61", "fts5-unicode61-qtf"])
+    text = _query_text(3) + " " + CORPUS[3][1].split(".")[0] + "."
+    want = _brute(text, False, qtf=True)
+    plain = _brute(text, False)
+    assert want != plain  # the text repeats terms: the two readings differ
+    ps = att.scores(text)
+    row = ps.row("fts5-unicode61-qtf")
+    assert row is not None
+    got = {index.doc_ids[d]: s for d, s in enumerate(ps.doc_scores[row]) if s > 0}
+    assert got.keys() == want.keys()
+    for u, v in want.items():
+        assert got[u] == pytest.approx(v, rel=1e-9)
+    parts = att.contributions(text, "fts5-unicode61-qtf", CORPUS[3][2])
+    best = max(
+        (want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[3][2]), default=0.0
+    )
+    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    for j, (m, q) in enumerate(ps.keys):  # a sentence's scores are its own query's
+        if m == "fts5-unicode61-qtf" and q != "text":
+            a, b = att.queries(text)[q]
+            sent = _brute(text[a:b], False, qtf=True)
+            for d, v in sent.items():
+                assert ps.doc_scores[j][index.doc_ids.index(d)] == pytest.approx(v, rel=1e-9)
+            break

@@ -130,6 +130,10 @@ class _Query:
         """The FTS5 OR query."""
         return " OR ".join(p for p, _, _ in self.terms.values())
 
+    def counts(self) -> list[int]:
+        """Each term's occurrences in the query (what a ``qtf`` member weighs)."""
+        return [len(spans) for _, _, spans in self.terms.values()]
+
 
 def lead(ranking: Sequence[Ranked], k: int) -> float:
     """``(s_1 - s_k) / s_1`` for a ranking best first (0 when empty)."""
@@ -445,16 +449,20 @@ class RankedAttack:
                 if not term_ix:
                     continue
                 terms = list(term_ix)
-                in_sent: list[set[int]] = [set() for _ in bounds]
+                in_sent: list[dict[int, int]] = [{} for _ in bounds]
+                occ = [0] * len(terms)  # occurrences (a qtf member weighs them)
                 for j, ti in pairs:
+                    occ[ti] += 1
                     if j >= 0:
-                        in_sent[j].add(ti)
+                        in_sent[j][ti] = in_sent[j].get(ti, 0) + 1
                 counts = np.asarray([len(x) for x in in_sent], dtype=np.int64)
                 sent_scores = np.zeros((len(bounds), self.index.n_docs))
                 for j, tis in enumerate(in_sent):
                     if tis:
-                        sent_scores[j] = self._engine.scores(m, [terms[ti] for ti in tis])
-                text_scores = self._engine.scores(m, terms)
+                        sent_scores[j] = self._engine.scores(
+                            m, [terms[ti] for ti in tis], list(tis.values())
+                        )
+                text_scores = self._engine.scores(m, terms, occ)
                 per[m] = (text_scores, sent_scores, counts, len(term_ix))
         keys: list[tuple[str, str]] = []
         n_terms: list[int] = []
@@ -484,7 +492,7 @@ class RankedAttack:
         if not q.terms:
             return []
         with self._engine.lock:
-            ds = self._engine.scores(member, list(q.terms))
+            ds = self._engine.scores(member, list(q.terms), q.counts())
         return self.materialise(self.group_max(ds[None, :])[0], ds, None)
 
     def n_terms(self, text: str, member: str, query: str = "text") -> int:
@@ -534,16 +542,17 @@ class RankedAttack:
         if not q.terms:
             return []
         terms = list(q.terms)
+        counts = q.counts()
         with self._engine.lock:
             if doc is None:
                 if group is None:
                     raise ConfigError("give a group or a document ordinal")
-                ds = self._engine.scores(member, terms)
+                ds = self._engine.scores(member, terms, counts)
                 mine = [d for d in self._docs_of[self.group_ordinal(group)] if ds[d] > 0]
                 if not mine:
                     return []
                 doc = max(mine, key=lambda d: (ds[d], -d))
-            parts = self._engine.summands(member, terms, doc)
+            parts = self._engine.summands(member, terms, doc, counts)
         out = [
             TermContribution(t, tuple(q.terms[t][1]), tuple(q.terms[t][2]), s)
             for t, s in zip(terms, parts, strict=True)
@@ -559,7 +568,7 @@ class RankedAttack:
         if not q.terms:
             return 0.0
         with self._engine.lock:
-            return float(self._engine.scores(member, list(q.terms))[doc])
+            return float(self._engine.scores(member, list(q.terms), q.counts())[doc])
 
     def fts5_scores(self, text: str, member: str, query: str = "text") -> dict[int, float]:
         """``{document ordinal: score}`` computed by FTS5's own ``bm25()`` over the
