@@ -184,9 +184,9 @@ def main() -> None:
     inputs = None
     from presidio_delink.attacks.audit import source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack
-    from presidio_delink.attacks.ranked import RankedAttack
+    from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 
-    tool_ranked = RankedAttack(idx, k=2)
+    tool_ranked = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)  # the Auditor's panel
     tool_cont = ContainmentAttack(idx, k=2)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     rows = []

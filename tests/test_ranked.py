@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from presidio_delink import NgramIndex
 from presidio_delink.attacks import Attack, rank_of
 from presidio_delink.attacks.fts5 import ALL_MEMBERS, MEMBERS, STOP_WORDS
-from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack, lead
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, PROTECT_MEMBERS, RankedAttack, lead
 from presidio_delink.cli import main
 from presidio_delink.errors import ConfigError
 
@@ -413,7 +413,7 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
         assert rk["source_rank"] == 1 and rk["source_first"] and rk["top_group"] == src
         assert rk["source_top5"] and isinstance(rk["crowd"], int)
         assert 0 < rk["margin"] <= 1
-        assert set(rk["members"]) == set(MEMBERS)
+        assert set(rk["members"]) == set(AUDIT_MEMBERS) > set(MEMBERS)
         assert "containment" in r["source_ranks"]
     assert "risk, ranked search" in res.stderr and "2 of 2 documents" in res.stderr
     assert "source first for 2, in the top 5 for 2 of 2" in res.stderr
@@ -565,3 +565,15 @@ def test_query_tf_member_weighs_repeated_terms(index: NgramIndex) -> None:
             for d, v in sent.items():
                 assert ps.doc_scores[j][index.doc_ids.index(d)] == pytest.approx(v, rel=1e-9)
             break
+
+
+def test_audit_panel_reads_query_tf_but_only_calibrated_members_claim(index: NgramIndex) -> None:
+    """The Auditor's panel counts the qtf readings for the source's rank; the margin
+    decision is taken by the four calibrated members only."""
+    text = _query_text(5)
+    four = RankedAttack(index, members=MEMBERS).scores(text)
+    audit = RankedAttack(index, members=AUDIT_MEMBERS).scores(text)
+    assert four.claim() == audit.claim()
+    assert {m for m, _q in audit.keys} == set(AUDIT_MEMBERS)
+    qtf_only = RankedAttack(index, members=["fts5-unicode61-qtf"]).scores(text)
+    assert qtf_only.claim() is None or qtf_only.claim()[1][0] == "fts5-unicode61-qtf"

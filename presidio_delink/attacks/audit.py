@@ -39,7 +39,7 @@ import numpy as np
 
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
-from presidio_delink.attacks.ranked import RankedAttack
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 from presidio_delink.errors import ConfigError
 from presidio_delink.settings import DEFAULT_CROWD
 
@@ -235,7 +235,7 @@ class Auditor:
     @property
     def ranked(self) -> RankedAttack:
         if self._ranked is None:
-            self._ranked = RankedAttack(self.index, k=self.k)
+            self._ranked = RankedAttack(self.index, k=self.k, members=AUDIT_MEMBERS)
         return self._ranked
 
     @property
@@ -288,7 +288,7 @@ class Auditor:
             f"every attack): broken for {self.flagged} of {n} documents with a known source"
         )
         return [
-            f"risk, ranked search (BM25, {members} tokenisers, whole text or the best "
+            f"risk, ranked search (BM25, {members} readings, whole text or the best "
             f"sentence): source first for {self.first['ranked']}, in the top {TOP} for "
             f"{self.top5['ranked']} of {n} documents with a known source; the calibrated "
             f"margin claims it for {self.claimed['ranked']}; some sentence ranks it first "

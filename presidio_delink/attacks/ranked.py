@@ -62,13 +62,25 @@ from pathlib import Path
 import numpy as np
 
 from presidio_delink.attacks.base import Ranked, Verdict
-from presidio_delink.attacks.fts5 import ALL_MEMBERS, MEMBERS, PROTECT_MEMBERS, STOP_WORDS, engine
+from presidio_delink.attacks.fts5 import (
+    ALL_MEMBERS,
+    MEMBERS,
+    PROTECT_MEMBERS,
+    STOP_WORDS,
+    engine,
+)
+
+#: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
+#: four calibrated members, which alone take the margin decision, and the two query-tf
+#: readings (a query parser keeps every pasted word), which count for the source's rank.
+AUDIT_MEMBERS: tuple[str, ...] = (*MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.text import Token
 
 __all__ = [
+    "AUDIT_MEMBERS",
     "CALIBRATION",
     "DEFAULT_MARGIN",
     "DEFAULT_SENTENCE_MARGIN",
@@ -237,10 +249,14 @@ class PanelScores:
 
     def claim(self) -> tuple[str, tuple[str, str], float] | None:
         """The margin decision: ``(group, (member, query), lead)`` of the largest lead
-        over its margin (whole text first on ties), or None."""
+        over its margin (whole text first on ties), or None.  Only the members the margins
+        are calibrated on (:data:`MEMBERS`) decide, when the panel holds any of them."""
         att = self.attack
+        deciding = {m for m in att.members if m in MEMBERS} or set(att.members)
         best: tuple[float, int, int] | None = None
-        for i, ((_m, q), ld) in enumerate(zip(self.keys, self.leads().tolist(), strict=True)):
+        for i, ((m, q), ld) in enumerate(zip(self.keys, self.leads().tolist(), strict=True)):
+            if m not in deciding:
+                continue
             if q == "text":
                 ok = ld >= att.margin
             else:
