@@ -69,15 +69,15 @@ from presidio_delink.attacks.fts5 import (
     STOP_WORDS,
     engine,
 )
+from presidio_delink.edits import sentence_bounds
+from presidio_delink.errors import ConfigError
+from presidio_delink.index import NgramIndex
+from presidio_delink.text import Token
 
 #: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
 #: four calibrated members, which alone take the margin decision, and the two query-tf
 #: readings (a query parser keeps every pasted word), which count for the source's rank.
 AUDIT_MEMBERS: tuple[str, ...] = (*MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
-from presidio_delink.edits import sentence_bounds
-from presidio_delink.errors import ConfigError
-from presidio_delink.index import NgramIndex
-from presidio_delink.text import Token
 
 __all__ = [
     "AUDIT_MEMBERS",
