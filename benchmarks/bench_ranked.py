@@ -11,6 +11,13 @@ Set-up: the TAB collection (TAB texts + public HUDOC text; 1,635 documents) grou
 TAB test documents as input, k = 2.  Settings: the input, ``--arity 1``, ``--arity 3``,
 ``--protect containment``, ``--protect ranked`` and ``--protect all`` (arity 1 first).
 
+Held-out members (``tests/ranked_adversaries.py``; nothing shared with the defence, and
+the defence is never tuned to them): a query parser over the pasted text (Tantivy's
+``parse_query``, every occurrence a clause), BM25 with the query's repeated terms kept
+(k1 = 0.9, b = 0.4), BM25 over character 4-grams, and FindMyText-style text reuse by every
+3-word shingle (``shingles 3``: shared, rarity-weighted and longest-run rules).  Settings
+``all-cM`` / ``ranked-cM`` run the protection with crowd size M.
+
 Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
 output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of
 documents whose case it ranks first for the whole text (``W``) and for the best sentence
@@ -58,6 +65,14 @@ SETTINGS = {  # name -> (arity, protect modes)
 }
 
 
+def setting(name: str) -> tuple[int, tuple[str, ...], int | None]:
+    """``(arity, protect modes, crowd)`` of a setting name: one of :data:`SETTINGS`, or a
+    protection with ``-cM`` (crowd size M, e.g. ``all-c3``; without it the default)."""
+    base, _, c = name.partition("-c")
+    arity, modes = SETTINGS[base]
+    return arity, modes, int(c) if c else None
+
+
 def uptime() -> str:
     try:
         out = subprocess.run(["uptime"], capture_output=True, text=True, check=False)
@@ -79,7 +94,7 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
     ``partial``: a JSON-lines file of the documents done so far (a long LLM run resumes there
     after an interruption; rewritten through ``atomic_output`` after each document).
     """
-    arity, modes = SETTINGS[name]
+    arity, modes, crowd = setting(name)
     if arity == 0:
         return [
             {"id": tid, "text": deid, "n_words": len(deid.split()), "redacted": 0,
@@ -90,7 +105,7 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
     from presidio_delink.protect import Protector
 
     d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm))
-    prot = Protector(d, modes) if modes else None
+    prot = Protector(d, modes, crowd=crowd) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
     done = {}
@@ -159,6 +174,7 @@ def main() -> None:
     t0 = time.perf_counter()
     ranked = ra.ranked_panel(coll, groups)
     winnow = ra.containment_panel(coll, groups)
+    shingles = ra.Shingles(coll, groups, k=3)  # FindMyText-style: every 3-word shingle
     print(f"adversaries built in {time.perf_counter() - t0:.1f} s", flush=True)
     embed = None
     if not a.no_cosine:
@@ -168,9 +184,9 @@ def main() -> None:
     inputs = None
     from presidio_delink.attacks.audit import source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack
-    from presidio_delink.attacks.ranked import RankedAttack
+    from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 
-    tool_ranked = RankedAttack(idx, k=2)
+    tool_ranked = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)  # the Auditor's panel
     tool_cont = ContainmentAttack(idx, k=2)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     rows = []
@@ -209,9 +225,21 @@ def main() -> None:
         row["tool_ranked_first"] = sum(r["ranked"]["source_rank"] == 1 for r in audit)
         row["tool_ranked_any_sentence"] = sum(
             r["ranked"]["any_sentence_rank"] == 1 for r in audit)
-        row["tool_ranked_claimed"] = sum(bool(r["ranked"]["linked"]) for r in audit)
+        row["tool_ranked_claimed"] = sum(bool(r["ranked"]["margin_claims"]) for r in audit)
+        row["tool_ranked_top5"] = sum(bool(r["ranked"]["source_top5"]) for r in audit)
+        row["tool_ranked_top5_whole"] = sum(
+            any(v["text_rank"] is not None and v["text_rank"] <= 5
+                for v in r["ranked"]["members"].values()) for r in audit)
         row["tool_containment_first"] = sum(
             r["containment"]["source_rank"] == 1 for r in audit)
+        row["tool_containment_top5"] = sum(
+            bool(r["containment"]["source_top5"]) for r in audit)
+        from presidio_delink.settings import DEFAULT_CROWD
+
+        crowd = setting(name)[2] or DEFAULT_CROWD
+        row["tool_exposed"] = sum(
+            any(v["source_rank"] is not None and v["source_rank"] <= crowd
+                for v in r.values()) for r in audit)
         if embed is not None:
             vec = embed.encode([o["text"] for o in outs])
             inputs = {t: v for t, v in zip(
@@ -226,10 +254,20 @@ def main() -> None:
             # the searcher's reading, as the tool's audit counts it: whole or best sentence
             row[f"{m.name}:either"] = sum(  # type: ignore[attr-defined]
                 r["whole"] or r["sentence"] for r in res)
+            row[f"{m.name}:whole_top5"] = sum(r["whole_top5"] for r in res)  # type: ignore[attr-defined]
         for k, w in winnow.items():
             res = [w.first(o["text"], ra.case_of(o["id"])) for o in outs]
             for rule in ra.RULES:
                 row[f"winnow{k}:{rule}"] = sum(r[rule] for r in res)
+        res = [shingles.first(o["text"], ra.case_of(o["id"])) for o in outs]
+        for rule in ra.Shingles.RULES:
+            row[f"shingles3:{rule}"] = sum(r[rule] for r in res)
+        # the independent panel's worst member, as the tool's audit reads it
+        row["panel_first_either"] = max(row[f"{m.name}:either"] for m in ranked)  # type: ignore[attr-defined]
+        row["panel_top5_whole"] = max(row[f"{m.name}:whole_top5"] for m in ranked)  # type: ignore[attr-defined]
+        row["panel_containment_first"] = max(
+            [row[f"winnow{k}:{rule}"] for k in winnow for rule in ra.RULES]
+            + [row[f"shingles3:{rule}"] for rule in ra.Shingles.RULES])
         rows.append(row)
         print(json.dumps(row), flush=True)
     print_table(rows, [m.name for m in ranked], list(winnow), n)  # type: ignore[attr-defined]
@@ -244,8 +282,10 @@ SLOW = ("arity3",)
 
 def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-def]
     head = ["setting", "docs", "changed (red./rew.)", "protection red./rew.", "cosine",
-            "s/doc (CPU)", "audit: ranked first (any sentence)"]
-    head += [f"{m} W/S (either)" for m in members] + [f"winnow {k} (max rule)" for k in lengths]
+            "s/doc (CPU)", "audit: ranked first (any sentence)", "audit: ranked top 5 "
+            "(whole text)", "audit: containment first / top 5", "audit: exposed (crowd)"]
+    head += [f"{m} W/S (either) top5-W" for m in members]
+    head += [f"winnow {k} (max rule)" for k in lengths] + ["shingles 3 (max rule)"]
     print("\n| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -257,12 +297,17 @@ def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-d
             str(r.get("cosine", "")),
             f"{r['s_per_doc']} ({r['cpu_s_per_doc']})",
             f"{r['tool_ranked_first']} ({r['tool_ranked_any_sentence']})",
+            f"{r['tool_ranked_top5']} ({r['tool_ranked_top5_whole']})",
+            f"{r['tool_containment_first']} / {r['tool_containment_top5']}",
+            str(r["tool_exposed"]),
         ]
-        cells += [f"{r[f'{m}:whole']} / {r[f'{m}:sentence']} ({r[f'{m}:either']})"
-                  for m in members]
+        cells += [f"{r[f'{m}:whole']} / {r[f'{m}:sentence']} ({r[f'{m}:either']}) "
+                  f"{r[f'{m}:whole_top5']}" for m in members]
         cells += [str(max(r[f"winnow{k}:{rule}"] for rule in ra.RULES)) for k in lengths]
+        cells.append(str(max(r[f"shingles3:{rule}"] for rule in ra.Shingles.RULES)))
         print("| " + " | ".join(cells) + " |")
-    print(f"(counts of {n} documents whose case is ranked first)")
+    print(f"(counts of {n} documents whose case is ranked first; top5-W: in the top 5 "
+          "for the whole text)")
 
 
 if __name__ == "__main__":

@@ -288,7 +288,8 @@ def delink_batch(
             if page is not None:
                 from presidio_delink.report import render
 
-                page.write(render(results, source_ranks=auditor.ranks if auditor else None))
+                page.write(render(results, source_ranks=auditor.ranks if auditor else None,
+                              crowd=auditor.crowd if auditor else None))
                 summary.report_docs = len(results)
         done = True
     except BaseException as exc:

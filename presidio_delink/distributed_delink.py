@@ -79,7 +79,7 @@ def _opened(job: DelinkJob) -> tuple[Any, Any, Callable[[str], str | None]]:
         def source_group(doc_id: str) -> str | None:
             return group_of.get(sources.get(doc_id, doc_id))
 
-        auditor = Auditor(idx, job.settings.k) if job.audit else None
+        auditor = Auditor(idx, job.settings.k, crowd=job.settings.crowd) if job.audit else None
         got = _OPENED[job] = (delinker, auditor, source_group)
     return got
 
@@ -280,5 +280,6 @@ def _merge(
         if page is not None:
             from presidio_delink.report import render
 
-            page.write(render(results, source_ranks=auditor.ranks if auditor else None))
+            page.write(render(results, source_ranks=auditor.ranks if auditor else None,
+                              crowd=auditor.crowd if auditor else None))
             summary.report_docs = len(results)

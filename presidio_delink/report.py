@@ -59,34 +59,54 @@ def _count(groups: int, df: int) -> str:
     return f"df={df}" if groups in (0, df) else f"groups={groups} (df={df})"
 
 
-def _status(r: DelinkResult, ranks: Mapping[str, Any] | None) -> str:
-    """The document's label: never "linkage-free" alone while an audit attack ranks its
-    source first (the guarantee covers phrase search only)."""
+def _status(r: DelinkResult, ranks: Mapping[str, Any] | None, crowd: int) -> str:
+    """The document's label, by the crowd rule: never "linkage-free" alone while an audit
+    attack ranks its source within the first ``crowd`` places (the guarantee covers phrase
+    search only)."""
+    from presidio_delink.attacks.audit import exposed_by, first_by
+
     if r.failed:
         return "<span class='fail'>FAILED: " + html.escape(r.error or "") + "</span>"
     if ranks is None:
         return "linkage-free under phrase search (source unknown: not audited)"
-    first = [name for name, v in ranks.items() if v.get("source_rank") == 1]
-    if first:
+    exposed = exposed_by(ranks, crowd)
+    if exposed:
+        first = first_by(ranks)
+        how = (
+            "source ranked first by " + ", ".join(first)
+            if first
+            else f"source ranked within the first {crowd} by " + ", ".join(exposed)
+        )
         return (
-            "<span class='fail'>linked: source ranked first by "
-            + html.escape(", ".join(first))
+            "<span class='fail'>exposed: "
+            + html.escape(how)
             + " search</span> (no linkable phrase)"
         )
-    return "linkage-free under phrase search; no audit attack ranks the source first"
+    return (
+        "linkage-free under phrase search; every audit attack ranks at least "
+        f"{crowd} other groups above the source"
+    )
+
+
+def _cell(value: Any) -> str:
+    """A table cell: None as a dash (the attack did not rank the source), never 'None'."""
+    return "&ndash;" if value is None else html.escape(str(value))
 
 
 def _ranks_table(ranks: Mapping[str, Any]) -> str:
     rows = [
-        "<table><tr><th>attack</th><th>source rank</th><th>top group</th><th>margin</th>"
-        "<th>claimed at the calibrated margin</th></tr>"
+        "<table><tr><th>attack</th><th>source rank</th><th>crowd (groups within 5 % of the "
+        "source or above)</th><th>top group</th><th>margin</th>"
+        "<th>the calibrated margin claims the source</th></tr>"
     ]
     for name, v in ranks.items():
         margin = v.get("margin", v.get("top_score"))
+        claims = v.get("margin_claims", v.get("linked"))
         rows.append(
-            f"<tr><td>{html.escape(name)}</td><td>{v.get('source_rank')}</td>"
-            f"<td>{html.escape(str(v.get('top_group')))}</td><td>{margin}</td>"
-            f"<td>{'yes' if v.get('linked') else 'no'}</td></tr>"
+            f"<tr><td>{html.escape(name)}</td><td>{_cell(v.get('source_rank'))}</td>"
+            f"<td>{_cell(v.get('crowd'))}</td>"
+            f"<td>{_cell(v.get('top_group'))}</td><td>{_cell(margin)}</td>"
+            f"<td>{'yes' if claims else 'no'}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)
@@ -96,6 +116,7 @@ def render(
     results: Iterable[DelinkResult],
     title: str = "presidio-delink report",
     source_ranks: Mapping[str, Mapping[str, Any]] | None = None,
+    crowd: int | None = None,
 ) -> str:
     """A self-contained HTML page.
 
@@ -104,8 +125,13 @@ def render(
         title: the page title.
         source_ranks: ``{document id: source_ranks record}`` of the audit (documents with
             a known source); shown per document, and a document whose source an attack
-            ranks first is labelled so.
+            ranks within the first ``crowd`` places is labelled exposed.
+        crowd: the crowd rule's size (default
+            :data:`~presidio_delink.settings.DEFAULT_CROWD`).
     """
+    from presidio_delink.settings import DEFAULT_CROWD
+
+    crowd = DEFAULT_CROWD if crowd is None else crowd
     source_ranks = source_ranks or {}
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
@@ -123,7 +149,7 @@ def render(
     for r in results:
         parts.append(f"<h2>{html.escape(r.id)}</h2>")
         ranks = source_ranks.get(r.id)
-        status = _status(r, ranks)
+        status = _status(r, ranks, crowd)
         parts.append(
             f"<p class='meta'>{status} &middot; {r.passes} pass(es) &middot; {r.n_words} words, "
             f"{r.words_rewritten} rewritten, {r.words_redacted} redacted (optimum "

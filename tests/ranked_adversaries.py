@@ -204,9 +204,55 @@ class TantivyBM25:
         return out
 
 
-def ranked_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str]) -> list[object]:
-    """The ranked members over ``docs`` (``(id, text)``) with their ``groups``."""
-    return [
+def char_grams(ws: list[str], n: int = 4) -> list[str]:
+    """Character ``n``-grams of each word, padded (``_word_``): a fuzzy, sub-word match
+    that a changed ending or a split word does not stop."""
+    out: list[str] = []
+    for w in ws:
+        p = f"_{w}_"
+        out += [p[i : i + n] for i in range(max(1, len(p) - n + 1))]
+    return out
+
+
+class ParsedQuery:
+    """A search box's query parser over pasted text: the Tantivy engine (``default``
+    tokenizer) with the text handed to ``parse_query`` as pasted, only the query syntax
+    characters neutralised, so every occurrence of a word stays a clause (repeated
+    terms weigh more) and numbers, codes and short words count as the engine sees them."""
+
+    _SYNTAX = re.compile(r"[+\-&|!(){}\[\]^\"~*?:\\/<>'=`]")
+
+    def __init__(
+        self, name: str, docs: Sequence[tuple[str, str]], groups: Sequence[str]
+    ) -> None:
+        self.name = name
+        self._inner = TantivyBM25(name, docs, groups, "default")
+
+    def scores(self, text: str, limit: int = 60) -> dict[str, float]:
+        q = self._SYNTAX.sub(" ", MASK.sub(" ", text))
+        # the parser's operators, as words a paste may hold
+        q = re.sub(r"\b(AND|OR|NOT|IN)\b", lambda m: m.group(0).lower(), q)
+        if not q.split():
+            return {}
+        inner = self._inner
+        try:
+            query = inner._ix.parse_query(q, ["body"])
+        except ValueError:  # the parser refuses it: the searcher retypes it as plain words
+            query = inner._ix.parse_query(" ".join(words(text)), ["body"])
+        out: dict[str, float] = {}
+        for score, addr in inner._searcher.search(query, limit).hits:
+            g = inner.groups[inner._searcher.doc(addr)["n"][0]]
+            out[g] = max(out.get(g, 0.0), float(score))
+        return out
+
+
+def ranked_panel(
+    docs: Sequence[tuple[str, str]], groups: Sequence[str], held_out: bool = True
+) -> list[object]:
+    """The ranked members over ``docs`` (``(id, text)``) with their ``groups``; with
+    ``held_out``, also the query-side members (repeated terms kept, a query parser over the
+    pasted text, character 4-grams)."""
+    out: list[object] = [
         TantivyBM25("tantivy-default", docs, groups, "default"),
         TantivyBM25("tantivy-stem", docs, groups, "en_stem"),
         OwnBM25("bm25-regex", docs, groups),
@@ -215,11 +261,29 @@ def ranked_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str]) -> list
         ),
         OwnBM25("bm25-case-doc", docs, groups, per_group=True),
     ]
+    if held_out:
+        out += [
+            ParsedQuery("tantivy-parser", docs, groups),
+            OwnBM25("bm25-qtf-k09b04", docs, groups, k1=0.9, b=0.4, query_tf=True),
+            OwnBM25("bm25-char4-qtf", docs, groups, char_grams, query_tf=True),
+        ]
+    return out
+
+
+def rank_in(scores: dict[str, float], group: str) -> int | None:
+    """1-based rank of ``group`` (ties with a better group count as found); None: absent."""
+    s = scores.get(group, 0.0)
+    if s <= 0:
+        return None
+    return 1 + sum(1 for v in scores.values() if v > s)
 
 
 def ranked_outcome(member: object, text: str, group: str) -> dict[str, bool]:
-    """Does ``member`` put ``group`` first: whole text, best sentence, any sentence."""
-    top, _, _ = top_group(member.scores(text))  # type: ignore[attr-defined]
+    """Does ``member`` put ``group`` first: whole text, best sentence, any sentence; and
+    in the top 5 for the whole text (``whole_top5``; a Tantivy member reads 60 hits)."""
+    whole = member.scores(text)  # type: ignore[attr-defined]
+    top, _, _ = top_group(whole)
+    rank = rank_in(whole, group)
     best_lead, best_top, any_first = -1.0, None, False
     for s in sentences(text):
         t, s1, s2 = top_group(member.scores(s))  # type: ignore[attr-defined]
@@ -229,7 +293,8 @@ def ranked_outcome(member: object, text: str, group: str) -> dict[str, bool]:
         lead = (s1 - s2) / s1
         if lead > best_lead:
             best_lead, best_top = lead, t
-    return {"whole": top == group, "sentence": best_top == group, "any_sentence": any_first}
+    return {"whole": top == group, "sentence": best_top == group, "any_sentence": any_first,
+            "whole_top5": rank is not None and rank <= 5}
 
 
 # -- containment: winnowing with several chain scoring rules -------------------------------
@@ -359,3 +424,52 @@ def containment_panel(
 ) -> dict[int, Winnowing]:
     return {k: Winnowing(docs, groups, k=k) for k in lengths}
 
+
+
+class Shingles:
+    """Text reuse by every ``k``-word shingle (FindMyText-style fingerprints: no winnowing,
+    no chaining): a group scores the number of the query's distinct shingles its documents
+    hold (``shared``), the same weighted by rarity (``rare``: log of documents over the
+    shingle's documents) and its longest run of consecutive shared shingles (``run``).  A
+    shingle held by more than 200 documents is boilerplate and skipped."""
+
+    RULES = ("shared", "rare", "run")
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str], k: int = 3) -> None:
+        self.k = k
+        self.groups = list(groups)
+        self.n = len(docs)
+        table: dict[int, set[int]] = defaultdict(set)
+        for n, (_, text) in enumerate(docs):
+            ws = words(text)
+            for i in range(len(ws) - k + 1):
+                table[_h(ws[i : i + k])].add(n)
+        self.table = {h: sorted(d) for h, d in table.items()}
+
+    def scores(self, text: str) -> dict[str, dict[str, float]]:
+        ws = words(text)
+        shared: dict[str, float] = defaultdict(float)
+        rare: dict[str, float] = defaultdict(float)
+        run: dict[str, int] = defaultdict(int)
+        best: dict[str, float] = defaultdict(float)
+        seen: set[int] = set()
+        prev: set[str] = set()
+        for i in range(len(ws) - self.k + 1):
+            h = _h(ws[i : i + self.k])
+            hits = self.table.get(h, [])
+            gs = {self.groups[d] for d in hits} if len(hits) <= 200 else set()
+            if h not in seen:
+                seen.add(h)
+                w = float(np.log(self.n / max(1, len(hits))))
+                for g in gs:
+                    shared[g] += 1.0
+                    rare[g] += w
+            for g in gs:
+                run[g] = run[g] + 1 if g in prev else 1
+                best[g] = max(best[g], float(run[g]))
+            prev = gs
+        return {"shared": dict(shared), "rare": dict(rare), "run": dict(best)}
+
+    def first(self, text: str, group: str) -> dict[str, bool]:
+        """Per rule: is ``group`` the argmax?"""
+        return {r: top_group(s)[0] == group for r, s in self.scores(text).items()}

@@ -329,7 +329,7 @@ def test_cli_delink_protect_containment(cli_files) -> None:  # type: ignore[no-u
     base = ["delink", "--index", str(idx), "--llm", "none", "--no-progress", str(q)]
     res = CliRunner().invoke(main, [*base, "-o", str(d / "plain.jsonl"), "--source-field", "src"])
     assert res.exit_code == 3, res.stderr  # the audit ranks the sources first
-    assert "containment search (near-verbatim alignment): source ranked first for 2 of 2" in (
+    assert "containment search (near-verbatim alignment): source first for 2, in the top 5 for 2 of 2" in (
         res.stderr
     )
     plain = [json.loads(x) for x in (d / "plain.jsonl").read_text().splitlines()]
@@ -339,9 +339,7 @@ def test_cli_delink_protect_containment(cli_files) -> None:  # type: ignore[no-u
         [*base, "-o", str(d / "prot.jsonl"), "--source-field", "src", "--protect", "containment"],
     )
     assert res.exit_code in (0, 3), res.stderr  # 3 while ranked search still finds them
-    assert "containment search (near-verbatim alignment): source ranked first for 0 of 2" in (
-        res.stderr
-    )
+    assert "containment search (near-verbatim alignment): source first for 0," in res.stderr
     prot = [json.loads(x) for x in (d / "prot.jsonl").read_text().splitlines()]
     index = NgramIndex.load(idx)
     for r in prot:
@@ -370,3 +368,68 @@ def test_attacks_import_nothing_downstream() -> None:
                     ("presidio_delink.pipeline", "presidio_delink.cli", "presidio_delink.eval",
                      "presidio_delink.protect", "presidio_delink.llm", "presidio_delink.presidio")
                 ), f"{path.name} imports {mod}"
+
+
+# -- the audit: the crowd rule, not first place -------------------------------------------
+def _ranks(rank: int | None, **extra: object) -> dict[str, dict[str, object]]:
+    return {
+        "containment": {"source_rank": rank, "margin_claims": False, **extra},
+        "ranked": {"source_rank": None, "margin_claims": False},
+    }
+
+
+def test_crowd_counts_groups_within_the_margin_or_above() -> None:
+    from presidio_delink.attacks.audit import CROWD_MARGIN, crowd_of
+
+    assert crowd_of([2.0, 1.0, 1.0 - CROWD_MARGIN / 2, 1.0 - 2 * CROWD_MARGIN], 1.0) == 3
+    assert crowd_of([], 1.0) == 0
+
+
+def test_auditor_follows_the_crowd_rule(index: NgramIndex) -> None:
+    from presidio_delink.attacks.audit import Auditor
+
+    a = Auditor(index, 2, crowd=5)
+    a.add("third", "g", _ranks(3))
+    a.add("unfound", "g", _ranks(None))
+    # a record written before margin_claims replaced linked is still counted
+    a.add("old", "g", {"containment": {"source_rank": 1, "linked": True, "top_group": "g"}})
+    assert a.flagged == 2 and a.first["containment"] == 1 and a.top5["containment"] == 2
+    assert a.claimed["containment"] == 1
+    assert [a.verdict(d) for d in ("third", "unfound", "nope")] == [
+        "exposed", "crowded", "unknown"
+    ]
+    lines = a.lines()
+    assert "source first for 1, in the top 5 for 2 of 3 documents" in lines[1]
+    assert "at least 5 other groups" in lines[2] and "broken for 2 of 3" in lines[2]
+    b = Auditor(index, 2, crowd=2)  # third place sits behind two other groups
+    b.add("third", "g", _ranks(3))
+    assert b.flagged == 0 and b.verdict("third") == "crowded"
+    with pytest.raises(ConfigError):
+        Auditor(index, 2, crowd=0)
+
+
+def test_source_ranks_report_crowd_and_no_linked_field(index: NgramIndex) -> None:
+    from presidio_delink.attacks.audit import source_ranks
+
+    text = _edit(CORPUS[4][1], seed=3)
+    rec = source_ranks(text, index.doc_groups[4], ContainmentAttack(index))["containment"]
+    assert "linked" not in rec
+    assert rec["source_rank"] == 1 and rec["source_first"] and rec["source_top5"]
+    assert isinstance(rec["crowd"], int) and rec["crowd"] >= 0
+    assert rec["margin_claims"] in (True, False)
+
+
+def test_report_verdict_follows_the_crowd_rule(index: NgramIndex) -> None:
+    from presidio_delink.pipeline import Delinker
+    from presidio_delink.report import render
+
+    res = Delinker(index, k=2).delink(_edit(CORPUS[4][1], seed=3), "d")
+    ranks = {"d": _ranks(None)}
+    html = render([res], source_ranks=ranks, crowd=5)
+    assert "<td>None</td>" not in html and "exposed" not in html  # not ranked: a dash
+    html = render([res], source_ranks={"d": _ranks(3)}, crowd=5)
+    assert "exposed: source ranked within the first 5 by containment" in html
+    html = render([res], source_ranks={"d": _ranks(3)}, crowd=2)
+    assert "exposed" not in html and "at least 2 other groups above the source" in html
+    html = render([res], source_ranks={"d": _ranks(1)}, crowd=1)
+    assert "exposed: source ranked first by containment" in html

@@ -133,7 +133,7 @@ def test_an_interrupt_keeps_the_finished_documents_and_a_rerun_must_choose(
               "--report", str(report))
     assert res.exit_code == 3, res.output  # written; the audit ranks known sources first
     assert "1 documents reused" in res.output and f"({len(docs)} documents)" in res.output
-    assert f"source ranked first for {len(docs)} of {len(docs)}" in res.output
+    assert f"source first for {len(docs)}, in the top 5 for {len(docs)} of {len(docs)}" in res.output
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in got] == [d["id"] for d in docs]
     assert got[0] == kept[0]

@@ -165,8 +165,8 @@ def _fake_results() -> dict:  # type: ignore[type-arg]
     rec["cosine"] = 0.8
     rec["semantic_before"] = {"source_rank": 1, "margin": 0.2}
     rec["semantic_after"] = {"source_rank": 2, "margin": 0.1}
-    rec["containment_before"] = {"source_rank": 1, "linked": True}
-    rec["containment_after"] = {"source_rank": None, "linked": False}
+    rec["containment_before"] = {"source_rank": 1, "margin_claims": True}
+    rec["containment_after"] = {"source_rank": None, "margin_claims": False}
     settings = []
     for k, a in ((2, 1), (2, 3), (5, 1)):
         summ = metrics.summarize([rec])

@@ -169,6 +169,58 @@ def test_protect_ranked_alone_stops_at_the_goal(index: NgramIndex) -> None:
         protect_ranked(res.text, doc_id, ranked, k=2, arity=1, safety=1.0)
 
 
+@pytest.mark.parametrize("crowd", [1, 3])
+def test_protect_ranked_puts_a_crowd_above_the_source(index: NgramIndex, crowd: int) -> None:
+    d = Delinker(index, k=2, arity=1)
+    ranked = RankedAttack(index, members=PROTECT_MEMBERS)
+    doc_id, text = INPUTS[0]
+    res = d.delink(text, doc_id)
+    assert res.text is not None
+    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=crowd)
+    ps = ranked.scores(out.text)
+    gi = ranked.group_ordinal(doc_id)
+    for i, (_m, q) in enumerate(ps.keys):
+        if q != "text":
+            continue
+        row = ps.group_scores[i]
+        src = row[gi]
+        above = sum(1 for j, v in enumerate(row) if j != gi and src <= (1 - DEFAULT_RANKED_SAFETY) * v and src < v)
+        assert src <= 0 or above >= crowd, (ps.keys[i], above)
+    assert not analyze(index, out.text, k=2, arity=1).linkable
+    with pytest.raises(ConfigError, match="crowd"):
+        protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=0)
+
+
+def test_a_larger_crowd_costs_words_and_ranks_the_source_lower(index: NgramIndex) -> None:
+    d = Delinker(index, k=2, arity=1)
+    doc_id, text = INPUTS[1]
+    got = {}
+    for crowd in (1, 4):
+        res = d.delink(text, doc_id)
+        Protector(d, "ranked", crowd=crowd).protect(res, doc_id)
+        assert res.text is not None
+        ranks = [
+            r for m in PROTECT_MEMBERS
+            if (r := RankedAttack(index, members=[m]).scores(res.text).rank_of(0, doc_id))
+            is not None
+        ] if RankedAttack(index).has_group(doc_id) else []
+        got[crowd] = (res.words_redacted + res.words_rewritten, min(ranks, default=99))
+    assert got[4][0] >= got[1][0]
+    assert got[4][1] > 4 and got[1][1] > 1
+    with pytest.raises(ConfigError, match="crowd"):
+        Protector(d, "ranked", crowd=0)
+
+
+def test_settings_validate_crowd() -> None:
+    from presidio_delink.settings import DEFAULT_CROWD, DelinkSettings
+
+    assert DelinkSettings().crowd == DEFAULT_CROWD
+    assert DelinkSettings(crowd=3).crowd == 3
+    for bad in (0, -1, 1.5, True, "3"):
+        with pytest.raises(ConfigError, match="crowd"):
+            DelinkSettings(crowd=bad)  # type: ignore[arg-type]
+
+
 def test_cli_delink_protect_all(index: NgramIndex, tmp_path: Path) -> None:
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in INPUTS[:2]))

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from presidio_delink import NgramIndex
 from presidio_delink.attacks import Attack, rank_of
 from presidio_delink.attacks.fts5 import ALL_MEMBERS, MEMBERS, STOP_WORDS
-from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack, lead
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, PROTECT_MEMBERS, RankedAttack, lead
 from presidio_delink.cli import main
 from presidio_delink.errors import ConfigError
 
@@ -69,8 +69,10 @@ def _brute(
     b: float = 0.75,
     idf_kind: str = "fts5",
     unit: str = "doc",
+    qtf: bool = False,
 ) -> dict[str, float]:
-    """``{document id (or group id when unit == "group"): score}``."""
+    """``{document id (or group id when unit == "group"): score}``; with ``qtf`` each
+    term's summand counts once per occurrence in the query."""
     docs: dict[str, Counter[str]] = {}
     for d, t, g in CORPUS:  # a group as one document: its documents' words together
         docs.setdefault(g if unit == "group" else d, Counter()).update(_words(t, stop))
@@ -80,7 +82,7 @@ def _brute(
     for d, c in docs.items():
         dl = sum(c.values())
         s = 0.0
-        for term in set(_words(query, stop)):
+        for term, times in Counter(_words(query, stop)).items():
             f = c.get(term, 0)
             if not f:
                 continue
@@ -90,7 +92,7 @@ def _brute(
             else:
                 idf = math.log((n - df + 0.5) / (df + 0.5))
                 idf = idf if idf > 0 else 1e-6
-            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
+            s += (times if qtf else 1) * idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
         if s > 0:
             out[d] = s
     return out
@@ -142,7 +144,7 @@ def test_protection_members_match_brute_force_bm25(wide: RankedAttack, member: s
     concatenated document) against a brute-force BM25 with those parameters."""
     spec = ALL_MEMBERS[member]
     text = _query_text(src)
-    want = _brute(text, spec.stop, spec.k1, spec.b, spec.idf, spec.unit)
+    want = _brute(text, spec.stop, spec.k1, spec.b, spec.idf, spec.unit, spec.qtf)
     ps = wide.scores(text, sentences=False)
     row = ps.row(member)
     assert row is not None
@@ -404,19 +406,26 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     for r, src in zip(recs, ["d3", "g4"], strict=True):
         rk = r["source_ranks"]["ranked"]
-        assert {"source_rank", "top_group", "margin", "linked", "claimed", "members"} <= set(rk)
+        assert {"source_rank", "top_group", "margin", "margin_claims", "claimed", "members",
+                "crowd", "source_top5"} <= set(rk)
+        # nothing that reads as safe beside a source ranked first
+        assert "linked" not in rk and "linked" not in r["source_ranks"]["containment"]
         assert rk["source_rank"] == 1 and rk["source_first"] and rk["top_group"] == src
+        assert rk["source_top5"] and isinstance(rk["crowd"], int)
         assert 0 < rk["margin"] <= 1
-        assert set(rk["members"]) == set(MEMBERS)
+        assert set(rk["members"]) == set(AUDIT_MEMBERS) > set(MEMBERS)
         assert "containment" in r["source_ranks"]
     assert "risk, ranked search" in res.stderr and "2 of 2 documents" in res.stderr
+    assert "source first for 2, in the top 5 for 2 of 2" in res.stderr
+    assert "crowd rule" in res.stderr and "broken for 2 of 2" in res.stderr
     assert "risk, containment search" in res.stderr
     assert "covers phrase search only" in res.stderr
     assert "still rank" not in res.stderr
     for r in recs:  # counts, never text, on stderr
         assert r["text"][:40] not in res.stderr
     html = rep.read_text()
-    assert html.count("source ranked first by") == 2
+    assert html.count("source ranked first by") == 2 and "exposed:" in html
+    assert "<td>None</td>" not in html
     assert ">linkage-free" not in html and "linkage-free under phrase search;" not in html
     assert html.count("<th>source rank</th>") == 2
     # no known source: not audited, exit 0, labelled as phrase-only
@@ -462,8 +471,16 @@ def test_cli_delink_audits_ranked_and_exit_code(cli_files) -> None:  # type: ign
     )
     assert res.exit_code == 0, res.stderr
     rk = json.loads((d / "z2.jsonl").read_text())["source_ranks"]["ranked"]
-    assert rk["source_rank"] is None and rk["linked"] is False
+    assert rk["source_rank"] is None and rk["margin_claims"] is False
+    assert rk["source_top5"] is False and rk["crowd"] is None
     assert "0 of 1 documents" in res.stderr
+    # --crowd sets the rule's size; 0 is refused
+    base = ["delink", "--index", str(idx), "--llm", "none", "--no-progress",
+            "--source-field", "src", str(q)]
+    res = CliRunner().invoke(main, [*base, "-o", str(d / "c2.jsonl"), "--crowd", "2"])
+    assert res.exit_code == 3 and "at least 2 other groups" in res.stderr, res.stderr
+    res = CliRunner().invoke(main, [*base, "-o", str(d / "c0.jsonl"), "--crowd", "0"])
+    assert res.exit_code == 2
 
 
 def test_batched_scores_equal_one_query_each(attack: RankedAttack) -> None:
@@ -518,3 +535,45 @@ def test_protection_panel_removes_a_case_found_only_as_one_document() -> None:
     assert not wide.scores(out.text).first_by("caseA")  # nor any sentence
     assert not analyze(idx, out.text, k=2, arity=1).linkable
     assert 0 < out.words_cut < len(t) and sum(w in out.text for w in t) >= 4  # minimal
+
+
+def test_query_tf_member_weighs_repeated_terms(index: NgramIndex) -> None:
+    """A ``qtf`` member (a query parser: every occurrence a clause) against brute force:
+    whole text, a sentence, and contributions that add up (each term's summand times its
+    occurrences, so removing every occurrence removes it)."""
+    att = RankedAttack(index, members=["fts5-unicode61", "fts5-unicode61-qtf"])
+    text = _query_text(3) + " " + CORPUS[3][1].split(".")[0] + "."
+    want = _brute(text, False, qtf=True)
+    plain = _brute(text, False)
+    assert want != plain  # the text repeats terms: the two readings differ
+    ps = att.scores(text)
+    row = ps.row("fts5-unicode61-qtf")
+    assert row is not None
+    got = {index.doc_ids[d]: s for d, s in enumerate(ps.doc_scores[row]) if s > 0}
+    assert got.keys() == want.keys()
+    for u, v in want.items():
+        assert got[u] == pytest.approx(v, rel=1e-9)
+    parts = att.contributions(text, "fts5-unicode61-qtf", CORPUS[3][2])
+    best = max(
+        (want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[3][2]), default=0.0
+    )
+    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    for j, (m, q) in enumerate(ps.keys):  # a sentence's scores are its own query's
+        if m == "fts5-unicode61-qtf" and q != "text":
+            a, b = att.queries(text)[q]
+            sent = _brute(text[a:b], False, qtf=True)
+            for d, v in sent.items():
+                assert ps.doc_scores[j][index.doc_ids.index(d)] == pytest.approx(v, rel=1e-9)
+            break
+
+
+def test_audit_panel_reads_query_tf_but_only_calibrated_members_claim(index: NgramIndex) -> None:
+    """The Auditor's panel counts the qtf readings for the source's rank; the margin
+    decision is taken by the four calibrated members only."""
+    text = _query_text(5)
+    four = RankedAttack(index, members=MEMBERS).scores(text)
+    audit = RankedAttack(index, members=AUDIT_MEMBERS).scores(text)
+    assert four.claim() == audit.claim()
+    assert {m for m, _q in audit.keys} == set(AUDIT_MEMBERS)
+    qtf_only = RankedAttack(index, members=["fts5-unicode61-qtf"]).scores(text)
+    assert qtf_only.claim() is None or qtf_only.claim()[1][0] == "fts5-unicode61-qtf"

@@ -204,6 +204,28 @@ def test_queue_orders_by_risk_and_filters(session) -> None:  # type: ignore[no-u
         session.queue("nonsense")
 
 
+def test_queue_says_source_unknown_and_signoff_names_exposure(session) -> None:  # type: ignore[no-untyped-def]
+    q = session.queue()
+    rows = {d["id"]: d for d in q["documents"]}
+    # a source not in the collection is "source unknown", not a safe-looking risk 0.00
+    assert rows[HTML_ID]["source_known"] is False and rows[HTML_ID]["risk"] == 0
+    assert all(d["source_known"] for i, d in rows.items() if i != HTML_ID)
+    assert q["crowd"] == session.verifier.settings.crowd
+    rec = next(
+        r for r in session.records
+        if (r.get("source_ranks") or {}).get("containment", {}).get("source_rank") == 1
+    )
+    doc = session.document(rec["id"])
+    out = session.act(rec["id"], doc["version"], "accept_all")
+    v = out["verification"]
+    # it verifies (no attack gained), and the verdict says the source is exposed
+    assert v["ok"] and "containment" in v["exposed"]
+    assert v["attacks"]["containment"]["exposed"] is True
+    assert "linked" not in v["attacks"]["containment"]
+    js = (ROOT / "presidio_delink" / "review" / "static" / "app.js").read_text()
+    assert "a.linked" not in js and "source unknown" in js and "RISK_HELP" in js
+
+
 def test_export_and_resume(files, verifier, tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "reviewed.jsonl"
     s = ReviewSession(files["delinked"], verifier, out, input_path=files["input"], reviewer="bo")

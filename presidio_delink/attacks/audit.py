@@ -2,13 +2,32 @@
 
 ``source_ranks`` runs the given attacks on one text and, for each, reports the 1-based rank
 of the source's group (ties with a better-placed group count as found, the cautious
-reading; None when the attack finds no evidence for it), its score, the top group and the
-attack's decision.  For the ranked attack the rank is the searcher's reading
+reading; None when the attack finds no evidence for it), its score, the top group, the
+*crowd* around the source and whether the attack's calibrated margin decision claims the
+source (``margin_claims``).  For the ranked attack the rank is the searcher's reading
 (:meth:`~presidio_delink.attacks.ranked.PanelScores.attacker_rank`: each member's
 whole-text answer and its best sentence's); the oracle over every sentence is reported
-beside it as ``any_sentence_rank``.  :func:`linked_by` says which attacks of a record
-rank its source first.
-Cost: one run of each attack.
+beside it as ``any_sentence_rank``.
+
+Definitions.
+
+* **Crowd.**  For one ranking, the number of *other* groups whose score is at least
+  ``(1 - CROWD_MARGIN)`` times the source's: the groups an attacker cannot tell from the
+  source by score (those above it, and those within the margin below it).  For the ranked
+  attack it is the smallest over the searcher's rows (each member's whole text and best
+  sentence).  None when the attack does not rank the source at all.
+* **The crowd rule.**  A source is *exposed* when some attack ranks it within the first
+  ``crowd`` places (:data:`~presidio_delink.settings.DEFAULT_CROWD` unless the run sets
+  ``crowd``): fewer than ``crowd`` other groups score strictly above it, so an attacker
+  who reads that many results finds it.  The exit code of ``delink``, the report's
+  verdict and the review app's sign-off follow this rule, not first place alone; first
+  place and the top 5 are counted and reported beside it.
+* **margin_claims.**  The calibrated margin decision of the attack names the source:
+  an adversary could be *sure*.  It is never a safety statement (a source ranked first is
+  found by whoever reads the first answer), so the record holds no ``linked`` field.
+
+:func:`exposed_by` and :func:`first_by` say which attacks of a record expose the source or
+rank it first.  Cost: one run of each attack.
 """
 
 from __future__ import annotations
@@ -16,11 +35,37 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from presidio_delink.attacks.base import rank_of
-from presidio_delink.attacks.containment import ContainmentAttack
-from presidio_delink.attacks.ranked import RankedAttack
+import numpy as np
 
-__all__ = ["Auditor", "linked_by", "source_ranks"]
+from presidio_delink.attacks.base import Ranked, rank_of
+from presidio_delink.attacks.containment import ContainmentAttack
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
+from presidio_delink.errors import ConfigError
+from presidio_delink.settings import DEFAULT_CROWD
+
+__all__ = [
+    "CROWD_MARGIN", "TOP", "Auditor", "crowd_of", "exposed_by", "first_by", "source_ranks",
+]
+
+#: Another group within this share of the source's score counts in its crowd (an
+#: attacker cannot tell them apart by score).
+CROWD_MARGIN = 0.05
+#: The depth of the "top 5" reading reported beside first place.
+TOP = 5
+
+
+def crowd_of(scores: Any, source: float) -> int:
+    """Other groups scoring at least ``(1 - CROWD_MARGIN) * source`` in ``scores`` (the
+    other groups' scores: a sequence or an array, the source's own excluded)."""
+    arr = np.asarray(scores, dtype=float)
+    return int(np.count_nonzero(arr >= (1.0 - CROWD_MARGIN) * source))
+
+
+def _ranking_crowd(ranking: list[Ranked], group: str) -> int | None:
+    src = next((r for r in ranking if r.group == group), None)
+    if src is None:
+        return None
+    return crowd_of([r.score for r in ranking if r.group != group], src.score)
 
 
 def source_ranks(
@@ -42,32 +87,57 @@ def source_ranks(
             rank over every sentence: an oracle), ``top_group`` (of the combined
             ranking), ``margin`` (the largest whole-text lead ``(s_1 - s_k) / s_1`` over
             the members), ``claimed`` (the group the calibrated margin decision claims,
-            or None), ``linked`` (it claims the source), and per member the whole-text
-            rank of the source and the number of sentences ranking it first.
+            or None), ``margin_claims`` (it claims the source), ``crowd`` (see the
+            module docstring), and per member the whole-text rank and crowd of the
+            source and the number of sentences ranking it first.
+
+    Every attack's record has ``source_rank``, ``source_first``, ``source_top5`` (rank
+    at most :data:`TOP`), ``crowd`` and ``margin_claims``.
     """
     out: dict[str, dict[str, Any]] = {}
     if containment is not None:
         ranking = containment.scores(text)
         src = next((r for r in ranking if r.group == group), None)
+        rank = rank_of(ranking, group)
         out["containment"] = {
-            "source_rank": rank_of(ranking, group),
+            "source_rank": rank,
+            **_reading(rank),
             "source_score": round(src.score, 4) if src else 0.0,
             "top_group": ranking[0].group if ranking else None,
             "top_score": round(ranking[0].score, 4) if ranking else 0.0,
-            "linked": containment.decide(ranking),
+            "crowd": _ranking_crowd(ranking, group),
+            "margin_claims": bool(ranking)
+            and ranking[0].group == group
+            and containment.decide(ranking),
         }
     if ranked is not None:
         out["ranked"] = _ranked(text, group, ranked)
     if semantic is not None:
         vec = semantic.embedder.encode([text])[0]
         ranking = semantic.rank_vector(vec, top=max(10, semantic.k))
+        rank = semantic.group_rank_vector(vec, group)
         out["semantic"] = {
-            "source_rank": semantic.group_rank_vector(vec, group),
+            "source_rank": rank,
+            **_reading(rank),
             "top_group": ranking[0].group if ranking else None,
             "top_score": round(ranking[0].score, 4) if ranking else 0.0,
-            "linked": semantic.decide(ranking),
+            "crowd": _ranking_crowd(list(ranking), group),
+            "margin_claims": bool(ranking)
+            and ranking[0].group == group
+            and semantic.decide(ranking),
         }
     return out
+
+
+def _reading(rank: int | None) -> dict[str, bool]:
+    return {"source_first": rank == 1, "source_top5": rank is not None and rank <= TOP}
+
+
+def _row_crowd(ps: Any, row: int, gi: int) -> int | None:
+    s = ps.group_scores[row]
+    if s[gi] <= 0:
+        return None
+    return crowd_of(np.delete(s, gi), float(s[gi]))
 
 
 def _ranked(text: str, group: str, attack: RankedAttack) -> dict[str, Any]:
@@ -78,11 +148,18 @@ def _ranked(text: str, group: str, attack: RankedAttack) -> dict[str, Any]:
     leads = ps.leads()
     text_rows = [i for i, (_m, q) in enumerate(ps.keys) if q == "text"]
     claim = ps.claim()
+    gi = attack.group_ordinal(group) if attack.has_group(group) else -1
+    crowds = (
+        [c for i in ps.attacker_rows() if (c := _row_crowd(ps, i, gi)) is not None]
+        if gi >= 0
+        else []
+    )
     members: dict[str, dict[str, Any]] = {}
     for m in attack.members:
         row = ps.row(m)
         members[m] = {
             "text_rank": ps.rank_of(row, group) if row is not None and rank is not None else None,
+            "text_crowd": _row_crowd(ps, row, gi) if row is not None and gi >= 0 else None,
             "sentences_first": sum(
                 1
                 for i, (mm, q) in enumerate(ps.keys)
@@ -91,21 +168,32 @@ def _ranked(text: str, group: str, attack: RankedAttack) -> dict[str, Any]:
         }
     return {
         "source_rank": rank,
-        "source_first": rank == 1,
+        **_reading(rank),
         "any_sentence_rank": oracle,
         "top_group": combined[0].group if combined else None,
         "margin": round(float(max(leads[text_rows])), 4) if text_rows else 0.0,
+        "crowd": min(crowds) if crowds else None,
         "claimed": claim[0] if claim else None,
-        "linked": claim is not None and claim[0] == group,
+        "margin_claims": claim is not None and claim[0] == group,
         "sentences": len({q for _m, q in ps.keys if q != "text"}),
         "members": members,
     }
 
 
-def linked_by(ranks: dict[str, dict[str, Any]]) -> list[str]:
-    """The attacks of a ``source_ranks`` record that rank the source first (the cautious
-    reading: what the user is told, whatever the margins decide)."""
+def first_by(ranks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The attacks of a ``source_ranks`` record that rank the source first."""
     return [name for name, r in ranks.items() if r.get("source_rank") == 1]
+
+
+def exposed_by(ranks: Mapping[str, Mapping[str, Any]], crowd: int = DEFAULT_CROWD) -> list[str]:
+    """The attacks of a ``source_ranks`` record under which the source is exposed by the
+    crowd rule: ranked within the first ``crowd`` places (first place always counts)."""
+    crowd = max(1, crowd)
+    return [
+        name
+        for name, r in ranks.items()
+        if (rank := r.get("source_rank")) is not None and rank <= crowd
+    ]
 
 
 class Auditor:
@@ -113,32 +201,41 @@ class Auditor:
     (:func:`source_ranks`), and the tallies become one risk line per attack.
 
     ``delink`` (the CLI and :mod:`presidio_delink.batch`) uses it for every document, the
-    ones reused from an earlier run included (:meth:`add` their stored records).
+    ones reused from an earlier run included (:meth:`add` their stored records).  A
+    document is *flagged* (``delink`` exits 3) when some attack exposes its source under
+    the crowd rule (:func:`exposed_by`: ranked within the first ``crowd`` places).
 
     Args:
         index: the collection's :class:`~presidio_delink.index.ngram_index.NgramIndex`.
         k: the run's ``k`` (the attacks' decision threshold).
         monitor: a ``SemanticMonitor`` to also report, or None.
+        crowd: the crowd rule's size (default
+            :data:`~presidio_delink.settings.DEFAULT_CROWD`).
     """
 
     ATTACKS = ("containment", "ranked")
 
-    def __init__(self, index: Any, k: int, monitor: Any = None) -> None:
+    def __init__(self, index: Any, k: int, monitor: Any = None, crowd: int | None = None) -> None:
         self.index = index
         self.k = k
         self.monitor = monitor
+        self.crowd = DEFAULT_CROWD if crowd is None else crowd
+        if isinstance(self.crowd, bool) or not isinstance(self.crowd, int) or self.crowd < 1:
+            raise ConfigError(f"crowd must be an integer >= 1, got {crowd!r}")
         self.containment = ContainmentAttack(index, k=k)
         self._ranked: RankedAttack | None = None  # built on first use (seconds, once)
         self.ranks: dict[str, dict[str, Any]] = {}
         self.first = dict.fromkeys(self.ATTACKS, 0)
+        self.top5 = dict.fromkeys(self.ATTACKS, 0)
+        self.exposed = dict.fromkeys(self.ATTACKS, 0)
         self.claimed = dict.fromkeys(self.ATTACKS, 0)
         self.oracle = 0  # documents some sentence ranks first (an oracle reading)
-        self.flagged = 0  # documents some attack ranks first
+        self.flagged = 0  # documents some attack exposes (the crowd rule)
 
     @property
     def ranked(self) -> RankedAttack:
         if self._ranked is None:
-            self._ranked = RankedAttack(self.index, k=self.k)
+            self._ranked = RankedAttack(self.index, k=self.k, members=AUDIT_MEMBERS)
         return self._ranked
 
     @property
@@ -153,36 +250,54 @@ class Auditor:
         return ranks
 
     def add(self, doc_id: str, group: str, ranks: Mapping[str, Any]) -> None:
-        """Count one audited document (a stored ``source_ranks`` record)."""
+        """Count one audited document (a stored ``source_ranks`` record; records written
+        before ``margin_claims`` replaced ``linked`` are read too)."""
         ranks = dict(ranks)
         self.oracle += (ranks.get("ranked") or {}).get("any_sentence_rank") == 1
         for name in self.ATTACKS:
             r = ranks.get(name)
             if r is None:
                 continue
-            self.first[name] += r.get("source_rank") == 1
-            # the margin decision claims the source itself
-            self.claimed[name] += bool(r.get("linked")) and r.get(
+            rank = r.get("source_rank")
+            self.first[name] += rank == 1
+            self.top5[name] += rank is not None and rank <= TOP
+            self.exposed[name] += rank is not None and rank <= self.crowd
+            claims = r.get("margin_claims", r.get("linked"))
+            self.claimed[name] += bool(claims) and r.get(
                 "claimed", r.get("top_group")
             ) == group
-        self.flagged += bool(linked_by(ranks))
+        self.flagged += bool(exposed_by(ranks, self.crowd))
         self.ranks[doc_id] = ranks
 
+    def verdict(self, doc_id: str) -> str:
+        """``"exposed"`` (the crowd rule), ``"crowded"`` (audited, not exposed) or
+        ``"unknown"`` (no audit: the source is unknown)."""
+        ranks = self.ranks.get(doc_id)
+        if ranks is None:
+            return "unknown"
+        return "exposed" if exposed_by(ranks, self.crowd) else "crowded"
+
     def lines(self) -> list[str]:
-        """One risk line per attack (none when no document had a known source)."""
+        """One risk line per attack and the crowd rule's line (none when no document
+        had a known source).  Counts only, never text."""
         if not self.known:
             return []
-        from presidio_delink.attacks.fts5 import MEMBERS
-
         n = self.known
-        members = len(self._ranked.members) if self._ranked else len(MEMBERS)
+        members = len(self._ranked.members) if self._ranked else len(AUDIT_MEMBERS)
+        rule = (
+            f"crowd rule (the source ranked below at least {self.crowd} other groups by "
+            f"every attack): broken for {self.flagged} of {n} documents with a known source"
+        )
         return [
-            f"risk, ranked search (BM25, {members} tokenisers, whole text or the best "
-            f"sentence): source ranked first for {self.first['ranked']} of {n} documents "
-            f"with a known source; the calibrated margin claims it for "
-            f"{self.claimed['ranked']}; some sentence ranks it first for {self.oracle} (a "
-            "reader who knows the source can pick that sentence; a searcher cannot)",
-            "risk, containment search (near-verbatim alignment): source ranked first for "
-            f"{self.first['containment']} of {n} documents; the calibrated margin claims it "
-            f"for {self.claimed['containment']}",
+            f"risk, ranked search (BM25, {members} readings, whole text or the best "
+            f"sentence): source first for {self.first['ranked']}, in the top {TOP} for "
+            f"{self.top5['ranked']} of {n} documents with a known source; the calibrated "
+            f"margin claims it for {self.claimed['ranked']}; some sentence ranks it first "
+            f"for {self.oracle} (a reader who knows the source can pick that sentence; a "
+            "searcher cannot)",
+            "risk, containment search (near-verbatim alignment): source first for "
+            f"{self.first['containment']}, in the top {TOP} for {self.top5['containment']} "
+            f"of {n} documents; the calibrated margin claims it for "
+            f"{self.claimed['containment']}",
+            rule,
         ]

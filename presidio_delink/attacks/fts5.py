@@ -51,7 +51,8 @@ from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 
 __all__ = [
-    "ALL_MEMBERS", "EXTRA_MEMBERS", "MEMBERS", "PROTECT_MEMBERS", "STOP_WORDS", "Engine",
+    "ALL_MEMBERS", "EXTRA_MEMBERS", "MEMBERS", "PROTECT_MEMBERS", "PROTECT_MEMBERS_QTF",
+    "STOP_WORDS", "Engine",
     "Member", "engine",
 ]
 
@@ -88,6 +89,9 @@ class Member(NamedTuple):
             case file, or a person's pages, as one record).
         idf: ``"fts5"`` (``log((N - n + .5) / (n + .5))``, 1e-6 where not positive) or
             ``"lucene"`` (``log(1 + (N - n + .5) / (n + .5))``, always positive).
+        qtf: each term's summand counts once per occurrence in the query (a query
+            parser that keeps every pasted word as a clause: repeated terms weigh more);
+            False: once per distinct term (an OR query of the distinct terms).
     """
 
     tokenizer: str
@@ -96,11 +100,12 @@ class Member(NamedTuple):
     b: float = _B
     unit: str = "doc"
     idf: str = "fts5"
+    qtf: bool = False
 
     @property
     def is_fts5(self) -> bool:
         """Whether FTS5's own ``bm25()`` computes this member (per-document, its k1/b/idf)."""
-        return (self.k1, self.b, self.idf) == (_K1, _B, "fts5")
+        return (self.k1, self.b, self.idf, self.qtf) == (_K1, _B, "fts5", False)
 
 
 #: The audit's panel (``attack --method ranked``, ``delink``'s audit): FTS5's ``bm25()``
@@ -133,6 +138,9 @@ EXTRA_MEMBERS: dict[str, Member] = {
     "bm25-porter-stop-k09b04": Member("porter", True, 0.9, 0.4, "doc", "lucene"),
     "bm25-unicode61-case-k09b04": Member("unicode61", False, 0.9, 0.4, "group", "lucene"),
     "bm25-porter-stop-case-k09b04": Member("porter", True, 0.9, 0.4, "group", "lucene"),
+    # what every query parser does with pasted text: each occurrence a clause
+    "fts5-unicode61-qtf": Member("unicode61", False, _K1, _B, "doc", "fts5", True),
+    "fts5-porter-stop-qtf": Member("porter", True, _K1, _B, "doc", "fts5", True),
 }
 
 #: Every member a panel may hold.
@@ -142,8 +150,18 @@ ALL_MEMBERS: dict[str, Member] = {**MEMBERS, **EXTRA_MEMBERS}
 #: but ``-k09b04``, which are available to a panel but left out: on held-in data (40 TAB
 #: train/dev texts, margin 0.05) adding all four changed 53.2 % of the words (the two
 #: per-document ones 52.7 %) against 49.9 %, and without them the held-in family stays
-#: within the calibration's 5 % (``benchmarks/README.md``).
-PROTECT_MEMBERS: tuple[str, ...] = tuple(m for m in ALL_MEMBERS if "k09b04" not in m)
+#: within the calibration's 5 % (``benchmarks/README.md``).  The ``-qtf`` members (a query
+#: parser's reading: repeated terms weigh more) are left out too: on a small collection
+#: (the 40 samples) their goal is reached only by redacting whole documents; their cost
+#: and effect on TAB: ``benchmarks/results/ranked_crowd.md``.
+PROTECT_MEMBERS: tuple[str, ...] = tuple(
+    m for m in ALL_MEMBERS if "k09b04" not in m and not m.endswith("-qtf")
+)
+#: The protection's panel with the query-tf members (``RankedAttack(index,
+#: members=PROTECT_MEMBERS_QTF)`` given to a :class:`~presidio_delink.protect.Protector`).
+PROTECT_MEMBERS_QTF: tuple[str, ...] = PROTECT_MEMBERS + tuple(
+    m for m in ALL_MEMBERS if m.endswith("-qtf")
+)
 
 
 class _Member:
@@ -163,16 +181,20 @@ class _Member:
         self.ptr, self.docs, self.weights = ptr, docs, weights
         self.unit_of = unit_of  # document -> its unit (None: the document itself)
 
-    def postings(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Documents and summands of ``terms`` (concatenated; unknown terms have none)."""
-        ids = [self.term_ids[t] for t in terms if t in self.term_ids]
-        if not ids:
+    def postings(
+        self, terms: Sequence[str], counts: Sequence[int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and summands of ``terms`` (concatenated; unknown terms have none),
+        each summand times its term's ``counts`` entry when given."""
+        keep = [(self.term_ids[t], 1 if counts is None else counts[j])
+                for j, t in enumerate(terms) if t in self.term_ids]
+        if not keep:
             return np.empty(0, dtype=np.int32), np.empty(0)
-        sl = [slice(self.ptr[i], self.ptr[i + 1]) for i in ids]
-        return (
-            np.concatenate([self.docs[x] for x in sl]),
-            np.concatenate([self.weights[x] for x in sl]),
-        )
+        sl = [slice(self.ptr[i], self.ptr[i + 1]) for i, _ in keep]
+        w = np.concatenate([self.weights[x] for x in sl])
+        if counts is not None:
+            w = w * np.repeat([float(c) for _, c in keep], [x.stop - x.start for x in sl])
+        return np.concatenate([self.docs[x] for x in sl]), w
 
 
 class Engine:
@@ -283,18 +305,26 @@ class Engine:
                 cache[w] = tuple(t for _, t in sorted(got.get(i, [])))
         return {w: cache[w] for w in words}
 
-    def scores(self, member: str, terms: Sequence[str]) -> np.ndarray:
+    def scores(
+        self, member: str, terms: Sequence[str], counts: Sequence[int] | None = None
+    ) -> np.ndarray:
         """Every document's score for the OR query of distinct ``terms`` (for a
-        ``"group"`` member, each document has its group's score)."""
+        ``"group"`` member, each document has its group's score); for a ``qtf`` member
+        each term weighs its ``counts`` entry (its occurrences in the query; 1 when
+        not given)."""
         m = self.members[member]
-        docs, w = m.postings(terms)
+        docs, w = m.postings(terms, counts if ALL_MEMBERS[member].qtf else None)
         if m.unit_of is None:
             return np.bincount(docs, weights=w, minlength=self.n_docs)
         return np.bincount(docs, weights=w, minlength=self.n_groups)[m.unit_of]
 
-    def summands(self, member: str, terms: Sequence[str], doc: int) -> list[float]:
-        """Each term's summand of document ``doc``'s score (0.0 where absent)."""
+    def summands(
+        self, member: str, terms: Sequence[str], doc: int, counts: Sequence[int] | None = None
+    ) -> list[float]:
+        """Each term's summand of document ``doc``'s score (0.0 where absent; for a
+        ``qtf`` member times its ``counts`` entry)."""
         m = self.members[member]
+        mult = counts if counts is not None and ALL_MEMBERS[member].qtf else None
         if m.unit_of is not None:
             doc = int(m.unit_of[doc])
         out = []
@@ -305,7 +335,8 @@ class Engine:
                 continue
             a, b = int(m.ptr[i]), int(m.ptr[i + 1])
             j = a + int(np.searchsorted(m.docs[a:b], doc))
-            out.append(float(m.weights[j]) if j < b and m.docs[j] == doc else 0.0)
+            w = float(m.weights[j]) if j < b and m.docs[j] == doc else 0.0
+            out.append(w * (mult[len(out)] if mult is not None else 1))
         return out
 
     # -- the FTS5 tables themselves (checks) --------------------------------------------

@@ -62,13 +62,25 @@ from pathlib import Path
 import numpy as np
 
 from presidio_delink.attacks.base import Ranked, Verdict
-from presidio_delink.attacks.fts5 import ALL_MEMBERS, MEMBERS, PROTECT_MEMBERS, STOP_WORDS, engine
+from presidio_delink.attacks.fts5 import (
+    ALL_MEMBERS,
+    MEMBERS,
+    PROTECT_MEMBERS,
+    STOP_WORDS,
+    engine,
+)
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.text import Token
 
+#: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
+#: four calibrated members, which alone take the margin decision, and the two query-tf
+#: readings (a query parser keeps every pasted word), which count for the source's rank.
+AUDIT_MEMBERS: tuple[str, ...] = (*MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
+
 __all__ = [
+    "AUDIT_MEMBERS",
     "CALIBRATION",
     "DEFAULT_MARGIN",
     "DEFAULT_SENTENCE_MARGIN",
@@ -129,6 +141,10 @@ class _Query:
     def match(self) -> str:
         """The FTS5 OR query."""
         return " OR ".join(p for p, _, _ in self.terms.values())
+
+    def counts(self) -> list[int]:
+        """Each term's occurrences in the query (what a ``qtf`` member weighs)."""
+        return [len(spans) for _, _, spans in self.terms.values()]
 
 
 def lead(ranking: Sequence[Ranked], k: int) -> float:
@@ -233,10 +249,14 @@ class PanelScores:
 
     def claim(self) -> tuple[str, tuple[str, str], float] | None:
         """The margin decision: ``(group, (member, query), lead)`` of the largest lead
-        over its margin (whole text first on ties), or None."""
+        over its margin (whole text first on ties), or None.  Only the members the margins
+        are calibrated on (:data:`MEMBERS`) decide, when the panel holds any of them."""
         att = self.attack
+        deciding = {m for m in att.members if m in MEMBERS} or set(att.members)
         best: tuple[float, int, int] | None = None
-        for i, ((_m, q), ld) in enumerate(zip(self.keys, self.leads().tolist(), strict=True)):
+        for i, ((m, q), ld) in enumerate(zip(self.keys, self.leads().tolist(), strict=True)):
+            if m not in deciding:
+                continue
             if q == "text":
                 ok = ld >= att.margin
             else:
@@ -445,16 +465,20 @@ class RankedAttack:
                 if not term_ix:
                     continue
                 terms = list(term_ix)
-                in_sent: list[set[int]] = [set() for _ in bounds]
+                in_sent: list[dict[int, int]] = [{} for _ in bounds]
+                occ = [0] * len(terms)  # occurrences (a qtf member weighs them)
                 for j, ti in pairs:
+                    occ[ti] += 1
                     if j >= 0:
-                        in_sent[j].add(ti)
+                        in_sent[j][ti] = in_sent[j].get(ti, 0) + 1
                 counts = np.asarray([len(x) for x in in_sent], dtype=np.int64)
                 sent_scores = np.zeros((len(bounds), self.index.n_docs))
                 for j, tis in enumerate(in_sent):
                     if tis:
-                        sent_scores[j] = self._engine.scores(m, [terms[ti] for ti in tis])
-                text_scores = self._engine.scores(m, terms)
+                        sent_scores[j] = self._engine.scores(
+                            m, [terms[ti] for ti in tis], list(tis.values())
+                        )
+                text_scores = self._engine.scores(m, terms, occ)
                 per[m] = (text_scores, sent_scores, counts, len(term_ix))
         keys: list[tuple[str, str]] = []
         n_terms: list[int] = []
@@ -484,7 +508,7 @@ class RankedAttack:
         if not q.terms:
             return []
         with self._engine.lock:
-            ds = self._engine.scores(member, list(q.terms))
+            ds = self._engine.scores(member, list(q.terms), q.counts())
         return self.materialise(self.group_max(ds[None, :])[0], ds, None)
 
     def n_terms(self, text: str, member: str, query: str = "text") -> int:
@@ -534,16 +558,17 @@ class RankedAttack:
         if not q.terms:
             return []
         terms = list(q.terms)
+        counts = q.counts()
         with self._engine.lock:
             if doc is None:
                 if group is None:
                     raise ConfigError("give a group or a document ordinal")
-                ds = self._engine.scores(member, terms)
+                ds = self._engine.scores(member, terms, counts)
                 mine = [d for d in self._docs_of[self.group_ordinal(group)] if ds[d] > 0]
                 if not mine:
                     return []
                 doc = max(mine, key=lambda d: (ds[d], -d))
-            parts = self._engine.summands(member, terms, doc)
+            parts = self._engine.summands(member, terms, doc, counts)
         out = [
             TermContribution(t, tuple(q.terms[t][1]), tuple(q.terms[t][2]), s)
             for t, s in zip(terms, parts, strict=True)
@@ -559,7 +584,7 @@ class RankedAttack:
         if not q.terms:
             return 0.0
         with self._engine.lock:
-            return float(self._engine.scores(member, list(q.terms))[doc])
+            return float(self._engine.scores(member, list(q.terms), q.counts())[doc])
 
     def fts5_scores(self, text: str, member: str, query: str = "text") -> dict[int, float]:
         """``{document ordinal: score}`` computed by FTS5's own ``bm25()`` over the

@@ -21,6 +21,7 @@ from presidio_delink.cli.common import (
     spread_opts,
 )
 from presidio_delink.errors import ConfigError
+from presidio_delink.settings import DEFAULT_CROWD
 
 
 @main.command("delink")
@@ -117,6 +118,14 @@ from presidio_delink.errors import ConfigError
     "(fewest words; the output stays linkage-free).",
 )
 @click.option(
+    "--crowd",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CROWD,
+    show_default=True,
+    help="Crowd size m: the audit flags (exit 3) a known source ranked within the first m "
+    "places by an attack, and --protect edits until m other groups score above it.",
+)
+@click.option(
     "--source-field",
     default=None,
     help="JSONL field holding the id of each document's source in the collection "
@@ -171,8 +180,9 @@ def delink(**opts: Any) -> None:
     `presidio-delink release OUTPUT -o PUBLIC.jsonl` writes the file that may be shared.
 
     Exit code 0 when every document came out linkage-free and no audit attack ranks a known
-    source first, 1 when some document failed, 3 when none failed but an audit attack
-    ranks some document's source first, 2 on error.
+    source within the first --crowd places, 1 when some document failed, 3 when none failed
+    but an audit attack ranks some document's source within the first --crowd places, 2 on
+    error.
     """
     from presidio_delink.batch import LLMOptions, PIIOptions
     from presidio_delink.io import check_output_paths
@@ -228,8 +238,8 @@ def _delink_here(
             return delink_batch(
                 delinker, o.inputs, o.output, made_by=made_by,
                 group_of=lambda d: group_of.get(sources.get(d, d)),
-                auditor=Auditor(idx, settings.k, monitor), report=o.report_path,
-                journal_mode=mode, progress=o.progress,
+                auditor=Auditor(idx, settings.k, monitor, crowd=settings.crowd),
+                report=o.report_path, journal_mode=mode, progress=o.progress,
             )
     except BaseException as exc:
         _say_kept(exc, o.output)
@@ -273,8 +283,8 @@ def _delink_spread(
         summary = delink_distributed(
             job, output, workers=workers, client=client,
             group_of=lambda d: group_of.get(sources.get(d, d)),
-            auditor=Auditor(idx, settings.k), report=report_path, journal_mode=mode,
-            progress=progress,
+            auditor=Auditor(idx, settings.k, crowd=settings.crowd), report=report_path,
+            journal_mode=mode, progress=progress,
         )
     except BaseException as exc:
         _say_kept(exc, output)

@@ -140,7 +140,10 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         cont[f"share_source_first_{when}"] = _share([x == 1 for x in ranks])
         found = [x for x in ranks if x is not None]
         cont[f"median_source_rank_{when}"] = statistics.median(found) if found else None
-        cont[f"share_linked_{when}"] = _share([bool(s["linked"]) for s in rows])
+        cont[f"share_top5_{when}"] = _share([x is not None and x <= 5 for x in ranks])
+        cont[f"share_margin_claims_{when}"] = _share(
+            [bool(s.get("margin_claims", s.get("linked"))) for s in rows]
+        )
     cont["docs"] = len([r for r in ok if r.get("containment_after")])
     out["containment_linkage"] = cont
     out["fluency"] = summarize_fluency(records)

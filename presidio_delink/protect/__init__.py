@@ -46,6 +46,7 @@ from presidio_delink.results import DelinkResult
 from presidio_delink.settings import PROTECT_MODES, parse_modes
 
 __all__ = [
+    "DEFAULT_CONTAINMENT_CROWD",
     "DEFAULT_SAFETY",
     "MODES",
     "LoopAPI",
@@ -60,6 +61,9 @@ __all__ = [
 
 #: The protections, in the order they run.
 MODES = PROTECT_MODES
+#: The containment protection's crowd (text-reuse detectors answer with their argmax;
+#: chosen on held-in data with ``benchmarks/ranked/calibrate_crowd.py``).
+DEFAULT_CONTAINMENT_CROWD = 1
 
 
 class Protector:
@@ -77,6 +81,12 @@ class Protector:
             (:class:`.editor.LoopEditor`); False: redact them.
         ranked_safety, sentence_safety, containment_safety: the stop rules' margins
             (defaults: chosen on TAB train/dev, see the modules).
+        crowd: the crowd rule of the ranked protection's whole-text goal (default: the
+            loop's ``settings.crowd``): that many other groups above the source.
+        sentence_crowd: the same for sentences (default
+            :data:`.ranked.DEFAULT_SENTENCE_CROWD`, at most ``crowd``).
+        containment_crowd: the same for the containment protection (default
+            :data:`DEFAULT_CONTAINMENT_CROWD`, at most ``crowd``).
     """
 
     def __init__(
@@ -91,6 +101,9 @@ class Protector:
         ranked_safety: float | None = None,
         sentence_safety: float | None = None,
         containment_safety: float | None = None,
+        crowd: int | None = None,
+        sentence_crowd: int | None = None,
+        containment_crowd: int | None = None,
     ) -> None:
         from presidio_delink.protect import ranked as pr
 
@@ -113,6 +126,19 @@ class Protector:
         self.containment_safety = (
             DEFAULT_SAFETY if containment_safety is None else containment_safety
         )
+        self.crowd = delinker.settings.crowd if crowd is None else crowd
+        self.sentence_crowd = (
+            min(self.crowd, pr.DEFAULT_SENTENCE_CROWD) if sentence_crowd is None
+            else sentence_crowd
+        )
+        self.containment_crowd = (
+            min(self.crowd, DEFAULT_CONTAINMENT_CROWD) if containment_crowd is None
+            else containment_crowd
+        )
+        for name in ("crowd", "sentence_crowd", "containment_crowd"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
 
     def protect(
         self, res: DelinkResult, group: str, forbidden: Sequence[str] = ()
@@ -138,7 +164,7 @@ class Protector:
                     out = protect_containment(
                         res.text, group, self.containment, k=st.k, arity=st.arity,
                         max_n=st.max_n, marks=res.marks, editor=editor,
-                        safety=self.containment_safety,
+                        safety=self.containment_safety, crowd=self.containment_crowd,
                     )
                 else:
                     from presidio_delink.protect import ranked as pr
@@ -150,7 +176,8 @@ class Protector:
                     out = pr.protect_ranked(
                         res.text, group, self.ranked, k=st.k, arity=st.arity, max_n=st.max_n,
                         marks=res.marks, editor=editor, safety=self.ranked_safety,
-                        sentence_safety=self.sentence_safety,
+                        sentence_safety=self.sentence_safety, crowd=self.crowd,
+                        sentence_crowd=self.sentence_crowd,
                     )
                 changed += self._take(res, out)
             total += changed

@@ -106,20 +106,21 @@ def rule_scores(
 
 
 def _failing(
-    attack: ContainmentAttack, text: str, group: str, safety: float
+    attack: ContainmentAttack, text: str, group: str, safety: float, crowd: int = 1
 ) -> tuple[str | None, dict[str, set[int]]]:
     """The competitor group under the first rule whose goal fails (None: all hold).
 
-    Goal under a rule: the source scores 0, or at most ``(1 - safety)`` times the best
-    other group and strictly less (argmax: the source is not first, with a margin)."""
+    Goal under a rule: the source scores 0, or at most ``(1 - safety)`` times the
+    ``crowd``-th best other group and strictly less (``crowd`` = 1: the source is not
+    the argmax, with a margin)."""
     scores, cover = rule_scores(attack, text)
     for rule in RULES:
         sc = scores[rule]
         src = sc.get(group, 0.0)
         if src <= 0:
             continue
-        others = [(v, g) for g, v in sc.items() if g != group]
-        best, comp = max(others, default=(0.0, None))
+        others = sorted(((v, g) for g, v in sc.items() if g != group), reverse=True)
+        best, comp = others[crowd - 1] if len(others) >= crowd else (0.0, None)
         if not (src <= (1.0 - safety) * best and src < best):
             return comp or "", cover
     return None, cover
@@ -178,6 +179,7 @@ def protect_containment(
     also: Sequence[ContainmentAttack] | None = None,
     editor: Any = None,
     rewrite_rounds: int = 3,
+    crowd: int = 1,
 ) -> ProtectOutcome:
     """Edit a linkage-free ``text`` until ``attack`` no longer ranks ``group`` first.
 
@@ -194,18 +196,22 @@ def protect_containment(
         editor: proposes rewrites of the cut words (:class:`.editor.LoopEditor`;
             default: redaction), asked in the first ``rewrite_rounds`` rounds.
         rewrite_rounds: rounds in which the editor is asked; later rounds redact.
+        crowd: the crowd rule (>= 1): the source below the ``crowd``-th best other
+            group under every rule and variant (1: not the argmax).
 
     Returns:
         The protected text and what was changed; the text is linkage-free.
     """
     if not 0 <= safety < 1:
         raise ConfigError(f"safety must lie in [0, 1), got {safety!r}")
+    if crowd < 1:
+        raise ConfigError(f"crowd must be >= 1, got {crowd!r}")
     index = attack.index
     out = ProtectOutcome(text=text, marks=list(marks))
     attacks = [attack, *(also if also is not None else variants(attack)[1:])]
     for _ in range(max_rounds):
         for att in attacks:
-            comp, cover = _failing(att, out.text, group, safety)
+            comp, cover = _failing(att, out.text, group, safety, crowd)
             if comp is not None:
                 break
         else:

@@ -54,7 +54,8 @@ from presidio_delink.protect.common import Editor, ProtectOutcome, edit_spans, r
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_RANKED_SAFETY", "DEFAULT_REWRITE_ROUNDS", "DEFAULT_SENTENCE_SAFETY", "Editor",
+    "DEFAULT_RANKED_SAFETY", "DEFAULT_REWRITE_ROUNDS", "DEFAULT_SENTENCE_CROWD",
+    "DEFAULT_SENTENCE_SAFETY", "Editor",
     "edit_spans", "protect_ranked",
 ]
 
@@ -70,6 +71,11 @@ DEFAULT_RANKED_SAFETY = 0.05
 #: For sentences: strictly below the best other group (the same calibration: at the
 #: whole-text margin above, no member's best sentence finds more than 1 of 60).
 DEFAULT_SENTENCE_SAFETY = 0.0
+#: The crowd rule for sentence queries: the ``sentence_crowd``-th best other group is
+#: the competitor (sentences are short: most hold few rare terms, and demanding a crowd
+#: for each costs words the whole text does not need; chosen on held-in data with
+#: ``benchmarks/ranked/calibrate_crowd.py``).
+DEFAULT_SENTENCE_CROWD = 1
 #: Rounds in which the protections ask their editor before they only redact.
 DEFAULT_REWRITE_ROUNDS = 3
 
@@ -84,9 +90,13 @@ class _Failure:
     score: float  # the competitor's score
 
 
-def _table(attack: Any, text: str, group: str) -> list[tuple[str, str, float, str, float, int]]:
-    """``(member, query, source score, best other group, its score, terms)`` per query,
-    from one :meth:`RankedAttack.scores` pass (group maxima as one matrix)."""
+def _table(
+    attack: Any, text: str, group: str, crowd: int = 1, sentence_crowd: int = 1
+) -> list[tuple[str, str, float, str, float, int]]:
+    """``(member, query, source score, competitor, its score, terms)`` per query, from one
+    :meth:`RankedAttack.scores` pass (group maxima as one matrix).  The competitor is
+    the ``crowd``-th best other group for the whole text (``sentence_crowd``-th for a
+    sentence): the crowd rule needs that many other groups above the source."""
     ps = attack.scores(text)
     g = ps.group_scores
     if not len(ps.keys):
@@ -96,7 +106,15 @@ def _table(attack: Any, text: str, group: str) -> list[tuple[str, str, float, st
     other = g.copy()
     if gi >= 0:
         other[:, gi] = -1.0
-    comp = np.argmax(other, axis=1)
+    depth = np.asarray(
+        [crowd if q == "text" else sentence_crowd for _m, q in ps.keys], dtype=np.int64
+    )
+    depth = np.minimum(depth, other.shape[1])
+    if int(depth.max()) == 1:
+        comp = np.argmax(other, axis=1)
+    else:  # the depth-th largest of each row (stable: ties by ordinal)
+        order = np.argsort(-other, axis=1, kind="stable")
+        comp = order[np.arange(len(depth)), depth - 1]
     best = other[np.arange(len(comp)), comp]
     return [
         (m, q, float(src[r]), attack.group_names[comp[r]] if best[r] > 0 else "",
@@ -106,13 +124,16 @@ def _table(attack: Any, text: str, group: str) -> list[tuple[str, str, float, st
 
 
 def _failures(
-    attack: Any, text: str, group: str, safety: float, sentence_safety: float, min_terms: int
+    attack: Any, text: str, group: str, safety: float, sentence_safety: float, min_terms: int,
+    crowd: int = 1, sentence_crowd: int = 1,
 ) -> list[_Failure]:
     """The (member, query) pairs whose goal fails, worst first; the whole text before the
     sentences (an edit for the whole text also lowers the sentences' scores)."""
     spans = attack.queries(text)
     out: list[tuple[int, float, _Failure]] = []
-    for member, query, src, comp, c, n_terms in _table(attack, text, group):
+    for member, query, src, comp, c, n_terms in _table(
+        attack, text, group, crowd, sentence_crowd
+    ):
         if src <= 0:
             continue
         whole = query == "text"
@@ -172,10 +193,13 @@ def protect_ranked(
     marks: Sequence[tuple[int, int, str]] = (),
     editor: Editor | None = None,
     rewrite_rounds: int = DEFAULT_REWRITE_ROUNDS,
+    crowd: int = 1,
+    sentence_crowd: int | None = None,
 ) -> ProtectOutcome:
-    """Edit a linkage-free ``text`` until no member of ``attack`` (a
-    :class:`~presidio_delink.attacks.ranked.RankedAttack` over the delinker's index) ranks
-    ``group`` first, by ``safety``, for the whole text or any sentence.
+    """Edit a linkage-free ``text`` until every member of ``attack`` (a
+    :class:`~presidio_delink.attacks.ranked.RankedAttack` over the delinker's index) puts
+    at least ``crowd`` other groups above ``group``, by ``safety``, for the whole text
+    (``sentence_crowd`` for any sentence; 1: the source off first place).
 
     Args:
         text: the pipeline's output (linkage-free at ``k``/``arity``).
@@ -194,6 +218,10 @@ def protect_ranked(
         rewrite_rounds: rounds in which the editor is asked; later rounds redact (a
             rewrite that brought new evidence for the source is redacted then, so the
             loop ends).
+        crowd: the crowd rule for the whole text (>= 1): the source at most
+            ``1 - safety`` times the ``crowd``-th best other group's score.
+        sentence_crowd: the same for sentences (default :data:`DEFAULT_SENTENCE_CROWD`,
+            at most ``crowd``).
 
     Returns:
         The protected text and what was changed; the text is linkage-free.
@@ -203,10 +231,13 @@ def protect_ranked(
         raise ConfigError(f"safety must lie in [0, 1), got {safety!r} / {ss!r}")
     if min_terms is None:
         min_terms = 1
+    sc = min(crowd, DEFAULT_SENTENCE_CROWD) if sentence_crowd is None else sentence_crowd
+    if crowd < 1 or sc < 1:
+        raise ConfigError(f"crowd must be >= 1, got {crowd!r} / {sc!r}")
     index: NgramIndex = attack.index
     out = ProtectOutcome(text=text, marks=list(marks))
     for _ in range(max_rounds):
-        fails = _failures(attack, out.text, group, safety, ss, min_terms)
+        fails = _failures(attack, out.text, group, safety, ss, min_terms, crowd, sc)
         if not fails:
             break
         out.rounds += 1

@@ -207,7 +207,10 @@ class ReviewSession:
 
     def _risk(self, doc_id: str, state: dict[str, Any] | None) -> float:
         """Residual risk: 2 for a failed or linkable document, else the best 1/rank that an
-        attack gives the source (containment, ranked, semantic), 0 when none finds it."""
+        attack gives the source (containment, ranked, semantic): 1.00 when some attack
+        ranks it first, 0.50 second, 0 when none finds it.  A document whose source is
+        unknown also gets 0 (it cannot be audited); the queue row's ``source_known``
+        tells the two apart, and the app shows "source unknown" for it."""
         rec = self.by_id[doc_id]
         if rec["text"] is None:
             return 2.0
@@ -245,7 +248,9 @@ class ReviewSession:
                 pending = sum(1 for c in st["chunks"] if c["status"] == "pending") if st else None
                 risk = self._risk(d, st)
                 rows.append(
-                    {"id": d, "n": n, "status": status, "risk": round(risk, 3), "pending": pending}
+                    {"id": d, "n": n, "status": status, "risk": round(risk, 3),
+                     "source_known": rec["text"] is None or self._group(d) is not None,
+                     "pending": pending}
                 )
             counts = {
                 s: sum(1 for r in rows if r["status"] == s)
@@ -259,7 +264,10 @@ class ReviewSession:
                 "signed_off": lambda r: r["status"] == "signed_off",
             }[which]
             shown = sorted((r for r in rows if keep(r)), key=lambda r: (-r["risk"], r["n"]))
-            return {"documents": shown, "counts": counts, "total": len(rows)}
+            return {
+                "documents": shown, "counts": counts, "total": len(rows),
+                "crowd": self.verifier.settings.crowd,
+            }
 
     # -- acting -------------------------------------------------------------------------
     def act(

@@ -51,7 +51,12 @@ class Verification:
             ``explain_docs``).
         pii: the removed PII strings (or words of them) the text shows again.
         attacks: attack name -> ``source_rank`` (None: not in its top list or unknown
-            source), ``baseline_rank``, ``top_group``, ``linked``, ``regressed``.
+            source), ``baseline_rank``, ``top_group``, ``margin_claims`` (the attack's
+            calibrated margin claims the source), ``exposed`` (the crowd rule: the source
+            ranked within the first ``settings.crowd`` places), ``regressed``.
+        exposed: the attacks that expose the source (the crowd rule).  A text that
+            verifies may still be exposed (the panel does not demand more than the
+            release had): the review app says so beside "verifies".
         reasons: one line per failure, for the reviewer (document text only as the phrase).
         seconds: how long the verification took.
     """
@@ -60,6 +65,7 @@ class Verification:
     linkable: list[dict[str, Any]] = field(default_factory=list)
     pii: list[str] = field(default_factory=list)
     attacks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    exposed: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -185,13 +191,18 @@ class Verifier:
                 rank = rank_of(verdict.ranking, group)
                 base = (baseline or {}).get(name, {}).get("source_rank", "none")
                 regressed = rank == 1 and base not in ("none", 1)
+                top = verdict.ranking[0].group if verdict.ranking else None
+                exposed = rank is not None and rank <= self.settings.crowd
                 v.attacks[name] = {
                     "source_rank": rank,
                     "baseline_rank": None if base == "none" else base,
-                    "top_group": verdict.ranking[0].group if verdict.ranking else None,
-                    "linked": bool(verdict.linked),
+                    "top_group": top,
+                    "margin_claims": bool(verdict.linked) and top == group,
+                    "exposed": exposed,
                     "regressed": regressed,
                 }
+                if exposed:
+                    v.exposed.append(name)
                 if regressed:
                     v.reasons.append(
                         f"the {name} attack now ranks the source first "

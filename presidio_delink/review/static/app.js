@@ -40,6 +40,7 @@
   async function loadQueue() {
     const { data } = await api("/api/queue?filter=" + encodeURIComponent(S.filter));
     S.queue = data.documents || [];
+    S.crowd = data.crowd;
     const c = data.counts || {};
     $("progress").textContent = `${c.signed_off || 0} of ${data.total} signed off, ` +
       `${c.in_review || 0} in review, ${c.unreviewed || 0} unreviewed, ${c.failed || 0} failed`;
@@ -47,7 +48,10 @@
     const list = $("queue-list");
     list.replaceChildren(...S.queue.map((d) => {
       const li = el("li", { "data-id": d.id, class: S.doc && S.doc.id === d.id ? "cur" : "" },
-        el("span", { class: "risk" + (d.risk >= 1 ? " high" : "") }, "risk " + d.risk.toFixed(2)),
+        d.source_known === false
+          ? el("span", { class: "risk unknown", title: RISK_HELP }, "source unknown")
+          : el("span", { class: "risk" + (d.risk >= 1 ? " high" : ""), title: RISK_HELP },
+              "risk " + d.risk.toFixed(2)),
         d.id, el("span", { class: "st" }, d.status.replace("_", " ") +
           (d.pending != null ? `, ${d.pending} pending` : "")));
       li.addEventListener("click", () => openDoc(d.id));
@@ -103,14 +107,29 @@
     body.replaceChildren(el("dl", {}, ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
   }
 
+  // What the queue's badge means (shown as its tooltip and under the queue).
+  const RISK_HELP = "risk = 1 / the best rank any audit attack gives the document's source " +
+    "(1.00: some attack ranks it first, 0.50: second, 0.20: fifth, 0: no attack finds it); " +
+    "2.00: the document failed or does not verify. 'source unknown': the source is not in " +
+    "the collection, so no attack could be judged (not a sign of safety).";
+
+  function exposedNote(v) {
+    return v && v.exposed && v.exposed.length
+      ? ` but ${v.exposed.join(", ")} search ranks the source within the first ${S.crowd || "few"} (see the attack table)`
+      : "";
+  }
+
   function renderAttacks() {
     const d = S.doc, v = d.verification;
     const tb = document.querySelector("#attacks tbody");
     tb.replaceChildren();
     const ver = $("verified");
     if (!v) { ver.textContent = ""; return; }
-    ver.className = v.ok ? "ok" : "err";
-    ver.textContent = v.ok ? `verified: nothing links below k (${(v.seconds * 1000).toFixed(0)} ms)` : "does not verify";
+    const exposed = v.exposed && v.exposed.length;
+    ver.className = v.ok ? (exposed ? "warn" : "ok") : "err";
+    ver.textContent = v.ok
+      ? `verified: nothing links below k${exposedNote(v)} (${(v.seconds * 1000).toFixed(0)} ms)`
+      : "does not verify";
     tb.append(el("tr", {}, el("td", {}, "phrase (N-gram)"), el("td", {}, v.linkable.length ? "linkable" : "none below k"),
       el("td", {}, "none below k"), el("td", { class: v.linkable.length ? "bad" : "" }, v.linkable.length ? "links" : "no link")));
     const names = new Set([...Object.keys(v.attacks || {}), ...Object.keys(d.delink_ranks || {})]);
@@ -120,7 +139,8 @@
       const now = a ? (a.source_rank == null ? "not found" : "#" + a.source_rank) : "not re-run";
       tb.append(el("tr", {}, el("td", {}, n), el("td", { class: a && a.regressed ? "bad" : "" }, now),
         el("td", {}, base.source_rank == null ? "not found" : "#" + base.source_rank),
-        el("td", { class: a && a.linked ? "bad" : "" }, a ? (a.linked ? "linked" : "not linked") : "")));
+        el("td", { class: a && a.exposed ? "bad" : "" }, a ? (a.exposed ? "exposed" : "in a crowd") +
+          (a.margin_claims ? "; the calibrated margin claims it" : "") : "")));
     }
     if (!d.source_known) tb.append(el("tr", {}, el("td", { colspan: "4" }, "source not in the collection: attack ranks not judged")));
   }
@@ -168,7 +188,9 @@
         S.sel = keep != null && S.doc.chunks[keep] && S.doc.chunks[keep].kind !== "same" ? keep : null;
         render();
         if (S.sel != null) select(S.sel);
-        if (data.ok) message("ok", action === "signoff" ? "signed off: the document verifies" : `${action}: verified, saved`);
+        const warn = exposedNote(data.verification);
+        if (data.ok) message(warn ? "warn" : "ok", action === "signoff"
+          ? `signed off: nothing links below k${warn}` : `${action}: verified, saved${warn}`);
         else message("err", `${action} refused, nothing changed:`, data.reasons);
       }
       loadQueue();
