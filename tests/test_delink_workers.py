@@ -123,3 +123,34 @@ def test_a_stopped_spread_run_keeps_finished_parts_and_resumes(
     ref = tmp_path / "ref.jsonl"
     delink(index_dir, many, ref, "--llm", "none")
     assert records(out) == records(ref)
+
+
+def test_one_failing_document_does_not_fail_its_part(
+    index_dir: Path, many: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from presidio_delink.batch import LLMOptions, PIIOptions, batch_fingerprint
+    from presidio_delink.distributed_delink import DelinkJob, delink_part
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.pipeline import Delinker
+    from presidio_delink.settings import DelinkSettings
+
+    real = Delinker.delink
+
+    def broken(self, text, doc_id="", forbidden=(), **kw):  # type: ignore[no-untyped-def]
+        if doc_id.endswith("~2"):
+            raise RuntimeError("a bug")
+        return real(self, text, doc_id, forbidden, **kw)
+
+    monkeypatch.setattr(Delinker, "delink", broken)
+    settings, llm, pii = DelinkSettings(k=2), LLMOptions("none"), PIIOptions()
+    idx = NgramIndex.load(index_dir)
+    job = DelinkJob(index_dir, None, settings, llm, pii, (many,), None,
+                    batch_fingerprint(idx, settings, llm, pii), None, audit=False)
+    part = tmp_path / "part.jsonl"
+    counts = delink_part(job, 0, 20, part)
+    recs = [json.loads(x) for x in part.read_text().splitlines()]
+    assert counts["written"] == 20 and counts["failed"] == 5
+    bad = [r for r in recs if r["id"].endswith("~2")]
+    assert all(r["failed"] and r["text"] is None and r["error"] == "unexpected RuntimeError"
+               for r in bad)
+    assert all(not r["failed"] for r in recs if not r["id"].endswith("~2"))
