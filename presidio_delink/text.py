@@ -33,15 +33,8 @@ import numpy as np
 from presidio_delink.confusables import latin, table_version
 from presidio_delink.errors import ConfigError
 
-__all__ = [
-    "DEFAULT_MAX_N",
-    "FOLDS",
-    "fold_word",
-    "DEFAULT_PLACEHOLDERS",
-    "Token",
-    "Tokenizer",
-    "normalize_word",
-]
+__all__ = ["DEFAULT_MAX_N", "DEFAULT_PLACEHOLDERS", "FOLDS", "Token", "Tokenizer", "fold_word",
+           "normalize_word"]
 
 DEFAULT_MAX_N = 8
 MAX_SUPPORTED_N = 16
@@ -611,21 +604,17 @@ _SCANS: dict[
 ] = {}
 
 
-_CACHE_ENTRIES = 8
-_CACHE_CHARS = 1_000_000
-"""The tokenisation caches keep the last 8 results (the views of one text, and the passes
-over it, read it several times), of texts of about a million characters in all at most: a
-long document's tokens (a hundred bytes and more a character in each word model) are not
-kept for texts that will not come back."""
+# The tokenisation caches: the last 8 results (views and passes read a text several times), of
+# about a million characters of distinct text in all (a long document's tokens are not kept).
+_CACHE_ENTRIES, _CACHE_CHARS = 8, 1_000_000
 
 
 def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any) -> None:
     """``cache[key] = value`` (``key[-1]``: the text), evicting the oldest entries first."""
-    def held() -> int:  # characters of the distinct texts cached (word models share one)
-        texts = {k[-1] for k in cache} | {key[-1]}
-        return sum(len(t) for t in texts)
-
-    while cache and (len(cache) >= _CACHE_ENTRIES or held() > _CACHE_CHARS):
+    while cache and (
+        len(cache) >= _CACHE_ENTRIES
+        or sum(map(len, {k[-1] for k in cache} | {key[-1]})) > _CACHE_CHARS
+    ):
         cache.pop(next(iter(cache)))
     cache[key] = value
 
