@@ -20,6 +20,7 @@ import click
 
 from presidio_delink import __version__
 from presidio_delink.errors import DelinkError
+from presidio_delink.settings import DEFAULT_REWRITE, REWRITE_MODES
 
 log = logging.getLogger("presidio_delink")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -666,6 +667,16 @@ def _semantic_monitor(idx: Any, k: int, monitor_inputs: tuple[Path, ...], near: 
     "(fewest words; the output stays linkage-free).",
 )
 @click.option(
+    "--rewrite",
+    "rewrite_mode",
+    type=click.Choice(REWRITE_MODES),
+    default=DEFAULT_REWRITE,
+    show_default=True,
+    help="How a linkable run is rewritten: 'candidates' chooses among verified "
+    "synonyms, hypernyms and generalisations (the LLM writes only where none "
+    "survives); 'generate' asks the LLM to write every replacement.",
+)
+@click.option(
     "--source-field",
     default=None,
     help="JSONL field holding the id of each document's source in the collection "
@@ -710,6 +721,7 @@ def delink(
     cache_path: Path | None,
     monitor_inputs: tuple[Path, ...],
     protect: str | None,
+    rewrite_mode: str,
     source_field: str | None,
     output: Path,
     report_path: Path | None,
@@ -788,6 +800,7 @@ def delink(
     settings = DelinkSettings(
         k=k, arity=arity, max_n=max_n, passes=passes, strict=strict,
         llm_concurrency=llm_concurrency, protect=protect, mask_policy=mask_policy,
+        rewrite=rewrite_mode,
     )
     delinker = Delinker(
         idx, settings, rewriter=rewriter, analyzer=analyzer, risk_filter=risk_filter,

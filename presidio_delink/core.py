@@ -113,6 +113,9 @@ Answers = dict[tuple[int, int], tuple[str | None, str | None]]
 GENERALISED = "generalised"
 """Marks an answer of :mod:`presidio_delink.generalise` (not the LLM's) in
 :meth:`Rewriting.rewrite_runs`."""
+CANDIDATE = "candidate"
+"""Marks a candidate chosen by :class:`~presidio_delink.candidates.CandidateChooser` in
+:meth:`Rewriting.rewrite_runs` (its source, score and refusals are in ``res.choices``)."""
 
 
 class Rewriting:
@@ -133,6 +136,8 @@ class Rewriting:
         known_word: ``word -> bool``, whether the reference collection uses a word: a
             rewrite holding a content word that neither it nor the document uses is
             refused (:func:`~presidio_delink.grammar.unknown_word`); None skips that check.
+        chooser: the :class:`~presidio_delink.candidates.CandidateChooser` of
+            ``settings.rewrite == "candidates"`` (default: one built on first use).
     """
 
     def __init__(
@@ -144,6 +149,7 @@ class Rewriting:
         fluency: Any = None,
         ner: Any = None,
         known_word: Any = None,
+        chooser: Any = None,
         **overrides: Any,
     ) -> None:
         settings = (settings or DelinkSettings()).replace(**overrides)
@@ -164,6 +170,27 @@ class Rewriting:
         )
         self.ner = ner
         self.known_word = known_word
+        self._chooser = chooser
+        self._chooser_lock = threading.Lock()
+
+    @property
+    def chooser(self) -> Any:
+        """The candidate chooser (built on first use), or None under ``"generate"``."""
+        if self.settings.rewrite != "candidates":
+            return None
+        with self._chooser_lock:
+            if self._chooser is None:
+                from presidio_delink.candidates import CandidateChooser
+
+                self._chooser = CandidateChooser(
+                    index=getattr(self, "index", None), k=self.settings.k
+                )
+        return self._chooser
+
+    def window_links(self, text: str, start: int, end: int) -> bool:
+        """Whether the words at ``text[start:end]`` are in a phrase of their window that
+        links (False here: without an index the loop's next check decides)."""
+        return False
 
     @property
     def strict(self) -> bool:
@@ -201,9 +228,9 @@ class Rewriting:
         bounds = sentence_bounds(text) or [(0, len(text))]
         taken: dict[int, list[str]] = {}  # words of rewrites accepted in each sentence
 
-        def check(r: Run, value: object, siblings: list[str], context: str) -> tuple[
-            str | None, str
-        ]:
+        def check(
+            r: Run, value: object, siblings: list[str], context: str, commit: bool = True
+        ) -> tuple[str | None, str]:
             si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
             a, b = bounds[si]
             around = [
@@ -239,6 +266,8 @@ class Rewriting:
                 bad = test.reason(text, r.start, r.end, new)
                 if bad is not None:
                     new, why = None, bad
+            if not commit:
+                return new, why
             if new is not None and new != REDACTED:
                 taken.setdefault(si, []).extend(["", *fold_words(new, self.tokenizer)])
             elif new is None:
@@ -259,6 +288,8 @@ class Rewriting:
                     out[(r.start, r.end)] = (self._placed(new, text, r), GENERALISED)
                     continue
             pending.append(r)
+        if self.chooser is not None and pending:
+            pending = self._chosen(text, pending, bounds, check, out, res)
         if self.rewriter is None or not pending:
             return out
         usage = find_usage(self.rewriter)
@@ -285,6 +316,44 @@ class Rewriting:
             res.cached_tokens += after[1] - before[1]
             res.generated_tokens += after[2] - before[2]
         return out
+
+    def _chosen(
+        self,
+        text: str,
+        rs: list[Run],
+        bounds: list[tuple[int, int]],
+        check: Any,
+        out: Answers,
+        res: DelinkResult,
+    ) -> list[Run]:
+        """Runs of ``rs`` given a verified candidate (:mod:`presidio_delink.candidates`)
+        fill ``out``; returns the others.  Every choice goes to ``res.choices``."""
+
+        def sentence(r: Run) -> str:
+            si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
+            return text[bounds[si][0] : bounds[si][1]]
+
+        def accept(r: Run, cand: str) -> str | None:
+            new, why = check(r, [cand], [], sentence(r), commit=False)
+            return None if new == cand else why or "repaired"
+
+        choices = self.chooser.choose(text, rs, accept, self.window_links)
+        left = []
+        for r in rs:
+            ch = choices.get((r.start, r.end))
+            new = None
+            if ch is not None and ch.text is not None:
+                new, _why = check(r, [ch.text], [], sentence(r))
+            if ch is not None:
+                for why, n in ch.refused.items():
+                    key = f"candidates: {why}"
+                    res.refusals[key] = res.refusals.get(key, 0) + n
+                res.choices[(r.start, r.end)] = ch
+            if new is not None and new != REDACTED:
+                out[(r.start, r.end)] = (self._placed(new, text, r), CANDIDATE)
+            else:
+                left.append(r)
+        return left
 
     @staticmethod
     def _repaired(text: str, r: Run, value: object, res: DelinkResult) -> list[str]:
@@ -504,6 +573,15 @@ class DelinkLoop(Rewriting):
         """The linkage report of ``text`` at this loop's ``k``, arity and ``max_n``."""
         return analyze(self.index, text, k=self.k, arity=self.arity, max_n=self.max_n)
 
+    def window_links(self, text: str, start: int, end: int) -> bool:
+        """Whether a phrase of the sentence window around ``text[start:end]`` that
+        overlaps it links at arity 1 (combinations are the next pass's check)."""
+        from presidio_delink.candidates.verify import window
+
+        a, b = window(text, start, end)
+        rep = analyze(self.index, text[a:b], k=self.k, arity=1, max_n=self.max_n)
+        return any(s < end - a and e > start - a for s, e, _f in rep.spans())
+
     def plan(self, text: str, rep: LinkageReport) -> tuple[list[Run], int]:
         """Step 1: the runs to change, and the size of the minimum stabbing set before it
         was widened to whole words."""
@@ -634,6 +712,9 @@ class DelinkLoop(Rewriting):
             method = "llm" if new is not None and new != REDACTED else "redacted"
             if method == "llm" and reason == GENERALISED:
                 method, reason = "generalised", None
+            elif method == "llm" and reason == CANDIDATE:
+                method, reason = "candidate", None
+            ch = res.choices.pop((r.start, r.end), None)
             replacement = new if new is not None else REDACTED
             if method != "redacted":
                 res.words_rewritten += r.n_words
@@ -655,10 +736,22 @@ class DelinkLoop(Rewriting):
                     end=r.end,
                     view=f.view if f else "",
                     groups=f.groups if f else 0,
+                    source=_source(method, ch),
+                    score=ch.score if ch is not None and method == "candidate" else None,
+                    candidates=ch.proposed if ch is not None else 0,
+                    refused=dict(ch.refused) if ch is not None else {},
                 )
             )
             edits.append((r.start, r.end, replacement))
+        res.choices.clear()
         return edits
+
+
+def _source(method: str, ch: Any) -> str | None:
+    """The audit's ``source`` of an edit's replacement (None: redacted)."""
+    if method == "candidate":
+        return str(ch.source) if ch is not None else "lexicon"
+    return {"generalised": "generalisation", "llm": "llm"}.get(method)
 
 
 def _marked(text: str, a: int, b: int, group: Sequence[Run], shown: dict[Run, str]) -> str:
