@@ -187,6 +187,11 @@ class Rewriting:
                 )
         return self._chooser
 
+    def _form_checks(self) -> list[Any]:
+        """Under ``"candidates"``, every answer (the LLM's too) keeps the span's word form."""
+        ch = self.chooser
+        return [ch.form_check] if ch is not None else []
+
     def window_links(self, text: str, start: int, end: int) -> bool:
         """Whether the words at ``text[start:end]`` are in a phrase of their window that
         links (False here: without an index the loop's next check decides)."""
@@ -229,7 +234,12 @@ class Rewriting:
         taken: dict[int, list[str]] = {}  # words of rewrites accepted in each sentence
 
         def check(
-            r: Run, value: object, siblings: list[str], context: str, commit: bool = True
+            r: Run,
+            value: object,
+            siblings: list[str],
+            context: str,
+            commit: bool = True,
+            form: bool = True,
         ) -> tuple[str | None, str]:
             si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
             a, b = bounds[si]
@@ -260,7 +270,8 @@ class Rewriting:
                         new, why = None, bad
                 if new is not None:
                     break
-            for test in self._checks:
+            # a generalisation changes the word class on purpose ("four" -> "several")
+            for test in self._checks + (self._form_checks() if form else []):
                 if new is None or new == REDACTED:
                     break
                 bad = test.reason(text, r.start, r.end, new)
@@ -283,7 +294,9 @@ class Rewriting:
             cands = generalise(text, r.start, r.end, label)
             if cands:
                 si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
-                new, _why = check(r, cands, [], text[bounds[si][0] : bounds[si][1]])
+                new, _why = check(
+                    r, cands, [], text[bounds[si][0] : bounds[si][1]], form=False
+                )
                 if new is not None:
                     out[(r.start, r.end)] = (self._placed(new, text, r), GENERALISED)
                     continue
@@ -334,7 +347,7 @@ class Rewriting:
             return text[bounds[si][0] : bounds[si][1]]
 
         def accept(r: Run, cand: str) -> str | None:
-            new, why = check(r, [cand], [], sentence(r), commit=False)
+            new, why = check(r, [cand], [], sentence(r), commit=False, form=False)
             return None if new == cand else why or "repaired"
 
         choices = self.chooser.choose(text, rs, accept, self.window_links)
@@ -343,7 +356,7 @@ class Rewriting:
             ch = choices.get((r.start, r.end))
             new = None
             if ch is not None and ch.text is not None:
-                new, _why = check(r, [ch.text], [], sentence(r))
+                new, _why = check(r, [ch.text], [], sentence(r), form=False)
             if ch is not None:
                 for why, n in ch.refused.items():
                     key = f"candidates: {why}"
@@ -351,8 +364,10 @@ class Rewriting:
                 res.choices[(r.start, r.end)] = ch
             if new is not None and new != REDACTED:
                 out[(r.start, r.end)] = (self._placed(new, text, r), CANDIDATE)
-            else:
+            elif self.chooser.needs_writer(text, r):
                 left.append(r)
+            else:
+                out[(r.start, r.end)] = (None, "no candidate survived")
         return left
 
     @staticmethod

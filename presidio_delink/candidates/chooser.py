@@ -35,14 +35,32 @@ from presidio_delink.candidates.propose import (
     lexicon_candidates,
 )
 from presidio_delink.candidates.score import MARGIN, MEANING_WEIGHT, LMScorer, contexts
-from presidio_delink.candidates.verify import Tagger
+from presidio_delink.candidates.verify import FormCheck, Tagger
 from presidio_delink.edits import Run
+from presidio_delink.generalise import generalise
 
-__all__ = ["MAX_CANDIDATES", "CandidateChooser", "Choice"]
+__all__ = [
+    "CLOSED",
+    "FILLER",
+    "MAX_CANDIDATES",
+    "MAX_SCORED",
+    "TITLES",
+    "CandidateChooser",
+    "Choice",
+]
 
 log = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 12
+#: At most this many verified candidates are scored (best prior first).
+MAX_SCORED = 6
+#: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed.
+TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
+#: Closed-class Penn tags whose run may take another word of the same tag that fills the
+#: same slot in ``k`` groups (``In`` -> ``During``); verbs and pronouns never (agreement).
+CLOSED = frozenset({"IN", "DT", "CC", "RB", "RP", "WDT", "WRB", "PDT"})
+#: The meaning prior of such a filler: below any lexicon word.
+FILLER = 0.2
 _WORD_RE = re.compile(r"\w+")
 
 
@@ -89,6 +107,16 @@ class CandidateChooser:
         self.tagger = tagger if tagger is not None else Tagger()
         self.index = index
         self.k = k
+        self.form_check = FormCheck(self.tagger)
+
+    @staticmethod
+    def needs_writer(text: str, r: Run) -> bool:
+        """Whether a run no candidate fits is worth asking the LLM to write: a run of
+        several words (an idiom) or a capitalised word (a name needs a category).  A
+        single common word is redacted instead: the lexicon's words were its best
+        stand-ins, and a free answer for it is the likeliest to change its form or fact."""
+        span = text[r.start : r.end]
+        return r.n_words > 1 or span[:1].isupper()
 
     def choose(
         self, text: str, rs: Sequence[Run], accept: Accept, links: Links | None = None
@@ -105,21 +133,30 @@ class CandidateChooser:
         """
         if not rs:
             return {}
-        toks = self.tagger.tags([text])[0]
+        toks, ents = self.tagger.tagged(text)
         out = {}
         for r in rs:
             words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
-            out[(r.start, r.end)] = self._one(text, r, words, accept, links)
+            label = next((lab for a, b, lab in ents if (a, b) == (r.start, r.end)), None)
+            out[(r.start, r.end)] = self._one(text, r, words, label, accept, links)
         return out
 
     def _one(
-        self, text: str, r: Run, words: list[Word], accept: Accept, links: Links | None
+        self,
+        text: str,
+        r: Run,
+        words: list[Word],
+        label: str | None,
+        accept: Accept,
+        links: Links | None,
     ) -> Choice:
         span = text[r.start : r.end]
+        if words and not any(c.isspace() for c in span) and len(words) > 1:
+            # one written word the tagger splits ("cross-examined"): its last piece's tag
+            words = [Word(span, r.start, r.end, words[-1].tag)]
         if not words or "".join(w.text for w in words) != "".join(span.split()):
             return Choice(None, None, None, 0, {"not whole words": 1})
-        cands = lexicon_candidates(self.wordnet, words)[:MAX_CANDIDATES]
-        self._mark_slot(text, r, cands)
+        cands = self._proposed(text, r, words, label)
         ch = Choice(None, None, None, len(cands))
         live = []
         for c in cands:
@@ -134,7 +171,8 @@ class CandidateChooser:
             )
             _refuse(ch, "changes the word form", sum(not k for k in kept))
             live = [c for c, k in zip(live, kept, strict=True) if k]
-        ranked = self._ranked(text, r, live, ch)
+        live.sort(key=lambda c: -c.meaning)
+        ranked = self._ranked(text, r, live[:MAX_SCORED], ch)
         for c in ranked:
             if links is not None:
                 new = text[: r.start] + c.text + text[r.end :]
@@ -144,6 +182,36 @@ class CandidateChooser:
             ch.text, ch.source, ch.score = c.text, c.source, c.score
             break
         return ch
+
+    def _proposed(
+        self, text: str, r: Run, words: list[Word], label: str | None
+    ) -> list[Candidate]:
+        """Candidates, most specific first: a typed generalisation of a whole named
+        entity, lexicon words (those of the slot marked), and for a closed-class word
+        the words of its class that fill its slot in ``k`` groups."""
+        typed = label and text[r.start : r.end].rstrip(".") not in TITLES
+        cands = [
+            Candidate(g, "generalisation", 1.0, "type")
+            for g in (generalise(text, r.start, r.end, label) if typed else [])
+        ]
+        lex = lexicon_candidates(self.wordnet, words)[:MAX_CANDIDATES]
+        self._mark_slot(text, r, lex)
+        cands += lex
+        if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
+            left, right = self._neighbours(text, r)
+            own = words[0].text.lower()
+            for f in sorted(collection_fillers(self.index, left, right, 1, self.k)):
+                if f != own and f.isalpha():
+                    cands.append(Candidate(_cased(f, words[0].text), "collection", FILLER))
+        return cands[:MAX_CANDIDATES]
+
+    def _neighbours(self, text: str, r: Run) -> tuple[str, str]:
+        """The index's words just before and after the run ("" where none)."""
+        before = _WORD_RE.findall(text[max(0, r.start - 60) : r.start])
+        after = _WORD_RE.findall(text[r.end : r.end + 60])
+        if not before or not after:
+            return "", ""
+        return _norm(self.index, before[-1]), _norm(self.index, after[0])
 
     def _ranked(self, text: str, r: Run, live: list[Candidate], ch: Choice) -> list[Candidate]:
         """``live`` scored in one pass and ranked, best first; far worse readings refused."""
@@ -167,11 +235,9 @@ class CandidateChooser:
         ``collection`` candidates, with :data:`SLOT_BONUS`."""
         if self.index is None or not cands:
             return
-        before = _WORD_RE.findall(text[max(0, r.start - 60) : r.start])
-        after = _WORD_RE.findall(text[r.end : r.end + 60])
-        if not before or not after:
+        left, right = self._neighbours(text, r)
+        if not left or not right:
             return
-        left, right = _norm(self.index, before[-1]), _norm(self.index, after[0])
         widths = sorted({len(_WORD_RE.findall(c.text)) for c in cands} & {1, 2})
         fills: set[str] = set()
         for w in widths:
@@ -179,6 +245,10 @@ class CandidateChooser:
         for c in cands:
             if " ".join(_norm(self.index, x) for x in _WORD_RE.findall(c.text)) in fills:
                 c.source, c.meaning = "collection", c.meaning + SLOT_BONUS
+
+
+def _cased(word: str, like: str) -> str:
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
 
 
 def _refuse(ch: Choice, why: str, n: int) -> None:

@@ -26,9 +26,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SENSES", "LexCandidate", "WordNet", "inflect", "lemma_of", "wordnet_pos"]
+__all__ = ["SENSES", "TOO_GENERAL", "LexCandidate", "WordNet", "inflect", "lemma_of", "wordnet_pos"]
 
-SENSES = 3
+SENSES = 2
+#: Words too general to stand in for another (``accepted`` -> ``had``, ``took``).
+TOO_GENERAL = frozenset({
+    "be", "have", "do", "make", "take", "get", "give", "go", "put", "set", "come", "let",
+    "keep", "hold", "see", "thing", "entity", "object", "abstraction", "act",
+})
 _DEFAULT_DIRS = ("/usr/share/wordnet", "/usr/share/wordnet/dict", "/usr/local/WordNet-3.0/dict")
 _FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 _UPOS = {"n": "NOUN", "v": "VERB", "a": "ADJ", "r": "ADV"}
@@ -144,7 +149,7 @@ class WordNet:
             for w, rel in found:
                 if w == lemma or lemma in w.split() or len(w.split()) > 3:
                     continue
-                if any(c.isupper() or c.isdigit() for c in w):
+                if any(c.isupper() or c.isdigit() for c in w) or w in TOO_GENERAL:
                     continue  # a name or a code is no stand-in for a common word
                 form = inflect(w, tag)
                 if form is not None and form.lower() != word.lower() and form not in out:

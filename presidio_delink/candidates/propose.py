@@ -48,8 +48,8 @@ __all__ = [
     "lexicon_candidates",
 ]
 
-HYPERNYM = 0.7
-SENSE_DECAY = 0.8
+HYPERNYM = 0.6
+SENSE_DECAY = 0.5
 SLOT_BONUS = 0.15
 PER_WORD = 3
 MAX_COMBINATIONS = 12

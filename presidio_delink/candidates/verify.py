@@ -5,8 +5,8 @@ Definitions. The text is tagged once by spaCy's tagger (fine Penn tags: ``VBD`` 
 window (up to :data:`WINDOW` characters either side, cut at sentence ends) and the window is
 tagged again.  For a one-word run tagged ``t``, the candidate's *head* (its first word for a
 verb, its last otherwise) must be tagged ``t`` or a tag of the same form
-(:data:`SAME_FORM`: a common noun for a proper one, same number); for a longer run, the
-head of the run and of the candidate must share the same form likewise.  ``arrested``
+(:data:`SAME_FORM`: a common noun of the same number, or an adjective, for a proper
+noun); for a longer run, the head of the run and of the candidate must share the same form likewise.  ``arrested``
 (VBD) -> ``detained`` (VBD) passes; ``arrested`` -> ``detention`` (NN) and ``courts``
 (NNS) -> ``court`` (NN) are refused.
 
@@ -28,11 +28,11 @@ from typing import Any
 from presidio_delink.errors import ConfigError
 from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
-__all__ = ["SAME_FORM", "WINDOW", "Tagger", "head_index", "same_form", "window"]
+__all__ = ["SAME_FORM", "WINDOW", "FormCheck", "Tagger", "head_index", "same_form", "window"]
 
 WINDOW = 200
 SAME_FORM: dict[str, frozenset[str]] = {
-    "NNP": frozenset({"NNP", "NN"}),
+    "NNP": frozenset({"NNP", "NN", "JJ"}),  # "the Sinop court" -> "the local court"
     "NNPS": frozenset({"NNPS", "NNS"}),
     "NN": frozenset({"NN", "NNP"}),
     "NNS": frozenset({"NNS", "NNPS"}),
@@ -87,7 +87,7 @@ class Tagger:
                     f"rewriting by candidates needs the spaCy model {self.model!r}: "
                     "pip install presidio-delink[spacy-model]"
                 )
-            self._nlp = spacy.load(self.model, exclude=["parser", "ner", "lemmatizer"])
+            self._nlp = spacy.load(self.model, exclude=["parser", "lemmatizer"])
         return self._nlp
 
     def tags(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
@@ -95,11 +95,20 @@ class Tagger:
         left out)."""
         with self._lock:
             nlp = self._load()
-            docs = list(nlp.pipe(list(texts)))
+            disable = [p for p in ("ner",) if p in nlp.pipe_names]
+            docs = list(nlp.pipe(list(texts), disable=disable))
         return [
             [(t.idx, t.idx + len(t), t.tag_) for t in d if not t.is_punct and not t.is_space]
             for d in docs
         ]
+
+    def tagged(self, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+        """The tokens of :meth:`tags` and the named entities ``(start, end, label)`` of
+        ``text``, in one pass."""
+        with self._lock:
+            d = self._load()(text)
+        toks = [(t.idx, t.idx + len(t), t.tag_) for t in d if not t.is_punct and not t.is_space]
+        return toks, [(e.start_char, e.end_char, e.label_) for e in d.ents]
 
     def form_kept(
         self, text: str, start: int, end: int, orig: Sequence[str], cands: Sequence[str]
@@ -117,3 +126,27 @@ class Tagger:
             inside = [tag for s, e, tag in toks if s < hi and e > lo]
             out.append(bool(inside) and same_form(head, inside[head_index(inside)]))
         return out
+
+
+class FormCheck:
+    """The form check as a filter of any answer (the LLM's too): ``reason(text, start,
+    end, replacement)`` is ``"changes the word form"`` when the replacement's head does
+    not keep the form of the span's head (:meth:`Tagger.form_kept`), else None.
+
+    Args:
+        tagger: the tagger (default: the project's spaCy model).
+    """
+
+    def __init__(self, tagger: Tagger | None = None) -> None:
+        self.tagger = tagger if tagger is not None else Tagger()
+
+    def reason(self, text: str, start: int, end: int, replacement: str) -> str | None:
+        rep = replacement.strip()
+        if not rep or rep.startswith("["):
+            return None
+        a, b = window(text, start, end)
+        orig = [t for s, e, t in self.tagger.tags([text[a:b]])[0] if s < end - a and e > start - a]
+        if not orig:
+            return None
+        kept = self.tagger.form_kept(text, start, end, orig, [rep])[0]
+        return None if kept else "changes the word form"
