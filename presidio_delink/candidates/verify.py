@@ -7,8 +7,8 @@ tagged again.  For a one-word run tagged ``t``, the candidate's *head* (its firs
 verb, its last otherwise) must be tagged ``t`` or a tag of the same form
 (:data:`SAME_FORM`: a common noun of the same number, or an adjective, for a proper
 noun); for a longer run, the head of the run and of the candidate must share the same
-form likewise.  ``arrested`` (VBD) -> ``detained`` (VBD) passes; ``arrested`` -> ``detention`` (NN) and ``courts``
-(NNS) -> ``court`` (NN) are refused.
+form likewise.  ``arrested`` (VBD) -> ``detained`` (VBD) passes; ``arrested`` ->
+``detention`` (NN) and ``courts`` (NNS) -> ``court`` (NN) are refused.
 
 Why: a wrong verb form or number reads as broken English ("they sent to placed") and a
 visible redaction is better.  The checks the loop already runs on every answer (no PII
