@@ -56,9 +56,10 @@ MAX_CANDIDATES = 12
 MAX_SCORED = 6
 #: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed.
 TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
-#: Closed-class Penn tags whose run may take another word of the same tag that fills the
-#: same slot in ``k`` groups (``In`` -> ``During``); verbs and pronouns never (agreement).
-CLOSED = frozenset({"IN", "DT", "CC", "RB", "RP", "WDT", "WRB", "PDT"})
+#: Penn tags of determiners: such a run may take another determiner that fills the same
+#: slot in ``k`` groups (``the`` -> ``a``).  Prepositions, conjunctions and adverbs never:
+#: measured, ``that`` -> ``by`` and ``and`` -> ``or`` change what the sentence says.
+CLOSED = frozenset({"DT", "PDT", "WDT"})
 #: The meaning prior of such a filler: below any lexicon word.
 FILLER = 0.2
 _WORD_RE = re.compile(r"\w+")
@@ -194,9 +195,10 @@ class CandidateChooser:
             Candidate(g, "generalisation", 1.0, "type")
             for g in (generalise(text, r.start, r.end, label) if typed else [])
         ]
-        lex = lexicon_candidates(self.wordnet, words)[:MAX_CANDIDATES]
+        lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
         self._mark_slot(text, r, lex)
-        cands += lex
+        # a less frequent sense only where the collection uses the word in this slot
+        cands += [c for c in lex if c.rank == 0 or c.source == "collection"][:MAX_CANDIDATES]
         if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
             left, right = self._neighbours(text, r)
             own = words[0].text.lower()

@@ -10,9 +10,13 @@ specific first:
   kept, in at most :data:`MAX_COMBINATIONS` combinations;
 * ``collection``: a lexicon candidate that also fills the run's slot between the same
   neighbour words in at least ``k`` groups of the index (:func:`collection_fillers`): it is
-  known to read in that place, and that phrase cannot single a document out.  Other
-  words found in the slot are *not* proposed: what fills ``was _ on`` in other documents
-  is as often another fact (``arrested`` / ``born``) as the same one told otherwise.
+  known to read in that place, and that phrase cannot single a document out.  A word of a
+  less frequent WordNet sense is kept only so confirmed (``trial`` -> ``test`` is the
+  wrong sense in a judgment; the slot says which sense the collection uses).  Other
+  content words found in the slot are *not* proposed: what fills ``was _ on`` in other
+  documents is as often another fact (``arrested`` / ``born``) as the same one told
+  otherwise; only a determiner may take another determiner of its slot (``the`` ->
+  ``a``).
 
 Each candidate carries a *meaning* prior in [0, 1]: a synonym of the word's most frequent
 sense 1, a hypernym :data:`HYPERNYM` of that, each further sense :data:`SENSE_DECAY`
@@ -75,6 +79,7 @@ class Candidate:
     meaning: float = 1.0
     relation: str = ""
     score: float | None = None
+    rank: int = 0  # the WordNet sense it comes from (0: the most frequent)
 
 
 def _prior(relation: str, rank: int) -> float:
@@ -90,12 +95,17 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
         if w.text[:1].isupper() and w.tag.startswith("NNP"):
             return []
         found = wordnet.candidates(w.text, w.tag)
-        out = [Candidate(c.text, "lexicon", _prior(c.relation, c.rank), c.relation) for c in found]
+        out = [
+            Candidate(c.text, "lexicon", _prior(c.relation, c.rank), c.relation, rank=c.rank)
+            for c in found
+        ]
         return sorted(out, key=lambda c: -c.meaning)
     options: list[list[tuple[str, float]]] = []
     for w in words:
         found = wordnet.candidates(w.text, w.tag) if not w.tag.startswith("NNP") else []
-        best = sorted(found, key=lambda c: -_prior(c.relation, c.rank))[:PER_WORD]
+        # only the most frequent sense: a combination has no slot to confirm another one
+        best = sorted((c for c in found if c.rank == 0),
+                      key=lambda c: -_prior(c.relation, c.rank))[:PER_WORD]
         options.append([(w.text, 1.0)] + [(c.text, _prior(c.relation, c.rank)) for c in best])
     out = []
     for combo in itertools.islice(itertools.product(*options), 1, None):  # not all kept
