@@ -2,8 +2,9 @@
 
 For each run (the loop's words that must change), :class:`CandidateChooser`:
 
-1. *proposes* lexicon candidates, marking those the collection uses in the same slot
-   (:mod:`.propose`);
+1. *proposes* a typed generalisation of a whole named entity (spaCy's NER), lexicon
+   candidates (those the collection uses in the same slot marked ``collection``), and for
+   a determiner the determiners of its slot (:mod:`.propose`);
 2. *verifies* each with the checks every answer passes (the caller's ``accept``: no PII
    back, no copied trigram, no doubled word, no unknown word...), then keeps only those
    whose head keeps the run's form, tagged in context (:mod:`.verify`);
@@ -12,8 +13,9 @@ For each run (the loop's words that must change), :class:`CandidateChooser`:
 4. *checks linkage* of the best ones in order (the caller's ``links``: the candidate's
    window against the index), taking the first that links nowhere below ``k``.
 
-A run where nothing survives gets no choice: the caller asks the LLM about it, or redacts
-it.  Every choice says its source, its score, how many candidates were proposed and how
+A run where nothing survives gets no choice: the caller asks the LLM to write one only
+for a run of several words or a name (:meth:`CandidateChooser.needs_writer`), and
+redacts the rest.  Every choice says its source, its score, how many candidates were proposed and how
 many each check refused (:class:`Choice`), for the audit record.  The loop verifies the
 whole text again afterwards, so the guarantee never rests on these checks.
 """
