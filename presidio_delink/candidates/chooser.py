@@ -16,8 +16,9 @@ For each run (the loop's words that must change), :class:`CandidateChooser`:
 A run where nothing survives gets no choice: the caller asks the LLM to write one only
 for a run of several words or a name (:meth:`CandidateChooser.needs_writer`), and
 redacts the rest.  Every choice says its source, its score, how many candidates were
-proposed and how many each check refused (:class:`Choice`), for the audit record.  The loop verifies the
-whole text again afterwards, so the guarantee never rests on these checks.
+proposed and how many each check refused (:class:`Choice`), for the audit record.  The
+loop verifies the whole text again afterwards, so the guarantee never rests on these
+checks.
 """
 
 from __future__ import annotations
