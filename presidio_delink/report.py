@@ -136,15 +136,15 @@ def render(
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-        "<p class='fail'>Sensitive: this page shows the input and the phrases removed from "
-        "it, which link to the source. Do not publish it; `presidio-delink release` writes "
-        "the texts that may be shared.</p>",
         "<p class='meta'>Left: the input (after PII redaction), linkable N-grams in red, each "
         "followed by the number of collection documents it occurs in (df=1: found in one "
         "document); where the collection is grouped (all documents of one case or person) "
         "and the groups decide, by the number of groups, which k counts (groups=1 (df=3): "
         "three documents, all of one group). "
         "Right: the output, LLM rewrites in green, redactions in grey.</p>",
+        "<p class='fail'>Sensitive: this page shows the input and the phrases removed from "
+        "it, which link to the source. Do not publish it; `presidio-delink release` writes "
+        "the texts that may be shared.</p>",
     ]
     for r in results:
         parts.append(f"<h2>{html.escape(r.id)}</h2>")

@@ -30,13 +30,20 @@ class AuditEntry:
     ngram: str
     replacement: str
     pass_no: int
-    method: str  # "llm", "generalised" (a deterministic generalisation) or "redacted"
+    # "llm", "generalised" (a deterministic generalisation), "candidate" (chosen among
+    # verified candidates, :mod:`presidio_delink.candidates`) or "redacted"
+    method: str
     n_words: int
     reason: str | None = None  # why the LLM's answer was not used
     start: int = 0
     end: int = 0
     view: str = ""
     groups: int = 0
+    # where the replacement came from: "generalisation", "lexicon", "collection", "llm"
+    source: str | None = None
+    score: float | None = None  # the chosen candidate's score in context
+    candidates: int = 0  # candidates proposed for this run
+    refused: dict[str, int] = field(default_factory=dict)  # of those, refused per check
 
 
 @dataclass
@@ -67,6 +74,8 @@ class DelinkResult:
     pii_redacted: int = 0
     warnings: list[str] = field(default_factory=list)
     semantic: dict[str, Any] | None = None
+    # the candidate choices of the current pass, by run (start, end): read into the audit
+    choices: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The JSONL record (``text``, ``linkable_after``, ``audit``, figures)."""

@@ -19,6 +19,7 @@ from presidio_delink.errors import ConfigError
 __all__ = [
     "DEFAULT_CROWD",
     "DEFAULT_MAX_CHARS",
+    "DEFAULT_REWRITE",
     "DEFAULT_SPACY_MODEL",
     "MASK_POLICIES",
     "PROTECT_MODES",
@@ -48,6 +49,8 @@ MASK_POLICIES = ("all", "risk")
 #: cheap sources, verifies them and lets a scorer (or the LLM) choose; ``"generate"`` asks
 #: the LLM to write each replacement.
 REWRITE_MODES = ("candidates", "generate")
+#: The default of :attr:`DelinkSettings.rewrite`.
+DEFAULT_REWRITE = "generate"
 
 
 def parse_modes(spec: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -104,7 +107,7 @@ class DelinkSettings:
     protect: str | None = None
     max_chars: int = DEFAULT_MAX_CHARS
     mask_policy: str = "all"
-    rewrite: str = "generate"
+    rewrite: str = DEFAULT_REWRITE
     crowd: int = DEFAULT_CROWD
 
     def __post_init__(self) -> None:

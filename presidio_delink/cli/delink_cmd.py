@@ -21,7 +21,7 @@ from presidio_delink.cli.common import (
     spread_opts,
 )
 from presidio_delink.errors import ConfigError
-from presidio_delink.settings import DEFAULT_CROWD
+from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MODES
 
 
 @main.command("delink")
@@ -116,6 +116,15 @@ from presidio_delink.settings import DEFAULT_CROWD
     "longer rank that source first: 'containment' (near-verbatim alignment), 'ranked' "
     "(BM25 search of the whole text and of each sentence), a comma list, or 'all' "
     "(fewest words; the output stays linkage-free).",
+)
+@click.option(
+    "--rewrite",
+    type=click.Choice(REWRITE_MODES),
+    default=DEFAULT_REWRITE,
+    show_default=True,
+    help="How a linkable run is rewritten: 'candidates' chooses among verified "
+    "synonyms, hypernyms and generalisations (the LLM writes only where none "
+    "survives); 'generate' asks the LLM to write every replacement.",
 )
 @click.option(
     "--crowd",

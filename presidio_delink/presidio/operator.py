@@ -37,9 +37,9 @@ from typing import Any
 
 from presidio_anonymizer.operators import Operator, OperatorType
 
-from presidio_delink.core import Rewriting
 from presidio_delink.edits import REDACTED, Run, rejection
 from presidio_delink.results import DelinkResult
+from presidio_delink.rewriting import Rewriting
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)

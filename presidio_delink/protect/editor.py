@@ -2,7 +2,7 @@
 
 The protections (:mod:`.ranked`, :mod:`.containment`) choose word occurrences to change.
 :class:`LoopEditor` hands them to the delink loop's own rewriting step
-(:meth:`presidio_delink.core.Rewriting.rewrite_runs`, through :class:`.common.LoopAPI`):
+(:meth:`presidio_delink.rewriting.Rewriting.rewrite_runs`, through :class:`.common.LoopAPI`):
 a deterministic generalisation
 (:mod:`presidio_delink.generalise`) where one applies and passes the checks, else the
 configured LLM (one request per passage), each answer validated by the loop's checks

@@ -1,0 +1,269 @@
+"""Choose among candidates: propose, verify, score, then the best one or none.
+
+For each run (the loop's words that must change), :class:`CandidateChooser`:
+
+1. *proposes* a typed generalisation of a whole named entity (spaCy's NER), lexicon
+   candidates (those the collection uses in the same slot marked ``collection``), and for
+   a determiner the determiners of its slot (:mod:`.propose`);
+2. *verifies* each with the checks every answer passes (the caller's ``accept``: no PII
+   back, no copied trigram, no doubled word, no unknown word...), then keeps only those
+   whose head keeps the run's form, tagged in context (:mod:`.verify`);
+3. *scores* the survivors in one pass of the log-probability engine (:mod:`.score`),
+   refusing those that read far worse than the run;
+4. *checks linkage* of the best ones in order (the caller's ``links``: the candidate's
+   window against the index), taking the first that links nowhere below ``k``.
+
+A run where nothing survives gets no choice: the caller asks the LLM to write one only
+for a run of several words or a name (:meth:`CandidateChooser.needs_writer`), and
+redacts the rest.  Every choice says its source, its score, how many candidates were
+proposed and how many each check refused (:class:`Choice`), for the audit record.  The
+loop verifies the whole text again afterwards, so the guarantee never rests on these
+checks.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from presidio_delink.candidates.lexicon import WordNet
+from presidio_delink.candidates.propose import (
+    SLOT_BONUS,
+    Candidate,
+    Word,
+    collection_fillers,
+    lexicon_candidates,
+)
+from presidio_delink.candidates.score import MARGIN, MEANING_WEIGHT, LMScorer, contexts
+from presidio_delink.candidates.verify import FormCheck, Tagger
+from presidio_delink.edits import Run
+from presidio_delink.generalise import generalise
+
+__all__ = [
+    "CLOSED",
+    "FILLER",
+    "MAX_CANDIDATES",
+    "MAX_SCORED",
+    "TITLES",
+    "CandidateChooser",
+    "Choice",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_CANDIDATES = 12
+#: At most this many verified candidates are scored (best prior first).
+MAX_SCORED = 6
+#: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed.
+TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
+#: Penn tags of determiners: such a run may take another determiner that fills the same
+#: slot in ``k`` groups (``the`` -> ``a``).  Prepositions, conjunctions and adverbs never:
+#: measured, ``that`` -> ``by`` and ``and`` -> ``or`` change what the sentence says.
+CLOSED = frozenset({"DT", "PDT", "WDT"})
+#: The meaning prior of such a filler: below any lexicon word.
+FILLER = 0.2
+_WORD_RE = re.compile(r"\w+")
+
+
+@dataclass
+class Choice:
+    """What was decided for one run: the chosen candidate (None: none survived)."""
+
+    text: str | None
+    source: str | None
+    score: float | None
+    proposed: int
+    refused: dict[str, int] = field(default_factory=dict)
+
+
+Accept = Callable[[Run, str], "str | None"]
+Links = Callable[[str, int, int], bool]
+
+
+class CandidateChooser:
+    """Propose, verify and score replacements of runs (module docstring).
+
+    Args:
+        wordnet: the lexicon (default: WordNet from its usual place, if installed).
+        scorer: the log-probability scorer (default: the packaged SmolLM2).
+        tagger: the spaCy tagger (default: the project's spaCy model).
+        index: the collection's index, for slot fillers; None skips that source.
+        k: the run's ``k``.
+    """
+
+    def __init__(
+        self,
+        *,
+        wordnet: WordNet | None = None,
+        scorer: LMScorer | None = None,
+        tagger: Tagger | None = None,
+        index: Any = None,
+        k: int = 2,
+    ) -> None:
+        self.wordnet = wordnet if wordnet is not None else WordNet()
+        if not self.wordnet.available:
+            log.warning("WordNet not found (apt-get install wordnet-base, or set "
+                        "$WORDNET_DIR): the lexicon proposes nothing")
+        self.scorer = scorer if scorer is not None else LMScorer()
+        self.tagger = tagger if tagger is not None else Tagger()
+        self.index = index
+        self.k = k
+        self.form_check = FormCheck(self.tagger)
+
+    @staticmethod
+    def needs_writer(text: str, r: Run) -> bool:
+        """Whether a run no candidate fits is worth asking the LLM to write: a run of
+        several words (an idiom) or a capitalised word (a name needs a category).  A
+        single common word is redacted instead: the lexicon's words were its best
+        stand-ins, and a free answer for it is the likeliest to change its form or fact."""
+        span = text[r.start : r.end]
+        return r.n_words > 1 or span[:1].isupper()
+
+    def choose(
+        self, text: str, rs: Sequence[Run], accept: Accept, links: Links | None = None
+    ) -> dict[tuple[int, int], Choice]:
+        """A :class:`Choice` per run of ``rs`` (module docstring).
+
+        Args:
+            text: the text the runs are offsets of.
+            rs: the runs.
+            accept: ``(run, candidate) -> None`` when the candidate passes the loop's
+                checks, else why not (it must not record anything).
+            links: ``(new text, start, end) -> bool``: whether the replacement at
+                ``new_text[start:end]`` still links; None skips that check.
+        """
+        if not rs:
+            return {}
+        toks, ents = self.tagger.tagged(text)
+        out = {}
+        for r in rs:
+            words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
+            label = next((lab for a, b, lab in ents if (a, b) == (r.start, r.end)), None)
+            out[(r.start, r.end)] = self._one(text, r, words, label, accept, links)
+        return out
+
+    def _one(
+        self,
+        text: str,
+        r: Run,
+        words: list[Word],
+        label: str | None,
+        accept: Accept,
+        links: Links | None,
+    ) -> Choice:
+        span = text[r.start : r.end]
+        if words and not any(c.isspace() for c in span) and len(words) > 1:
+            # one written word the tagger splits ("cross-examined"): its last piece's tag
+            words = [Word(span, r.start, r.end, words[-1].tag)]
+        if not words or "".join(w.text for w in words) != "".join(span.split()):
+            return Choice(None, None, None, 0, {"not whole words": 1})
+        cands = self._proposed(text, r, words, label)
+        ch = Choice(None, None, None, len(cands))
+        live = []
+        for c in cands:
+            why = accept(r, c.text)
+            if why is None:
+                live.append(c)
+            else:
+                ch.refused[why] = ch.refused.get(why, 0) + 1
+        if live:
+            kept = self.tagger.form_kept(
+                text, r.start, r.end, [w.tag for w in words], [c.text for c in live]
+            )
+            _refuse(ch, "changes the word form", sum(not k for k in kept))
+            live = [c for c, k in zip(live, kept, strict=True) if k]
+        live.sort(key=lambda c: -c.meaning)
+        ranked = self._ranked(text, r, live[:MAX_SCORED], ch)
+        for c in ranked:
+            if links is not None:
+                new = text[: r.start] + c.text + text[r.end :]
+                if links(new, r.start, r.start + len(c.text)):
+                    _refuse(ch, "links below k", 1)
+                    continue
+            ch.text, ch.source, ch.score = c.text, c.source, c.score
+            break
+        return ch
+
+    def _proposed(
+        self, text: str, r: Run, words: list[Word], label: str | None
+    ) -> list[Candidate]:
+        """Candidates, most specific first: a typed generalisation of a whole named
+        entity, lexicon words (those of the slot marked), and for a closed-class word
+        the words of its class that fill its slot in ``k`` groups."""
+        typed = label and text[r.start : r.end].rstrip(".") not in TITLES
+        cands = [
+            Candidate(g, "generalisation", 1.0, "type")
+            for g in (generalise(text, r.start, r.end, label) if typed else [])
+        ]
+        lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
+        self._mark_slot(text, r, lex)
+        # a less frequent sense only where the collection uses the word in this slot
+        cands += [c for c in lex if c.rank == 0 or c.source == "collection"][:MAX_CANDIDATES]
+        if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
+            left, right = self._neighbours(text, r)
+            own = words[0].text.lower()
+            for f in sorted(collection_fillers(self.index, left, right, 1, self.k)):
+                if f != own and f.isalpha():
+                    cands.append(Candidate(_cased(f, words[0].text), "collection", FILLER))
+        return cands[:MAX_CANDIDATES]
+
+    def _neighbours(self, text: str, r: Run) -> tuple[str, str]:
+        """The index's words just before and after the run ("" where none)."""
+        before = _WORD_RE.findall(text[max(0, r.start - 60) : r.start])
+        after = _WORD_RE.findall(text[r.end : r.end + 60])
+        if not before or not after:
+            return "", ""
+        return _norm(self.index, before[-1]), _norm(self.index, after[0])
+
+    def _ranked(self, text: str, r: Run, live: list[Candidate], ch: Choice) -> list[Candidate]:
+        """``live`` scored in one pass and ranked, best first; far worse readings refused."""
+        if not live:
+            return []
+        left, right = contexts(text, r.start, r.end)
+        spaced = r.start > 0 and text[r.start - 1].isspace()
+        scores = self.scorer.score(left, [text[r.start : r.end], *[c.text for c in live]],
+                                   right, spaced)
+        base, out = scores[0], []
+        for c, s in zip(live, scores[1:], strict=True):
+            if s < base - MARGIN:
+                _refuse(ch, "reads far worse than the sentence as written", 1)
+                continue
+            c.score = round(s - base + MEANING_WEIGHT * c.meaning, 3)
+            out.append(c)
+        return sorted(out, key=lambda c: -(c.score or 0.0))
+
+    def _mark_slot(self, text: str, r: Run, cands: list[Candidate]) -> None:
+        """Candidates found in the run's slot in at least ``k`` groups become
+        ``collection`` candidates, with :data:`SLOT_BONUS`."""
+        if self.index is None or not cands:
+            return
+        left, right = self._neighbours(text, r)
+        if not left or not right:
+            return
+        widths = sorted({len(_WORD_RE.findall(c.text)) for c in cands} & {1, 2})
+        fills: set[str] = set()
+        for w in widths:
+            fills |= collection_fillers(self.index, left, right, w, self.k)
+        for c in cands:
+            if " ".join(_norm(self.index, x) for x in _WORD_RE.findall(c.text)) in fills:
+                c.source, c.meaning = "collection", c.meaning + SLOT_BONUS
+
+
+def _cased(word: str, like: str) -> str:
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def _refuse(ch: Choice, why: str, n: int) -> None:
+    if n:
+        ch.refused[why] = ch.refused.get(why, 0) + n
+
+
+def _norm(index: Any, word: str) -> str:
+    try:
+        ws = index.words_of(word)
+    except Exception:  # a word the view splits or drops: no slot
+        return ""
+    return ws[0] if len(ws) == 1 else ""

@@ -1,0 +1,187 @@
+"""Synonyms and hypernyms from WordNet 3.0, inflected to the original word's form.
+
+Definitions. For a word ``w`` tagged ``t`` (a Penn Treebank tag, read by spaCy in context),
+its lemma ``l`` (:mod:`lemminflect`) is looked up in WordNet's index for ``t``'s part of
+speech (noun, verb, adjective, adverb).  Of its first :data:`SENSES` senses (WordNet orders
+them by frequency in its tagged corpus), the other words of each synset are *synonyms*;
+for nouns and verbs, the words of each synset's direct hypernyms are *hypernyms* (a more
+general word: ``detention`` -> ``confinement``).  Each is inflected to ``t``
+(``arrested`` VBD -> ``detained``, ``courts`` NNS -> ``tribunals``); a candidate that
+cannot be inflected to ``t`` is dropped: a wrong verb form is worse than a redaction.
+
+The data: the WordNet 3.0 database files (``index.*``, ``data.*``) of Debian's
+``wordnet-base`` package (``/usr/share/wordnet``; ``$WORDNET_DIR`` names another folder
+holding them).  WordNet's licence permits use, copying and distribution with its
+copyright notice.  Nothing is downloaded: without the files the lexicon proposes nothing
+(:attr:`WordNet.available` is False) and the other sources still work.
+
+Cost: an index file is read once, on first use of its part of speech (about a second for
+nouns); a synset is one seek and one line.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SENSES", "TOO_GENERAL", "LexCandidate", "WordNet", "inflect", "lemma_of", "wordnet_pos"]
+
+SENSES = 2
+#: Words too general to stand in for another (``accepted`` -> ``had``, ``took``).
+TOO_GENERAL = frozenset({
+    "be", "have", "do", "make", "take", "get", "give", "go", "put", "set", "come", "let",
+    "keep", "hold", "see", "thing", "entity", "object", "abstraction", "act",
+})
+_DEFAULT_DIRS = ("/usr/share/wordnet", "/usr/share/wordnet/dict", "/usr/local/WordNet-3.0/dict")
+_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
+_UPOS = {"n": "NOUN", "v": "VERB", "a": "ADJ", "r": "ADV"}
+
+
+@dataclass(frozen=True)
+class LexCandidate:
+    """A lexicon word for a word: its text (inflected), relation and sense rank."""
+
+    text: str
+    relation: str  # "synonym" or "hypernym"
+    rank: int
+
+
+def wordnet_pos(tag: str) -> str | None:
+    """WordNet's part of speech of a Penn tag (proper nouns and closed classes: None)."""
+    if tag in ("NN", "NNS"):
+        return "n"
+    if tag.startswith("VB"):
+        return "v"
+    if tag.startswith("JJ"):
+        return "a"
+    if tag in ("RB", "RBR", "RBS"):
+        return "r"
+    return None
+
+
+def lemma_of(word: str, pos: str) -> str:
+    """The lemma of ``word`` as part of speech ``pos`` (``n``/``v``/``a``/``r``)."""
+    from lemminflect import getLemma
+
+    forms = getLemma(word.lower(), upos=_UPOS[pos])
+    return forms[0] if forms else word.lower()
+
+
+def inflect(lemma: str, tag: str) -> str | None:
+    """``lemma`` (one or more words) in the form of Penn tag ``tag``: a verb's first word
+    and a noun's last word are inflected; None when lemminflect has no such form."""
+    from lemminflect import getInflection
+
+    words = lemma.split()
+    if not words:
+        return None
+    if tag in ("NN", "VB", "VBP", "JJ", "RB") and not (tag == "VBP" and words[0] == "be"):
+        return lemma
+    i = 0 if tag.startswith("VB") else len(words) - 1
+    pos = "v" if tag.startswith("VB") else "n" if tag.startswith("NN") else "a"
+    forms = getInflection(lemma_of(words[i], pos) if pos != "a" else words[i], tag=tag)
+    if not forms:
+        return None
+    words[i] = forms[0]
+    return " ".join(words)
+
+
+class WordNet:
+    """WordNet 3.0's database files, read lazily (module docstring).
+
+    Args:
+        directory: the folder holding ``index.noun``, ``data.noun``...; None looks in
+            ``$WORDNET_DIR``, then Debian's ``/usr/share/wordnet``.
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = _find_dir(directory)
+        self._index: dict[str, dict[str, list[int]]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def available(self) -> bool:
+        return self.directory is not None
+
+    def _offsets(self, lemma: str, pos: str) -> list[int]:
+        if self.directory is None:
+            return []
+        with self._lock:
+            table = self._index.get(pos)
+            if table is None:
+                table = _read_index(self.directory / f"index.{_FILES[pos]}")
+                self._index[pos] = table
+        return table.get(lemma.lower().replace(" ", "_"), [])
+
+    def _synset(self, pos: str, offset: int) -> tuple[list[str], list[int]]:
+        """Words and direct hypernym offsets of a synset."""
+        assert self.directory is not None
+        with open(self.directory / f"data.{_FILES[pos]}", "rb") as f:
+            f.seek(offset)
+            line = f.readline().decode("utf-8", "replace")
+        parts = line.split(" | ", 1)[0].split()
+        n_words = int(parts[3], 16)
+        words = [parts[4 + 2 * i] for i in range(n_words)]
+        j = 4 + 2 * n_words
+        hyper = [
+            int(parts[j + 2 + 4 * p])
+            for p in range(int(parts[j]))
+            if parts[j + 1 + 4 * p] == "@" and parts[j + 3 + 4 * p] == pos
+        ]
+        return [_clean(w) for w in words], hyper
+
+    def candidates(self, word: str, tag: str) -> list[LexCandidate]:
+        """Synonyms, then hypernyms, of ``word`` tagged ``tag``, inflected to ``tag``,
+        most frequent sense first (no duplicates, never ``word``'s own lemma)."""
+        pos = wordnet_pos(tag)
+        if pos is None or self.directory is None:
+            return []
+        lemma = lemma_of(word, pos)
+        out: dict[str, LexCandidate] = {}
+        for rank, off in enumerate(self._offsets(lemma, pos)[:SENSES]):
+            words, hyper = self._synset(pos, off)
+            found = [(w, "synonym") for w in words]
+            if pos in ("n", "v"):
+                for h in hyper[:2]:
+                    found += [(w, "hypernym") for w in self._synset(pos, h)[0][:2]]
+            for w, rel in found:
+                if w == lemma or lemma in w.split() or len(w.split()) > 3:
+                    continue
+                if any(c.isupper() or c.isdigit() for c in w) or w in TOO_GENERAL:
+                    continue  # a name or a code is no stand-in for a common word
+                form = inflect(w, tag)
+                if form is not None and form.lower() != word.lower() and form not in out:
+                    out[form] = LexCandidate(form, rel, rank)
+        return list(out.values())
+
+
+def _clean(word: str) -> str:
+    w = word.replace("_", " ")
+    cut = w.find("(")  # adjective markers: "big(a)"
+    return w[:cut] if cut > 0 else w
+
+
+def _find_dir(directory: str | Path | None) -> Path | None:
+    tried = [directory] if directory is not None else [os.environ.get("WORDNET_DIR")]
+    if directory is None:
+        tried += list(_DEFAULT_DIRS)
+    for d in tried:
+        if d and (Path(d) / "index.noun").is_file() and (Path(d) / "data.noun").is_file():
+            return Path(d)
+    return None
+
+
+def _read_index(path: Path) -> dict[str, list[int]]:
+    """lemma -> synset offsets of a WordNet ``index.*`` file."""
+    table: dict[str, list[int]] = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(" "):
+                continue  # the licence at the top
+            parts = line.split()
+            n_ptr = int(parts[3])
+            n_syn = int(parts[2])
+            table[parts[0]] = [int(x) for x in parts[6 + n_ptr : 6 + n_ptr + n_syn]]
+    return table

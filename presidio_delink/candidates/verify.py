@@ -1,0 +1,152 @@
+"""Verify: a candidate keeps the original's word class and inflection, read in context.
+
+Definitions. The text is tagged once by spaCy's tagger (fine Penn tags: ``VBD`` past tense,
+``VBN`` participle, ``NNS`` plural...).  A candidate ``c`` for a run is placed in the run's
+window (up to :data:`WINDOW` characters either side, cut at sentence ends) and the window is
+tagged again.  For a one-word run tagged ``t``, the candidate's *head* (its first word for a
+verb, its last otherwise) must be tagged ``t`` or a tag of the same form
+(:data:`SAME_FORM`: a common noun of the same number, or an adjective, for a proper
+noun); for a longer run, the head of the run and of the candidate must share the same
+form likewise.  ``arrested`` (VBD) -> ``detained`` (VBD) passes; ``arrested`` ->
+``detention`` (NN) and ``courts`` (NNS) -> ``court`` (NN) are refused.
+
+Why: a wrong verb form or number reads as broken English ("they sent to placed") and a
+visible redaction is better.  The checks the loop already runs on every answer (no PII
+back, no copied trigram, no doubled word...) and the linkage of the candidate's window
+are applied by the caller (:class:`~presidio_delink.candidates.chooser.CandidateChooser`).
+
+Cost: one tagger pass over the text, and one over all candidates' windows in a batch.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from presidio_delink.errors import ConfigError
+from presidio_delink.settings import DEFAULT_SPACY_MODEL
+
+__all__ = ["SAME_FORM", "WINDOW", "FormCheck", "Tagger", "head_index", "same_form", "window"]
+
+WINDOW = 200
+SAME_FORM: dict[str, frozenset[str]] = {
+    "NNP": frozenset({"NNP", "NN", "JJ"}),  # "the Sinop court" -> "the local court"
+    "NNPS": frozenset({"NNPS", "NNS"}),
+    "NN": frozenset({"NN", "NNP"}),
+    "NNS": frozenset({"NNS", "NNPS"}),
+}
+"""Tags a candidate's head may have for an original tagged ``key`` (else the same tag)."""
+_END = re.compile(r"[.!?;]\s")
+
+
+def same_form(orig: str, new: str) -> bool:
+    """Whether a head tagged ``new`` keeps the form of one tagged ``orig``."""
+    return new in SAME_FORM.get(orig, frozenset({orig}))
+
+
+def head_index(tags: Sequence[str]) -> int:
+    """The head of a run of tags: its first verb when the run opens with one, else its
+    last word."""
+    if tags and tags[0].startswith("VB"):
+        return 0
+    return len(tags) - 1
+
+
+def window(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence-bounded window around ``text[start:end]`` (at most :data:`WINDOW`
+    characters either side)."""
+    left = text[max(0, start - WINDOW) : start]
+    cuts = [m.end() for m in _END.finditer(left)]
+    a = start - len(left) + (cuts[-1] if cuts else 0)
+    m = _END.search(text, end, min(len(text), end + WINDOW))
+    b = m.start() + 1 if m else min(len(text), end + WINDOW)
+    return a, b
+
+
+class Tagger:
+    """spaCy's tagger (no parser, no NER), loaded on first use.
+
+    Args:
+        model: an installed spaCy pipeline with a tagger.
+    """
+
+    def __init__(self, model: str = DEFAULT_SPACY_MODEL) -> None:
+        self.model = model
+        self._nlp: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._nlp is None:
+            import spacy
+            import spacy.util
+
+            if not spacy.util.is_package(self.model):
+                raise ConfigError(
+                    f"rewriting by candidates needs the spaCy model {self.model!r}: "
+                    "pip install presidio-delink[spacy-model]"
+                )
+            self._nlp = spacy.load(self.model, exclude=["parser", "lemmatizer"])
+        return self._nlp
+
+    def tags(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+        """``(start, end, Penn tag)`` of each token of each text (punctuation and spaces
+        left out)."""
+        with self._lock:
+            nlp = self._load()
+            disable = [p for p in ("ner",) if p in nlp.pipe_names]
+            docs = list(nlp.pipe(list(texts), disable=disable))
+        return [
+            [(t.idx, t.idx + len(t), t.tag_) for t in d if not t.is_punct and not t.is_space]
+            for d in docs
+        ]
+
+    def tagged(self, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+        """The tokens of :meth:`tags` and the named entities ``(start, end, label)`` of
+        ``text``, in one pass."""
+        with self._lock:
+            d = self._load()(text)
+        toks = [(t.idx, t.idx + len(t), t.tag_) for t in d if not t.is_punct and not t.is_space]
+        return toks, [(e.start_char, e.end_char, e.label_) for e in d.ents]
+
+    def form_kept(
+        self, text: str, start: int, end: int, orig: Sequence[str], cands: Sequence[str]
+    ) -> list[bool]:
+        """For each candidate replacing ``text[start:end]`` (whose words are tagged
+        ``orig`` in context), whether its head keeps the form of the run's head."""
+        if not orig:
+            return [False] * len(cands)
+        a, b = window(text, start, end)
+        head = orig[head_index(orig)]
+        texts = [text[a:start] + c + text[end:b] for c in cands]
+        out = []
+        for c, toks in zip(cands, self.tags(texts), strict=True):
+            lo, hi = start - a, start - a + len(c)
+            inside = [tag for s, e, tag in toks if s < hi and e > lo]
+            out.append(bool(inside) and same_form(head, inside[head_index(inside)]))
+        return out
+
+
+class FormCheck:
+    """The form check as a filter of any answer (the LLM's too): ``reason(text, start,
+    end, replacement)`` is ``"changes the word form"`` when the replacement's head does
+    not keep the form of the span's head (:meth:`Tagger.form_kept`), else None.
+
+    Args:
+        tagger: the tagger (default: the project's spaCy model).
+    """
+
+    def __init__(self, tagger: Tagger | None = None) -> None:
+        self.tagger = tagger if tagger is not None else Tagger()
+
+    def reason(self, text: str, start: int, end: int, replacement: str) -> str | None:
+        rep = replacement.strip()
+        if not rep or rep.startswith("["):
+            return None
+        a, b = window(text, start, end)
+        orig = [t for s, e, t in self.tagger.tags([text[a:b]])[0] if s < end - a and e > start - a]
+        if not orig:
+            return None
+        kept = self.tagger.form_kept(text, start, end, orig, [rep])[0]
+        return None if kept else "changes the word form"
