@@ -93,7 +93,7 @@ def tab_setup(work: Path) -> tuple[Path, Path]:
     return idx, inp
 
 
-def part_identical(work: Path) -> dict[str, Any]:
+def part_identical(work: Path, only: list[str], modes: list[str]) -> dict[str, Any]:
     import distributed
     from ollama_compat_server import OllamaCompatServer
     from test_llm_http import FakeEngine
@@ -109,10 +109,14 @@ def part_identical(work: Path) -> dict[str, Any]:
             "fake_llm": ["--llm", f"openai:{srv.url}#fake"],
         }
         for name, args in settings.items():
+            if only and name not in only:
+                continue
             row: dict[str, Any] = {}
             ref = None
             for how, extra in (("one", []), ("workers2", ["--workers", "2"]),
                                ("dask2", ["--dask-scheduler", cluster.scheduler_address])):
+                if how not in modes:
+                    continue
                 dest = work / f"{name}-{how}.jsonl"
                 dest.unlink(missing_ok=True)
                 got = delink(["--index", str(idx), "-k", "2", *args, *extra, "--fresh", str(inp),
@@ -124,7 +128,9 @@ def part_identical(work: Path) -> dict[str, Any]:
                             "docs": len(recs or []),
                             "identical": None if how == "one" else recs == ref}
                 print(name, how, row[how], "load", uptime(), flush=True)
-            row["speedup_workers2"] = round(row["one"]["seconds"] / row["workers2"]["seconds"], 2)
+            if "workers2" in row:
+                row["speedup_workers2"] = round(
+                    row["one"]["seconds"] / row["workers2"]["seconds"], 2)
             out[name] = row
     out["load_after"] = uptime()
     return out
@@ -175,6 +181,9 @@ def part_flat(work: Path, small: int, large: int) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="identical,flat")
+    ap.add_argument("--settings", default="", help="identical: these settings only "
+                    "(none, protect_all, fake_llm; default all)")
+    ap.add_argument("--modes", default="one,workers2,dask2")
     ap.add_argument("--small", type=int, default=1_000)
     ap.add_argument("--large", type=int, default=100_000)
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "scale")
@@ -184,7 +193,8 @@ def main() -> None:
     print("load:", uptime(), "cores:", os.cpu_count(), flush=True)
     res: dict[str, Any] = {}
     if "identical" in a.parts:
-        res["identical"] = part_identical(a.work)
+        res["identical"] = part_identical(
+            a.work, [x for x in a.settings.split(",") if x], a.modes.split(","))
     if "flat" in a.parts:
         res["flat"] = part_flat(a.work, a.small, a.large)
     print(json.dumps(res, indent=1))

@@ -177,12 +177,16 @@ def delink_distributed(
     auditor: Any = None,
     report: Path | None = None,
     journal_mode: str = "new",
-    parts_per_worker: int = 4,
+    parts_per_worker: int = 16,
     progress: bool = False,
 ) -> BatchSummary:
     """:func:`~presidio_delink.batch.delink_batch` over ``workers`` processes, or over
     the Dask ``client``'s workers (which must share the index, inputs and output folder
-    with this process); the same output and summary."""
+    with this process); the same output and summary.
+
+    The input is cut into ``parts_per_worker`` parts a worker, so that a worker that
+    finishes early takes another part (documents differ in length); each part's task reads
+    the input up to its end (parsing, not delinking, the records before it)."""
     summary = BatchSummary()
     partial = output.with_name(output.name + ".partial")
     Journal.check(partial, journal_mode)
