@@ -127,6 +127,7 @@ class Journal:
         self._out: IO[str] | None = None
         if mode in ("resume", "read") and path.exists():
             self._scan()
+        self._had = bool(self._offsets)
         if mode == "read":
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if mode != "resume" else 0)
@@ -147,6 +148,11 @@ class Journal:
                 f"{path} holds finished documents of an earlier run: rerun with --resume to "
                 "reuse those made with the same settings and input, or --fresh to discard it"
             )
+
+    @property
+    def empty(self) -> bool:
+        """Nothing in it: no record written by this run, none kept from an earlier one."""
+        return self.written == 0 and not self._had
 
     def _scan(self) -> None:
         with open(self.path, "rb") as f:
@@ -297,7 +303,7 @@ def delink_batch(
         raise
     finally:
         summary.redone = journal.stale
-        journal.close(remove=done)
+        journal.close(remove=done or journal.empty)  # an empty journal keeps nothing
     if auditor is not None:
         summary.audit_lines = auditor.lines()
         summary.flagged = auditor.flagged

@@ -229,7 +229,7 @@ def delink_distributed(
         raise
     finally:
         pool.close(cancel=not done)
-        journal.close(remove=done)
+        journal.close(remove=done or journal.empty)
         shutil.rmtree(parts_dir, ignore_errors=True)
     if auditor is not None:
         summary.audit_lines = auditor.lines()

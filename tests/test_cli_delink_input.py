@@ -232,3 +232,16 @@ def test_index_build_names_the_file_of_a_duplicate_id(tmp_path: Path) -> None:
                                     str(tmp_path / "idx"), "--no-progress", "--workers", "1"])
     assert res.exit_code == 2
     assert f"{b}: duplicate document id 'x' (first in {a})" in res.output
+
+
+def test_a_run_stopped_before_any_document_leaves_no_partial_file(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with monkeypatch.context() as m:
+        stop_at(1, m)
+        res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code == 2 and "kept the" not in res.output
+    assert not (tmp_path / "out.jsonl.partial").exists()  # nothing to resume: no refusal next
+    res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
+    assert res.exit_code == 3 and out.exists(), res.output
