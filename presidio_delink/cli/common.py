@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -143,6 +144,30 @@ detection_options = stack(
                  help="Write JSONL here instead of stdout."),
     click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path)),
 )
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What ``check`` and ``attack`` are asked (:data:`detection_options`)."""
+
+    index_dir: Path
+    key_file: Path | None
+    k: int
+    arity: int
+    max_n: int | None
+    output: Path | None
+    inputs: tuple[Path, ...]
+
+
+def detection(opts: dict[str, Any]) -> tuple[Detection, Any]:
+    """The options of :data:`detection_options`, their paths checked, and the index."""
+    from presidio_delink.io import check_output_paths
+
+    d = Detection(**opts)
+    check_output_paths(
+        {"--output": d.output}, d.inputs, {"index": d.index_dir, "key file": d.key_file}
+    )
+    return d, load_index(d.index_dir, d.key_file)
 
 
 def monitor_opt(why: str) -> Callable[[F], F]:

@@ -11,8 +11,8 @@ import click
 
 from presidio_delink.cli.common import (
     clean_errors,
+    detection,
     detection_options,
-    load_index,
     main,
     monitor_opt,
     open_out,
@@ -24,30 +24,22 @@ from presidio_delink.errors import ConfigError
 @main.command("check")
 @detection_options
 @clean_errors
-def check(
-    index_dir: Path,
-    key_file: Path | None,
-    k: int,
-    arity: int,
-    max_n: int | None,
-    output: Path | None,
-    inputs: tuple[Path, ...],
-) -> None:
+def check(**opts: Any) -> None:
     """Report the linkable N-grams of each document of INPUT... as JSONL: one record per
     flagged place of the text, with the views it links in ("ngram", "df" and "groups"
     are those of the view where it occurs in the fewest groups).  A summary goes to stderr.
 
     Exit code 0 when nothing is linkable, 1 when something is, 2 on error.
     """
-    from presidio_delink.io import check_output_paths, read_many
+    from presidio_delink.io import read_many
     from presidio_delink.linkage import analyze
 
-    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
-    idx = load_index(index_dir, key_file)
+    d, idx = detection(opts)
+    k, arity = d.k, d.arity
     n_docs = n_linkable = n_spans = 0
-    with open_out(output) as out:
-        for doc_id, text in read_many(inputs):
-            rep = analyze(idx, text, k=k, arity=arity, max_n=max_n)
+    with open_out(d.output) as out:
+        for doc_id, text in read_many(d.inputs):
+            rep = analyze(idx, text, k=k, arity=arity, max_n=d.max_n)
             spans = rep.places(text)
             n_docs += 1
             n_linkable += rep.linkable
@@ -78,17 +70,7 @@ def check(
 )
 @monitor_opt("for --method semantic/all.")
 @clean_errors
-def attack(
-    index_dir: Path,
-    key_file: Path | None,
-    k: int,
-    arity: int,
-    max_n: int | None,
-    output: Path | None,
-    inputs: tuple[Path, ...],
-    method: str,
-    monitor_inputs: tuple[Path, ...],
-) -> None:
+def attack(method: str, monitor_inputs: tuple[Path, ...], **opts: Any) -> None:
     """The adversary's view: which collection documents each document of INPUT... links to.
 
     ngram (default): through which N-grams (all combinations enumerated).  containment,
@@ -101,10 +83,10 @@ def attack(
 
     Exit code 0 when no document links, 1 when some does, 2 on error.
     """
-    from presidio_delink.io import check_output_paths, read_many
+    from presidio_delink.io import read_many
 
-    check_output_paths({"--output": output}, inputs, {"index": index_dir, "key file": key_file})
-    idx = load_index(index_dir, key_file)
+    d, idx = detection(opts)
+    k, arity, max_n, output, inputs = d.k, d.arity, d.max_n, d.output, d.inputs
     methods = ["ngram", "containment", "ranked", "semantic"] if method == "all" else [method]
     if method == "all" and not monitor_inputs:
         methods.remove("semantic")
