@@ -54,14 +54,14 @@ def head_index(tags: Sequence[str]) -> int:
     return len(tags) - 1
 
 
-def window(text: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence-bounded window around ``text[start:end]`` (at most :data:`WINDOW`
+def window(text: str, start: int, end: int, width: int = WINDOW) -> tuple[int, int]:
+    """The sentence-bounded window around ``text[start:end]`` (at most ``width``
     characters either side)."""
-    left = text[max(0, start - WINDOW) : start]
+    left = text[max(0, start - width) : start]
     cuts = [m.end() for m in _END.finditer(left)]
     a = start - len(left) + (cuts[-1] if cuts else 0)
-    m = _END.search(text, end, min(len(text), end + WINDOW))
-    b = m.start() + 1 if m else min(len(text), end + WINDOW)
+    m = _END.search(text, end, min(len(text), end + width))
+    b = m.start() + 1 if m else min(len(text), end + width)
     return a, b
 
 

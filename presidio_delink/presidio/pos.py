@@ -20,10 +20,10 @@ no parser or NER) over two sentences per candidate, and loading the model once (
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import Any
 
+from presidio_delink.candidates.verify import window
 from presidio_delink.errors import ConfigError
 from presidio_delink.presidio.engines import DEFAULT_SPACY_MODEL
 
@@ -44,16 +44,6 @@ CLASSES: dict[str, frozenset[str]] = {
 }
 """The tags a replacement of a one-token span tagged ``key`` may have (any one of its
 tokens)."""
-_END = re.compile(r"[.!?;]\s")
-
-
-def _window(text: str, start: int, end: int) -> tuple[int, int]:
-    left = text[max(0, start - WINDOW) : start]
-    cuts = [m.end() for m in _END.finditer(left)]
-    a = start - len(left) + (cuts[-1] if cuts else 0)
-    m = _END.search(text, end, min(len(text), end + WINDOW))
-    b = m.start() + 1 if m else min(len(text), end + WINDOW)
-    return a, b
 
 
 class PosCheck:
@@ -98,7 +88,7 @@ class PosCheck:
         rep = replacement.strip()
         if not rep or rep.startswith("["):
             return None
-        a, b = _window(text, start, end)
+        a, b = window(text, start, end, WINDOW)
         before = text[a:b]
         after = text[a:start] + rep + text[end:b]
         s0, s1 = start - a, end - a
