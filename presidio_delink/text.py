@@ -22,6 +22,7 @@ Design (see docs/design.md, "Text models (views) and groups"):
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -598,25 +599,22 @@ TOKENIZER_VERSION = "delink-text-6"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
-_SCANS: dict[
-    tuple[str, tuple[str, ...], str],
-    tuple[str, list[int] | None, list[tuple[int, str | None]]],
-] = {}
+_SCANS: dict[tuple[str, tuple[str, ...], str], tuple[str, list[int] | None, list[Any]]] = {}
 
 
-# The tokenisation caches: the last 8 results (views and passes read a text several times), of
-# about a million characters of distinct text in all (a long document's tokens are not kept).
-_CACHE_ENTRIES, _CACHE_CHARS = 8, 1_000_000
+# The tokenisation caches: the last 8 results, of about 1 M characters of distinct text in all
+_CACHE_ENTRIES, _CACHE_CHARS, _CACHE_LOCK = 8, 1_000_000, threading.Lock()
 
 
 def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any) -> None:
-    """``cache[key] = value`` (``key[-1]``: the text), evicting the oldest entries first."""
-    while cache and (
-        len(cache) >= _CACHE_ENTRIES
-        or sum(map(len, {k[-1] for k in cache} | {key[-1]})) > _CACHE_CHARS
-    ):
-        cache.pop(next(iter(cache)))
-    cache[key] = value
+    """``cache[key] = value`` (``key[-1]``: the text), oldest out first; thread-safe."""
+    with _CACHE_LOCK:
+        while cache and (
+            len(cache) >= _CACHE_ENTRIES
+            or sum(map(len, {k[-1] for k in cache} | {key[-1]})) > _CACHE_CHARS
+        ):
+            cache.pop(next(iter(cache)))
+        cache[key] = value
 
 
 def _cut_mode(fold: str) -> str:
