@@ -47,6 +47,7 @@ __all__ = [
     "input_digest",
     "make_delinker",
     "plan_inputs",
+    "record_of",
     "release",
     "run_fingerprint",
     "sigterm_raises",
@@ -340,17 +341,25 @@ def _records(
                 yield old, None
             else:
                 res = delinker.delink_one(doc_id, text, group)
-                rec = res.to_json()
-                if auditor is not None and group is not None and res.text is not None:
-                    rec["source_ranks"] = auditor.audit(res.id, res.text, group)
-                rec["made_by"] = made_by
-                rec["input_sha256"] = digest
-                yield rec, res
+                yield record_of(res, auditor, group, made_by, digest), res
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
+
+
+def record_of(
+    res: DelinkResult, auditor: Any, group: str | None, made_by: str, digest: str
+) -> dict[str, Any]:
+    """A result's JSONL record: audited when its source ``group`` is known, with what made
+    it and the digest of its input."""
+    rec = res.to_json()
+    if auditor is not None and group is not None and res.text is not None:
+        rec["source_ranks"] = auditor.audit(res.id, res.text, group)
+    rec["made_by"] = made_by
+    rec["input_sha256"] = digest
+    return rec
 
 
 def _reused_result(rec: Mapping[str, Any], reused: bool = True) -> DelinkResult:

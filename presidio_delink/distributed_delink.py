@@ -29,12 +29,15 @@ from presidio_delink.batch import (
     LLMOptions,
     PIIOptions,
     _reused_result,
+    input_digest,
     make_delinker,
     plan_inputs,
+    record_of,
     source_map,
 )
 from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.io import atomic_output, read_checked
+from presidio_delink.results import DelinkResult
 
 __all__ = ["DelinkJob", "delink_distributed", "delink_part"]
 
@@ -87,8 +90,6 @@ def _opened(job: DelinkJob) -> tuple[Any, Any, Callable[[str], str | None]]:
 def delink_part(job: DelinkJob, start: int, stop: int, part: Path) -> dict[str, int]:
     """Delink input records ``start`` to ``stop`` (0-based, in input order) into ``part``
     (JSONL, written and flushed record by record); counts of what it did."""
-    from presidio_delink.batch import input_digest
-
     delinker, auditor, group_of = _opened(job)
     journal = Journal(job.journal, "read") if job.journal is not None else None
     counts = {"written": 0, "failed": 0, "reused": 0, "redone": 0}
@@ -105,9 +106,8 @@ def delink_part(job: DelinkJob, start: int, stop: int, part: Path) -> dict[str, 
             if rec is not None:
                 counts["reused"] += 1
             else:
-                rec = _delinked(delinker, auditor, doc_id, text, group)
-                rec["made_by"] = job.made_by
-                rec["input_sha256"] = digest
+                res = _delinked(delinker, doc_id, text, group)
+                rec = record_of(res, auditor, group, job.made_by, digest)
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
             out.flush()
             counts["written"] += 1
@@ -117,22 +117,17 @@ def delink_part(job: DelinkJob, start: int, stop: int, part: Path) -> dict[str, 
     return counts
 
 
-def _delinked(
-    delinker: Any, auditor: Any, doc_id: str, text: str, group: str | None
-) -> dict[str, Any]:
+def _delinked(delinker: Any, doc_id: str, text: str, group: str | None) -> DelinkResult:
+    """:meth:`~presidio_delink.pipeline.Delinker.delink_one`, where any error but a strict
+    LLM failure gives a failed result (one document's failure is not its part's)."""
     try:
-        res = delinker.delink_one(doc_id, text, group)
+        return delinker.delink_one(doc_id, text, group)
     except LLMError:
         raise
-    except Exception as exc:  # one document's failure is not its part's
-        from presidio_delink.results import DelinkResult
-
-        res = DelinkResult(id=doc_id, text=None, input_text="", passes=0, linkable_after=True,
-                           failed=True, error=f"unexpected {type(exc).__name__}")
-    rec = res.to_json()
-    if auditor is not None and group is not None and res.text is not None:
-        rec["source_ranks"] = auditor.audit(res.id, res.text, group)
-    return rec
+    except Exception as exc:
+        return DelinkResult(id=doc_id, text=None, input_text="", passes=0,
+                            linkable_after=True, failed=True,
+                            error=f"unexpected {type(exc).__name__}")
 
 
 class _Pool:
