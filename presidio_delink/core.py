@@ -222,7 +222,10 @@ class DelinkLoop(Rewriting):
             rs, optimum = self.plan(current, rep)
             if pass_no == 1:
                 res.optimum_words = optimum
-            use_llm = self.rewriter is not None and pass_no <= self.passes
+            # the candidates need no LLM: without one they choose where a candidate survives
+            use_llm = (
+                self.rewriter is not None or self.settings.rewrite == "candidates"
+            ) and pass_no <= self.passes
             edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res, origins)
             origins = _carried(origins, edits, current)
             current, cur_marks = apply(current, edits, cur_marks)

@@ -173,6 +173,7 @@ class Rewriting:
         known_lower = lower_words(text)
         bounds = sentence_bounds(text) or [(0, len(text))]
         taken: dict[int, list[str]] = {}  # words of rewrites accepted in each sentence
+        known = self.known_word
 
         def check(
             r: Run,
@@ -205,8 +206,8 @@ class Rewriting:
                     sentence_words=around,
                     taken_words=frozenset(taken.get(si, ())),
                 )
-                if new is not None and new != REDACTED and self.known_word is not None:
-                    bad = unknown_word(new, text, self.known_word)
+                if new is not None and new != REDACTED and known is not None:
+                    bad = unknown_word(new, text, known)
                     if bad is not None:
                         new, why = None, bad
                 if new is not None:
@@ -305,7 +306,7 @@ class Rewriting:
                 res.choices[(r.start, r.end)] = ch
             if new is not None and new != REDACTED:
                 out[(r.start, r.end)] = (self._placed(new, text, r), CANDIDATE)
-            elif self.chooser.needs_writer(text, r):
+            elif ch is not None and ch.writer:
                 left.append(r)
             else:
                 out[(r.start, r.end)] = (None, "no candidate survived")

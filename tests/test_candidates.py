@@ -182,10 +182,12 @@ def test_the_loop_checks_refuse_before_scoring(tagger: Tagger) -> None:
 
 
 def test_needs_writer_only_for_phrases_and_names() -> None:
-    text = "the Sinop court acquitted them of all charges"
-    assert CandidateChooser.needs_writer(text, Run(4, 9, 1))  # a name
-    assert CandidateChooser.needs_writer(text, Run(16, 30, 2))  # two words
-    assert not CandidateChooser.needs_writer(text, Run(16, 25, 1))  # one common word
+    assert CandidateChooser.needs_writer("Sinop", ["NNP"])  # a name
+    assert CandidateChooser.needs_writer("acquitted them", ["VBD", "PRP"])  # two words
+    assert not CandidateChooser.needs_writer("acquitted", ["VBD"])  # one common word
+    # a capital that opens a sentence makes no name: the tag decides
+    assert not CandidateChooser.needs_writer("During", ["IN"])
+    assert CandidateChooser.needs_writer("Sinop", [])  # untagged: the capital decides
 
 
 # -- the loop -------------------------------------------------------------------------------
@@ -242,3 +244,94 @@ def test_cli_has_the_rewrite_option() -> None:
     out = CliRunner().invoke(main, ["delink", "--help"])
     assert out.exit_code == 0
     assert "--rewrite" in out.output and "candidates" in out.output
+
+
+# -- what this round of the chooser added ---------------------------------------------------
+@needs_wordnet
+def test_no_verb_hypernyms_and_no_phrases_for_one_word() -> None:
+    from presidio_delink.candidates.propose import Word, lexicon_candidates
+
+    wn = WordNet()
+    # a verb's hypernym changes what was done ("accepted" / "rejected" -> "evaluated")
+    assert all(c.relation != "hypernym" for c in wn.candidates("rejected", "VBD"))
+    assert any(c.relation == "hypernym" for c in wn.candidates("detention", "NN"))
+    # WordNet's phrases for one word are idioms of another register
+    got = lexicon_candidates(wn, [Word("married", 0, 7, "VBD")])
+    assert got and all(" " not in c.text for c in got)
+
+
+@needs_wordnet
+def test_adjectives_get_the_words_they_are_similar_to() -> None:
+    got = {c.text: c.relation for c in WordNet().candidates("sufficient", "JJ")}
+    assert got.get("adequate") == "similar"
+
+
+def test_function_words_have_fixed_stand_ins() -> None:
+    from presidio_delink.candidates.propose import Word, swaps
+    from presidio_delink.candidates.verify import same_form as kept
+
+    assert [c.text for c in swaps(Word("their", 0, 5, "PRP$"))] == ["the"]
+    assert [c.text for c in swaps(Word("Until", 0, 5, "IN"))] == ["Till", "Up to"]
+    assert swaps(Word("and", 0, 3, "CC")) == []  # no stand-in says the same
+    assert swaps(Word("their", 0, 5, "DT")) == []  # the tag decides, not the spelling
+    assert kept("PRP$", "DT") and kept("IN", "TO") and not kept("IN", "DT")
+
+
+def test_neighbours_compare_the_company_words_keep(tmp_path: Path) -> None:
+    from presidio_delink.candidates.propose import Neighbours
+
+    docs = [
+        ("a", "Yesterday police arrested him quickly."),
+        ("b", "Yesterday officers arrested him quickly."),
+        ("c", "Today police questioned her."),
+        ("d", "Today officers questioned her."),
+        ("e", "The old city hall opened."),
+        ("f", "A new city hall closed."),
+        ("g", "Nothing happened here."),
+    ]
+    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
+    nb = Neighbours(index, min_docs=2)
+    assert nb.similarity("police", "police") == pytest.approx(1.0)
+    near, far = nb.similarity("police", "officers"), nb.similarity("police", "city")
+    assert near is not None and far is not None and near > 0.5 > far
+    assert nb.similarity("police", "nothing") is None  # in one document: cannot tell
+    assert nb.similarity("police", "zebra") is None  # not in the collection
+    assert Neighbours(index).similarity("police", "officers") is None  # 2 < 3 documents
+
+
+class FixedNeighbours:
+    def __init__(self, sims: dict[str, float | None]) -> None:
+        self.sims = sims
+
+    def similarity(self, a: str, b: str) -> float | None:
+        return self.sims.get(b)
+
+
+def test_the_sense_is_the_one_the_collection_uses(tmp_path: Path) -> None:
+    from presidio_delink.candidates.propose import Candidate
+
+    ch = CandidateChooser(wordnet=WordNet(tmp_path), scorer=FlatScorer())  # type: ignore[arg-type]
+    lex = [
+        Candidate("belief", "lexicon", 1.0, "synonym", rank=0),
+        Candidate("sentence", "lexicon", 0.5, "synonym", rank=1),
+    ]
+    ch.neighbours = FixedNeighbours({"belief": 0.01, "sentence": 0.2})  # type: ignore[assignment]
+    assert ch._domain_sense("conviction", lex) == 1  # noqa: SLF001
+    assert ch._used_otherwise("conviction", lex[0])  # noqa: SLF001 - below SAME_USE
+    assert not ch._used_otherwise("conviction", lex[1])  # noqa: SLF001
+    ch.neighbours = FixedNeighbours({})  # type: ignore[assignment]
+    assert ch._domain_sense("conviction", lex) == 0  # noqa: SLF001 - nothing to tell by
+    assert not ch._used_otherwise("conviction", lex[0])  # noqa: SLF001 - not judged
+
+
+@needs_wordnet
+@needs_spacy_model
+def test_candidates_rewrite_without_an_llm(index: NgramIndex, smollm2: Path) -> None:
+    d = Delinker(index, k=2, rewriter=None, rewrite="candidates")
+    res = d.delink(TEXT, "t")
+    assert not res.linkable_after and res.llm_calls == 0
+    entry = next(a for a in res.audit if a.original == "arrested")
+    assert entry.method == "candidate" and entry.replacement == "apprehended"
+    # the default (free generation) without an LLM still only redacts
+    plain = Delinker(index, k=2, rewriter=None).delink(TEXT, "t")
+    assert plain.words_rewritten == 0 and plain.words_redacted > 0

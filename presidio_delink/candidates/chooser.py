@@ -7,14 +7,15 @@ For each run (the loop's words that must change), :class:`CandidateChooser`:
    a determiner the determiners of its slot (:mod:`.propose`);
 2. *verifies* each with the checks every answer passes (the caller's ``accept``: no PII
    back, no copied trigram, no doubled word, no unknown word...), then keeps only those
-   whose head keeps the run's form, tagged in context (:mod:`.verify`);
+   whose head keeps the run's form, tagged in context (:mod:`.verify`), and that the
+   collection does not use for something else (:class:`~.propose.Neighbours`);
 3. *scores* the survivors in one pass of the log-probability engine (:mod:`.score`),
    refusing those that read far worse than the run;
 4. *checks linkage* of the best ones in order (the caller's ``links``: the candidate's
    window against the index), taking the first that links nowhere below ``k``.
 
 A run where nothing survives gets no choice: the caller asks the LLM to write one only
-for a run of several words or a name (:meth:`CandidateChooser.needs_writer`), and
+for a run of several words or a name (:attr:`Choice.writer`), and
 redacts the rest.  Every choice says its source, its score, how many candidates were
 proposed and how many each check refused (:class:`Choice`), for the audit record.  The
 loop verifies the whole text again afterwards, so the guarantee never rests on these
@@ -31,13 +32,16 @@ from typing import Any
 
 from presidio_delink.candidates.lexicon import WordNet
 from presidio_delink.candidates.propose import (
+    SAME_USE,
     SLOT_BONUS,
     Candidate,
+    Neighbours,
     Word,
     collection_fillers,
     lexicon_candidates,
+    swaps,
 )
-from presidio_delink.candidates.score import MARGIN, MEANING_WEIGHT, LMScorer, contexts
+from presidio_delink.candidates.score import FLOOR, MARGIN, MEANING_WEIGHT, LMScorer, contexts
 from presidio_delink.candidates.verify import FormCheck, Tagger
 from presidio_delink.edits import Run
 from presidio_delink.generalise import generalise
@@ -77,6 +81,8 @@ class Choice:
     score: float | None
     proposed: int
     refused: dict[str, int] = field(default_factory=dict)
+    #: whether the LLM may write one where none survived (:meth:`CandidateChooser.needs_writer`)
+    writer: bool = False
 
 
 Accept = Callable[[Run, str], "str | None"]
@@ -112,15 +118,20 @@ class CandidateChooser:
         self.index = index
         self.k = k
         self.form_check = FormCheck(self.tagger)
+        self.neighbours = Neighbours(index) if index is not None else None
 
     @staticmethod
-    def needs_writer(text: str, r: Run) -> bool:
+    def needs_writer(span: str, tags: Sequence[str]) -> bool:
         """Whether a run no candidate fits is worth asking the LLM to write: a run of
-        several words (an idiom) or a capitalised word (a name needs a category).  A
-        single common word is redacted instead: the lexicon's words were its best
-        stand-ins, and a free answer for it is the likeliest to change its form or fact."""
-        span = text[r.start : r.end]
-        return r.n_words > 1 or span[:1].isupper()
+        several words (an idiom) or a name (a proper noun's tag; without tags, a capital
+        letter), which needs a category.  A single common word is redacted instead: the
+        lexicon's words were its best stand-ins, and a free answer for it is the likeliest
+        to change its form or fact."""
+        if len(span.split()) > 1 or len(tags) > 1:
+            return True
+        if tags:
+            return tags[0].startswith("NNP")
+        return span[:1].isupper()
 
     def choose(
         self, text: str, rs: Sequence[Run], accept: Accept, links: Links | None = None
@@ -159,9 +170,11 @@ class CandidateChooser:
             # one written word the tagger splits ("cross-examined"): its last piece's tag
             words = [Word(span, r.start, r.end, words[-1].tag)]
         if not words or "".join(w.text for w in words) != "".join(span.split()):
-            return Choice(None, None, None, 0, {"not whole words": 1})
+            return Choice(None, None, None, 0, {"not whole words": 1},
+                          writer=self.needs_writer(span, []))
         cands = self._proposed(text, r, words, label)
-        ch = Choice(None, None, None, len(cands))
+        ch = Choice(None, None, None, len(cands),
+                    writer=self.needs_writer(span, [w.tag for w in words]))
         live = []
         for c in cands:
             why = accept(r, c.text)
@@ -175,6 +188,10 @@ class CandidateChooser:
             )
             _refuse(ch, "changes the word form", sum(not k for k in kept))
             live = [c for c, k in zip(live, kept, strict=True) if k]
+        if self.neighbours is not None and len(words) == 1:
+            before = len(live)
+            live = [c for c in live if not self._used_otherwise(words[0].text, c)]
+            _refuse(ch, "the collection uses it for something else", before - len(live))
         live.sort(key=lambda c: -c.meaning)
         ranked = self._ranked(text, r, live[:MAX_SCORED], ch)
         for c in ranked:
@@ -186,6 +203,31 @@ class CandidateChooser:
             ch.text, ch.source, ch.score = c.text, c.source, c.score
             break
         return ch
+
+    def _used_otherwise(self, word: str, c: Candidate) -> bool:
+        """A WordNet word whose company in the collection is nearly disjoint from the
+        run's word's (:class:`~.propose.Neighbours`); a slot filler, a generalisation or a
+        function word's stand-in is never so judged."""
+        if c.source != "lexicon" or c.relation == "function word" or " " in c.text:
+            return False
+        assert self.neighbours is not None
+        sim = self.neighbours.similarity(word, c.text)
+        return sim is not None and sim < SAME_USE
+
+    def _domain_sense(self, word: str, lex: list[Candidate]) -> int:
+        """The WordNet sense the collection uses ``word`` in: the one whose words keep
+        the company most like ``word``'s (:class:`~.propose.Neighbours`); WordNet's most
+        frequent sense (0) where none can be told.  WordNet's order is general English:
+        ``trial`` is first a test, ``conviction`` a belief; a judgment's are the others."""
+        if self.neighbours is None:
+            return 0
+        best, best_sim = 0, 0.0
+        for c in lex:
+            if c.source == "lexicon" and " " not in c.text:
+                sim = self.neighbours.similarity(word, c.text)
+                if sim is not None and sim > best_sim:
+                    best, best_sim = c.rank, sim
+        return best
 
     def _proposed(
         self, text: str, r: Run, words: list[Word], label: str | None
@@ -199,9 +241,12 @@ class CandidateChooser:
             for g in (generalise(text, r.start, r.end, label) if typed else [])
         ]
         lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
+        if len(words) == 1:
+            lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)
         # a less frequent sense only where the collection uses the word in this slot
-        cands += [c for c in lex if c.rank == 0 or c.source == "collection"][:MAX_CANDIDATES]
+        sense = self._domain_sense(words[0].text, lex) if len(words) == 1 else 0
+        cands += [c for c in lex if c.rank == sense or c.source == "collection"][:MAX_CANDIDATES]
         if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
             left, right = self._neighbours(text, r)
             own = words[0].text.lower()
@@ -232,6 +277,9 @@ class CandidateChooser:
                 _refuse(ch, "reads far worse than the sentence as written", 1)
                 continue
             c.score = round(s - base + MEANING_WEIGHT * c.meaning, 3)
+            if c.score < FLOOR:
+                _refuse(ch, "reads worse than its meaning makes up for", 1)
+                continue
             out.append(c)
         return sorted(out, key=lambda c: -(c.score or 0.0))
 

@@ -4,8 +4,10 @@ Definitions. For a word ``w`` tagged ``t`` (a Penn Treebank tag, read by spaCy i
 its lemma ``l`` (:mod:`lemminflect`) is looked up in WordNet's index for ``t``'s part of
 speech (noun, verb, adjective, adverb).  Of its first :data:`SENSES` senses (WordNet orders
 them by frequency in its tagged corpus), the other words of each synset are *synonyms*;
-for nouns and verbs, the words of each synset's direct hypernyms are *hypernyms* (a more
-general word: ``detention`` -> ``confinement``).  Each is inflected to ``t``
+for nouns, the words of each synset's direct hypernyms are *hypernyms* (a more general
+word: ``detention`` -> ``confinement``; a verb's would change what was done: ``accepted``
+and ``rejected`` -> ``evaluated``); for adjectives, the first word of each
+synset it is *similar* to (``sufficient`` -> ``adequate``).  Each is inflected to ``t``
 (``arrested`` VBD -> ``detained``, ``courts`` NNS -> ``tribunals``); a candidate that
 cannot be inflected to ``t`` is dropped: a wrong verb form is worse than a redaction.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 
 __all__ = ["SENSES", "TOO_GENERAL", "LexCandidate", "WordNet", "inflect", "lemma_of", "wordnet_pos"]
 
-SENSES = 2
+SENSES = 4
 #: Words too general to stand in for another (``accepted`` -> ``had``, ``took``).
 TOO_GENERAL = frozenset({
     "be", "have", "do", "make", "take", "get", "give", "go", "put", "set", "come", "let",
@@ -116,7 +118,8 @@ class WordNet:
         return table.get(lemma.lower().replace(" ", "_"), [])
 
     def _synset(self, pos: str, offset: int) -> tuple[list[str], list[int]]:
-        """Words and direct hypernym offsets of a synset."""
+        """Words of a synset, and the offsets of its direct hypernyms (nouns, verbs) or
+        of the synsets it is similar to (adjectives: ``sufficient`` -> ``adequate``)."""
         assert self.directory is not None
         with open(self.directory / f"data.{_FILES[pos]}", "rb") as f:
             f.seek(offset)
@@ -125,12 +128,13 @@ class WordNet:
         n_words = int(parts[3], 16)
         words = [parts[4 + 2 * i] for i in range(n_words)]
         j = 4 + 2 * n_words
-        hyper = [
+        wanted = ("&", ("a", "s")) if pos == "a" else ("@", (pos,))
+        related = [
             int(parts[j + 2 + 4 * p])
             for p in range(int(parts[j]))
-            if parts[j + 1 + 4 * p] == "@" and parts[j + 3 + 4 * p] == pos
+            if parts[j + 1 + 4 * p] == wanted[0] and parts[j + 3 + 4 * p] in wanted[1]
         ]
-        return [_clean(w) for w in words], hyper
+        return [_clean(w) for w in words], related
 
     def candidates(self, word: str, tag: str) -> list[LexCandidate]:
         """Synonyms, then hypernyms, of ``word`` tagged ``tag``, inflected to ``tag``,
@@ -143,9 +147,12 @@ class WordNet:
         for rank, off in enumerate(self._offsets(lemma, pos)[:SENSES]):
             words, hyper = self._synset(pos, off)
             found = [(w, "synonym") for w in words]
-            if pos in ("n", "v"):
+            if pos == "n":  # a verb's hypernym changes what was done: refused -> responded
                 for h in hyper[:2]:
                     found += [(w, "hypernym") for w in self._synset(pos, h)[0][:2]]
+            elif pos == "a":
+                for h in hyper[:3]:
+                    found += [(w, "similar") for w in self._synset(pos, h)[0][:1]]
             for w, rel in found:
                 if w == lemma or lemma in w.split() or len(w.split()) > 3:
                     continue

@@ -4,8 +4,8 @@ Definitions. A *run* is a span of consecutive words that must change (the loop's
 Its words carry Penn tags read in context (:class:`~.verify.Tagger`).  Candidates, most
 specific first:
 
-* ``lexicon``: for a one-word run, WordNet synonyms and hypernyms of the word, inflected
-  to its tag (:class:`~.lexicon.WordNet`); for a run of several words, each word that
+* ``lexicon``: for a one-word run, WordNet's one-word synonyms and hypernyms of the word,
+  inflected to its tag (:class:`~.lexicon.WordNet`); for a run of several words, each word that
   has lexicon candidates is replaced by one of its best (:data:`PER_WORD`), the others
   kept, in at most :data:`MAX_COMBINATIONS` combinations;
 * ``collection``: a lexicon candidate that also fills the run's slot between the same
@@ -16,7 +16,11 @@ specific first:
   content words found in the slot are *not* proposed: what fills ``was _ on`` in other
   documents is as often another fact (``arrested`` / ``born``) as the same one told
   otherwise; only a determiner may take another determiner of its slot (``the`` ->
-  ``a``).
+  ``a``);
+* ``lexicon`` too, for a function word WordNet leaves out: its stand-in of the same
+  grammar and meaning from :data:`SWAPS` (``their`` -> ``the``, ``until`` -> ``till``,
+  ``before`` -> ``prior to``).  The rest (``and``, ``of``, ``with``, pronouns) have none:
+  any other word says something else.
 
 Each candidate carries a *meaning* prior in [0, 1]: a synonym of the word's most frequent
 sense 1, a hypernym :data:`HYPERNYM` of that, each further sense :data:`SENSE_DECAY`
@@ -24,8 +28,15 @@ times less; a collection candidate gains :data:`SLOT_BONUS`.  The deterministic
 generalisations (numbers, dates, typed entities) are proposed by the loop itself
 (:func:`presidio_delink.generalise.generalise`) before these.
 
+A lexicon word is also compared with the run's word by the company they keep in the
+collection (:class:`Neighbours`): the words within two places of each, over at most
+:data:`MAX_DOCS` documents, weighted by their rarity.  A candidate whose company is nearly
+disjoint from the word's (cosine below :data:`SAME_USE`) is used for something else in
+these documents (``revoked`` -> ``played``, ``applications`` -> ``uses``) and refused; a
+word with too few documents to tell is not judged.
+
 Cost: WordNet look-ups per word; for the collection, two posting lists and the word ids
-of at most :data:`MAX_DOCS` documents per run.
+of at most :data:`MAX_DOCS` documents per run and per word compared (cached).
 """
 
 from __future__ import annotations
@@ -43,13 +54,17 @@ __all__ = [
     "HYPERNYM",
     "MAX_COMBINATIONS",
     "MAX_DOCS",
+    "SAME_USE",
     "PER_WORD",
     "SENSE_DECAY",
     "SLOT_BONUS",
+    "SWAPS",
     "Candidate",
+    "Neighbours",
     "Word",
     "collection_fillers",
     "lexicon_candidates",
+    "swaps",
 ]
 
 HYPERNYM = 0.6
@@ -58,6 +73,36 @@ SLOT_BONUS = 0.15
 PER_WORD = 3
 MAX_COMBINATIONS = 12
 MAX_DOCS = 150
+SAME_USE = 0.02
+SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "PRP$": {"their": ("the",), "his": ("the",), "her": ("the",), "its": ("the",)},
+    "IN": {
+        "until": ("till", "up to"),
+        "till": ("until",),
+        "because": ("since", "as"),
+        "while": ("whilst",),
+        "whilst": ("while",),
+        "although": ("though",),
+        "though": ("although",),
+        "upon": ("on",),
+        "during": ("in the course of", "throughout"),
+        "before": ("prior to",),
+        "after": ("following",),
+        "following": ("after",),
+        "among": ("amongst",),
+        "amongst": ("among",),
+        "about": ("concerning", "regarding"),
+        "concerning": ("regarding", "about"),
+        "regarding": ("concerning", "about"),
+        "despite": ("in spite of", "notwithstanding"),
+        "via": ("through",),
+        "towards": ("toward",),
+        "toward": ("towards",),
+    },
+}
+"""Function words and their stand-ins of the same grammar and meaning, by Penn tag: a
+possessive becomes the article (it generalises: ``their house`` -> ``the house``); a
+preposition or conjunction becomes one that says the same."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +128,7 @@ class Candidate:
 
 
 def _prior(relation: str, rank: int) -> float:
-    return (HYPERNYM if relation == "hypernym" else 1.0) * SENSE_DECAY**rank
+    return (HYPERNYM if relation in ("hypernym", "similar") else 1.0) * SENSE_DECAY**rank
 
 
 def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidate]:
@@ -95,9 +140,12 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
         if w.text[:1].isupper() and w.tag.startswith("NNP"):
             return []
         found = wordnet.candidates(w.text, w.tag)
+        # one word for one word: WordNet's phrases for a word are idioms and phrasal
+        # verbs of another register ("married" -> "hooked up with", "issue" -> "put out")
         out = [
             Candidate(c.text, "lexicon", _prior(c.relation, c.rank), c.relation, rank=c.rank)
             for c in found
+            if " " not in c.text and "-" not in c.text
         ]
         return sorted(out, key=lambda c: -c.meaning)
     options: list[list[tuple[str, float]]] = []
@@ -116,6 +164,14 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
         out.append(Candidate(text, "lexicon", float(np.mean(changed)), "synonym"))
     out.sort(key=lambda c: -c.meaning)
     return out[:MAX_COMBINATIONS]
+
+
+def swaps(word: Word) -> list[Candidate]:
+    """The :data:`SWAPS` of a function word, cased like it."""
+    table = SWAPS.get(word.tag, {})
+    out = table.get(word.text.lower(), ())
+    cased = [w[:1].upper() + w[1:] if word.text[:1].isupper() else w for w in out]
+    return [Candidate(w, "lexicon", 1.0, "function word") for w in cased]
 
 
 def collection_fillers(
@@ -160,3 +216,80 @@ def _word_ids(index: Any, ordinal: int, words: set[str]) -> dict[str, int]:
             if len(out) == len(words):
                 break
     return out
+
+
+class Neighbours:
+    """The company words keep in the collection (module docstring), cached per word.
+
+    Args:
+        index: the collection's index.
+        max_docs: documents read per word, spread over its posting list.
+        min_docs: fewer documents than this tell nothing: no similarity.
+        cache: words kept.
+    """
+
+    def __init__(
+        self, index: Any, max_docs: int = MAX_DOCS, min_docs: int = 3, cache: int = 4096
+    ) -> None:
+        self.index = index
+        self.max_docs = max_docs
+        self.min_docs = min_docs
+        self._cache: dict[str, dict[int, float] | None] = {}
+        self._df: dict[int, int] = {}
+        self._size = cache
+
+    def similarity(self, a: str, b: str) -> float | None:
+        """Cosine of the weighted company of words ``a`` and ``b``; None when either is
+        not one word of the index or is in fewer than ``min_docs`` documents."""
+        va, vb = self._vector(a), self._vector(b)
+        if va is None or vb is None:
+            return None
+        dot = sum(x * vb.get(w, 0.0) for w, x in va.items())
+        na = float(np.sqrt(sum(x * x for x in va.values())))
+        nb = float(np.sqrt(sum(x * x for x in vb.values())))
+        return dot / (na * nb) if na and nb else None
+
+    def _vector(self, word: str) -> dict[int, float] | None:
+        try:
+            ws = self.index.words_of(word)
+        except Exception:  # a phrase the view splits: not one word
+            return None
+        if len(ws) != 1:
+            return None
+        w = ws[0]
+        if w in self._cache:
+            return self._cache[w]
+        docs = self.index.lookup([w])
+        vec = None
+        if len(docs) >= self.min_docs:
+            pick = np.linspace(0, len(docs) - 1, min(self.max_docs, len(docs))).astype(int)
+            sel = docs[pick]
+            wid = _word_ids(self.index, int(sel[0]), {w}).get(w)
+            if wid is not None:
+                vec = self._company(sel, wid)
+        if len(self._cache) >= self._size:
+            self._cache.clear()
+        self._cache[w] = vec
+        return vec
+
+    def _company(self, docs: np.ndarray, wid: int) -> dict[int, float]:
+        parts = []
+        for d in docs.tolist():
+            arr = self.index.doc_word_ids(d)
+            pos = np.flatnonzero(arr == wid)
+            for off in (-2, -1, 1, 2):
+                p = pos + off
+                parts.append(arr[p[(p >= 0) & (p < len(arr))]])
+        ids, counts = np.unique(np.concatenate(parts), return_counts=True)
+        n = self.index.n_docs
+        return {
+            i: float(np.log1p(c) * np.log(n / max(1, self._doc_freq(i))))
+            for i, c in zip(ids.tolist(), counts.tolist(), strict=True)
+        }
+
+    def _doc_freq(self, wid: int) -> int:
+        if wid not in self._df:
+            if len(self._df) >= 16 * self._size:
+                self._df.clear()
+            self._df[wid] = len(self.index.lookup([self.index.word_of(wid)]))
+        return self._df[wid]

@@ -9,7 +9,9 @@ run's own words are scored in **one** forward pass: ``L`` is the shared prefix a
 candidate a branch that sees it (``Branch``).  A candidate is *refused* when it reads more
 than :data:`MARGIN` nats worse than the words it replaces (``f(c) < f(run) - MARGIN``);
 the rest are ranked by ``f(c) - f(run) + MEANING_WEIGHT * meaning(c)``, ``meaning`` being
-the proposal's prior (:mod:`.propose`).
+the proposal's prior (:mod:`.propose`), and refused below :data:`FLOOR`: a word of another
+sense reads worse than its prior makes up for (``statements`` -> ``contents``,
+``convictions`` -> ``beliefs``), and a redaction is better than a changed fact.
 
 Why the run's own reading is the reference: it is what the sentence meant, and a rare
 word (the reason it links) reads badly itself, which leaves room for a commoner synonym;
@@ -26,11 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LEFT_CHARS", "MARGIN", "MEANING_WEIGHT", "RIGHT_WORDS", "LMScorer", "contexts"]
+__all__ = ["FLOOR", "LEFT_CHARS", "MARGIN", "MEANING_WEIGHT", "RIGHT_WORDS", "LMScorer", "contexts"]
 
 LEFT_CHARS = 80
 RIGHT_WORDS = 3
 MARGIN = 10.0
+FLOOR = -2.0
 MEANING_WEIGHT = 6.0
 _RIGHT_RE = re.compile(r"\W*(?:\w+\W*){0,%d}" % RIGHT_WORDS)  # noqa: UP031
 

@@ -36,6 +36,8 @@ SAME_FORM: dict[str, frozenset[str]] = {
     "NNPS": frozenset({"NNPS", "NNS"}),
     "NN": frozenset({"NN", "NNP"}),
     "NNS": frozenset({"NNS", "NNPS"}),
+    "PRP$": frozenset({"PRP$", "DT"}),  # "their house" -> "the house"
+    "IN": frozenset({"IN", "TO"}),  # "before" -> "prior to"
 }
 """Tags a candidate's head may have for an original tagged ``key`` (else the same tag)."""
 _END = re.compile(r"[.!?;]\s")
