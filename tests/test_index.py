@@ -334,3 +334,18 @@ def test_every_index_file_is_written_through_atomic_output(
     copy = NgramIndex.load(out).save(tmp_path / "copy")
     files = {p.resolve() for d in (out, copy) for p in d.rglob("*") if p.is_file()}
     assert files and files <= written, sorted(map(str, files - written))
+
+
+def test_build_settings_are_checked_before_anything_is_written(tmp_path: Path) -> None:
+    docs = [("a", "one two three"), ("b", "two three four")]
+    with pytest.raises(TypeError, match="maxn"):
+        NgramIndex.build(docs, tmp_path / "typo", maxn=3)
+    with pytest.raises(ConfigError, match="shard_words must be positive, got 0"):
+        NgramIndex.build(docs, tmp_path / "zero", shard_words=0)
+    with pytest.raises(ConfigError, match="n_parts must be positive"):
+        NgramIndex.build_files([tmp_path / "x.jsonl"], tmp_path / "f", dask_client=None,
+                               n_parts=0)
+    assert not (tmp_path / "typo").exists() and not (tmp_path / "zero").exists()
+    idx = NgramIndex.build(docs, tmp_path / "ok", max_n=2, views=["folded"])
+    assert idx.stats()["n_docs"] == 2 and list(idx.views) == ["folded"]
+    assert NgramIndex.load(tmp_path / "ok").primary.tokenizer.max_n == 2

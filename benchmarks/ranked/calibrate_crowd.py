@@ -37,23 +37,18 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import GROUP, tab_held_in  # noqa: E402
 from calibrate_protect import (  # noqa: E402
-    MIN_TERMS,
-    STOP,
     Family,
     _uptime,
     build_grams,
     qgram_found,
-    stem,
 )
 
 from presidio_delink.datasets import tab_collection  # noqa: E402
-from presidio_delink.edits import sentence_bounds  # noqa: E402
 from presidio_delink.index import NgramIndex  # noqa: E402
 from presidio_delink.io import atomic_output  # noqa: E402
 from presidio_delink.pipeline import Delinker  # noqa: E402
@@ -63,51 +58,19 @@ from presidio_delink.protect import Protector  # noqa: E402
 def family_ranks(fam: Family, text: str, group: str) -> dict[str, tuple[int | None, bool]]:
     """Per family member: the source's whole-text rank (ties count as found; None: not
     matched) and whether its best sentence puts the source first."""
-    toks = fam.index.tokenizer.tokens(text)
-    bounds = sentence_bounds(text)
-    sent = [next((i for i, (a, b) in enumerate(bounds) if a <= t.start < b), -1) for t in toks]
     gi = fam.gnames.index(group)
     out: dict[str, tuple[int | None, bool]] = {}
-    for v, (vname, vocab, mats) in enumerate(fam.views):
-        terms: list[int] = []
-        per_s: dict[int, set[int]] = defaultdict(set)
-        for t, j in zip(toks, sent, strict=True):
-            if fam.stop[v] and t.word in STOP:
-                continue
-            tid = vocab.get(stem(t.word) if fam.stemmed[v] else t.word)
-            if tid is None:
-                continue
-            terms.append(tid)
-            if j >= 0:
-                per_s[j].add(tid)
-        uniq = sorted(set(terms))
-        if not uniq:
-            continue
-        qs = [uniq] + [sorted(s) for s in per_s.values() if len(s) >= MIN_TERMS]
-        q = sp.csr_matrix(
-            (np.ones(sum(len(x) for x in qs)),
-             (np.concatenate([np.full(len(x), i) for i, x in enumerate(qs)]),
-              np.concatenate(qs))),
-            shape=(len(qs), len(vocab)),
-        )
-        for model, m in mats:
-            s = np.asarray((m @ q.T).todense()).T
-            if model.startswith("doc"):
-                g = np.zeros((len(qs), len(fam.gnames)))
-                for i in range(len(qs)):
-                    np.maximum.at(g[i], fam.gof, s[i])
-            else:
-                g = s
-            src = g[0, gi]
-            rank = None if src <= 0 else 1 + int(np.count_nonzero(g[0] > src))
-            first_s = False
-            if len(qs) > 1:
-                srt = np.sort(g[1:], axis=1)
-                lead = (srt[:, -1] - srt[:, -2]) / np.maximum(srt[:, -1], 1e-12)
-                best = 1 + int(np.argmax(lead))
-                top = int(np.argmax(g[best]))
-                first_s = bool(top == gi and g[best, top] > 0)
-            out[f"{vname}:{model}"] = (rank, first_s)
+    for member, g in fam.group_scores(text):
+        src = g[0, gi]
+        rank = None if src <= 0 else 1 + int(np.count_nonzero(g[0] > src))
+        first_s = False
+        if len(g) > 1:
+            srt = np.sort(g[1:], axis=1)
+            lead = (srt[:, -1] - srt[:, -2]) / np.maximum(srt[:, -1], 1e-12)
+            best = 1 + int(np.argmax(lead))
+            top = int(np.argmax(g[best]))
+            first_s = bool(top == gi and g[best, top] > 0)
+        out[member] = (rank, first_s)
     return out
 
 

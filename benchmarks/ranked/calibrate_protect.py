@@ -50,6 +50,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -130,15 +131,13 @@ class Family:
         w = idf[coo.col] * f * (k1 + 1) / (f + k1 * (1 - b + b * dl[coo.row] / avg))
         return sp.csr_matrix((w, (coo.row, coo.col)), shape=tf.shape)
 
-    def found(self, text: str, group: str) -> dict[str, set[str]]:
-        """The members whose whole-text / best-sentence answer is ``group``."""
+    def group_scores(self, text: str) -> Iterator[tuple[str, np.ndarray]]:
+        """Per member (``view:model``), its score of every group for each query: row 0 the
+        whole text, then each sentence of at least ``MIN_TERMS`` terms."""
         toks = self.index.tokenizer.tokens(text)
         bounds = sentence_bounds(text)
-        sent = []
-        for t in toks:
-            j = next((i for i, (a, b) in enumerate(bounds) if a <= t.start < b), -1)
-            sent.append(j)
-        out: dict[str, set[str]] = {"whole": set(), "sentence": set()}
+        sent = [next((i for i, (a, b) in enumerate(bounds) if a <= t.start < b), -1)
+                for t in toks]
         for v, (vname, vocab, mats) in enumerate(self.views):
             terms: list[int] = []
             per_s: dict[int, set[int]] = defaultdict(set)
@@ -170,15 +169,21 @@ class Family:
                         np.maximum.at(g[i], self.gof, s[i])
                 else:
                     g = s
-                top = np.argmax(g, axis=1)
-                srt = np.sort(g, axis=1)
-                lead = (srt[:, -1] - srt[:, -2]) / np.maximum(srt[:, -1], 1e-12)
-                if self.gnames[top[0]] == group and g[0, top[0]] > 0:
-                    out["whole"].add(f"{vname}:{model}")
-                if len(qs) > 1:
-                    best = 1 + int(np.argmax(lead[1:]))
-                    if self.gnames[top[best]] == group and g[best, top[best]] > 0:
-                        out["sentence"].add(f"{vname}:{model}")
+                yield f"{vname}:{model}", g
+
+    def found(self, text: str, group: str) -> dict[str, set[str]]:
+        """The members whose whole-text / best-sentence answer is ``group``."""
+        out: dict[str, set[str]] = {"whole": set(), "sentence": set()}
+        for member, g in self.group_scores(text):
+            top = np.argmax(g, axis=1)
+            srt = np.sort(g, axis=1)
+            lead = (srt[:, -1] - srt[:, -2]) / np.maximum(srt[:, -1], 1e-12)
+            if self.gnames[top[0]] == group and g[0, top[0]] > 0:
+                out["whole"].add(member)
+            if len(g) > 1:
+                best = 1 + int(np.argmax(lead[1:]))
+                if self.gnames[top[best]] == group and g[best, top[best]] > 0:
+                    out["sentence"].add(member)
         return out
 
 

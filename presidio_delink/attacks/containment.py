@@ -32,12 +32,10 @@ fewer than ``k`` groups explain the text about as well.  The default ``margin`` 
 calibrated on held-in data: TAB ECHR cases whose text is NOT in the collection
 (the annotated train/dev documents of ``tab_sample144`` queried against an index of the
 TAB collection without them) give the null distribution of ``s_1 - s_k``; the margin is
-set just above its 99th percentile (measured 0.234 over 113 such texts; median 0.011,
-95th percentile 0.081, maximum 0.339), so a text with no source in the collection is
-claimed about once in a hundred (2 of the 113).  Of the texts whose source is in the
-collection, 114 of 127 gold-masked TAB inputs and 110 of 127 arity-1 outputs are claimed.
-See
-``benchmarks/bench_containment.py --calibrate``.
+set just above its 99th percentile, so that a text with no source in the collection is
+claimed about once in a hundred.  The calibration's figures (that distribution, and how
+many texts whose source is in the collection are claimed) are in ``docs/design.md``
+("Attacks"); ``benchmarks/bench_containment.py --calibrate`` reruns it.
 
 Method and complexity (``L`` text words, ``C`` candidates, ``|D|`` words of a candidate):
 
@@ -52,7 +50,7 @@ Method and complexity (``L`` text words, ``C`` candidates, ``|D|`` words of a ca
    for each match, the open chain ending within ``gap`` words with the closest diagonal:
    ``O(M * a)`` for ``M`` matches and ``a`` open chains.
 3. Scores per group: union of covered positions.  Total ``O(L log |D| + C (|D| + M a))``;
-   on TAB (1,635 documents, 850-word texts) about 0.2 s per text on one core.
+   its time on TAB: ``benchmarks/results/bench_containment.md``.
 """
 
 from __future__ import annotations

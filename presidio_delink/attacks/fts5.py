@@ -22,18 +22,19 @@ with other ``k1``/``b``, Lucene's idf ``log(1 + (N - n_t + .5) / (n_t + .5))``, 
 terms together (``N`` groups, ``|D|`` and ``f`` summed over its documents); such a member
 gives every document its group's score.  FTS5's own ``bm25()`` computes the members with
 its defaults (one FTS5 row per group for the group model); the others are checked against
-a brute-force BM25 in the tests.  Why postings and not FTS5 queries: one whole-text
-OR query costs FTS5 about 35 ms per member on TAB (every document holds "the"), and the
-audit asks one query per sentence per member (about 120 per document, 1.7 s).  So each
+a brute-force BM25 in the tests.  Why postings and not FTS5 queries: a whole-text OR
+query makes FTS5 walk the postings of the commonest words (every document holds "the"),
+and the audit asks one query per sentence per member, so FTS5 queries cost the audit
+seconds a document (``benchmarks/results/ranked_audit.md``).  So each
 member's summands ``w(t, d)`` (every factor above but the sum) are computed once from
 FTS5's tokenisation of the collection, and a query's scores are one weighted
 ``bincount`` of its terms' postings.  The FTS5 table of each member is still built on
 demand (:meth:`Engine.fts5_search`), and the tests check that both give the same scores.
 
-Cost.  Building: the collection's words once (about 1 M for TAB), their terms under
-each FTS5 tokenizer (one insert of the distinct words), and per member one sort of its
-(term, document) pairs: about 2 s for TAB's 1,635 documents and four members, once per
-index and process (a member is built when a panel first holds it; panels share them).
+Cost.  Building: the collection's words once, their terms under each FTS5 tokenizer (one
+insert of the distinct words), and per member one sort of its (term, document) pairs,
+once per index and process (a member is built when a panel first holds it; panels share
+them); its time on TAB: ``benchmarks/results/ranked_audit.md``.
 A query of ``T`` terms: the sum of their posting lengths.
 """
 
@@ -148,12 +149,12 @@ ALL_MEMBERS: dict[str, Member] = {**MEMBERS, **EXTRA_MEMBERS}
 
 #: The protection's panel (``--protect ranked``): the audit's four and the corners above
 #: but ``-k09b04``, which are available to a panel but left out: on held-in data (40 TAB
-#: train/dev texts, margin 0.05) adding all four changed 53.2 % of the words (the two
-#: per-document ones 52.7 %) against 49.9 %, and without them the held-in family stays
-#: within the calibration's 5 % (``benchmarks/README.md``).  The ``-qtf`` members (a query
-#: parser's reading: repeated terms weigh more) are left out too: on a small collection
-#: (the 40 samples) their goal is reached only by redacting whole documents; their cost
-#: and effect on TAB: ``benchmarks/results/ranked_crowd.md``.
+#: train/dev texts, margin 0.05) adding them changed more words, and without them the
+#: held-in family stays within the calibration's 5 % (the figures:
+#: ``benchmarks/results/bench_ranked.md``, "The defence's panel widened").  The ``-qtf``
+#: members (a query parser's reading: repeated terms weigh more) are left out too: on a
+#: small collection (the 40 samples) their goal is reached only by redacting whole
+#: documents; their cost and effect on TAB: ``benchmarks/results/ranked_crowd.md``.
 PROTECT_MEMBERS: tuple[str, ...] = tuple(
     m for m in ALL_MEMBERS if "k09b04" not in m and not m.endswith("-qtf")
 )

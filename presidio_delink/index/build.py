@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,25 +61,58 @@ DEFAULT_SHARD_WORDS = 8_000_000
 _SERIAL_FIRST = 200  # documents tokenised in this process before a pool is used
 
 
+@dataclass(frozen=True)
+class BuildSettings:
+    """What shapes an index: the keywords :meth:`NgramIndex.build
+    <presidio_delink.index.ngram_index.NgramIndex.build>` and ``build_files`` take besides
+    how to run.  :meth:`plan` checks them.
+
+    Attributes:
+        max_n: longest N-gram in words.
+        views: names of the views to build (see :mod:`presidio_delink.views`).
+        placeholders: redaction placeholder patterns (segment boundaries).
+        shard_words: words per shard; bounds peak memory.
+        group_regex: derive a document's group from its id when it has none: the
+            first capturing group of the first match (or the whole match).
+        key: sign ``meta.json`` with HMAC-SHA256 under this key.
+        n_parts: key-space partitions per view (default: one per build shard).
+    """
+
+    max_n: int = DEFAULT_MAX_N
+    views: Sequence[str] = DEFAULT_VIEWS
+    placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS
+    shard_words: int = DEFAULT_SHARD_WORDS
+    group_regex: str | None = None
+    key: bytes | None = None
+    n_parts: int | None = None
+
+    def plan(self) -> tuple[list[Any], dict[str, Tokenizer], re.Pattern[str] | None]:
+        """The settings checked: the views, a tokenizer per word model, the regex."""
+        specs = [VIEWS[n] for n in resolve_views(self.views, defaults=False)]
+        toks = {
+            v.fold: Tokenizer(max_n=self.max_n, placeholders=self.placeholders, fold=v.fold)
+            for v in specs
+        }
+        if self.shard_words < 1:
+            raise ConfigError(f"shard_words must be positive, got {self.shard_words}")
+        if self.n_parts is not None and self.n_parts < 1:
+            raise ConfigError(f"n_parts must be positive, got {self.n_parts}")
+        return specs, toks, _compile_group_regex(self.group_regex)
+
+
 def build_index(
     docs: Iterable[tuple[Any, ...]],
     directory: str | Path | None,
+    settings: BuildSettings,
     *,
-    max_n: int = DEFAULT_MAX_N,
-    views: Sequence[str] = DEFAULT_VIEWS,
-    placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
-    shard_words: int = DEFAULT_SHARD_WORDS,
-    group_regex: str | None = None,
-    key: bytes | None = None,
     progress: bool = False,
     workers: int = 1,
-    n_parts: int | None = None,
     dask_client: Any = None,
 ) -> Path:
     """Write an index of ``docs`` into ``directory`` (a new temporary directory when
     None) and return the directory.  Arguments and errors: :meth:`NgramIndex.build
     <presidio_delink.index.ngram_index.NgramIndex.build>`."""
-    specs, toks, grx = _plan(views, max_n, placeholders, shard_words, n_parts, group_regex)
+    specs, toks, grx = settings.plan()
     if workers < 1:
         raise ConfigError(f"workers must be positive, got {workers}")
     out = (
@@ -87,10 +121,7 @@ def build_index(
     with BuildLock(out) as lock:
         try:
             runner = DaskRunner(dask_client) if dask_client is not None else None
-            _build_into(
-                out, docs, specs, toks, max_n, shard_words, grx, key, progress,
-                workers, n_parts, runner,
-            )
+            _build_into(out, docs, settings, specs, toks, grx, progress, workers, runner)
         except BaseException:
             lock.clean()
             raise
@@ -98,22 +129,13 @@ def build_index(
 
 
 def build_index_files(
-    paths: Sequence[str | Path],
-    directory: str | Path,
-    *,
+    paths: Sequence[str | Path], directory: str | Path, settings: BuildSettings, *,
     dask_client: Any,
-    max_n: int = DEFAULT_MAX_N,
-    views: Sequence[str] = DEFAULT_VIEWS,
-    placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
-    shard_words: int = DEFAULT_SHARD_WORDS,
-    group_regex: str | None = None,
-    key: bytes | None = None,
-    n_parts: int | None = None,
 ) -> Path:
     """Write an index of the input files into ``directory`` on a Dask cluster whose
     workers read the files themselves; return the directory.  See
     :meth:`NgramIndex.build_files <presidio_delink.index.ngram_index.NgramIndex.build_files>`."""
-    specs, toks, grx = _plan(views, max_n, placeholders, shard_words, n_parts, group_regex)
+    specs, toks, grx = settings.plan()
     folds = list(toks)
     out = Path(directory)
     runner = DaskRunner(dask_client)
@@ -123,18 +145,19 @@ def build_index_files(
             results = runner.map(
                 _read_part,
                 [
-                    (str(p), i, folds, max_n, placeholders, shard_words,
+                    (str(p), i, folds, settings.max_n, settings.placeholders,
+                     settings.shard_words,
                      str(out / BUILD_DIR / f"in-{i:05d}"), grx)
                     for i, p in enumerate(paths)
                 ],
             )
-            col = _Collector(out, folds, shard_words, grx)
+            col = _Collector(out, folds, settings.shard_words, grx)
             for res in results:
                 col.raws.extend(res["raws"])
                 col.n_words += res["n_words"]
             if not col.n_docs:
                 raise InputError("the collection has no documents")
-            _finish(out, col, specs, toks, max_n, key, n_parts, runner, False)
+            _finish(out, col, settings, specs, toks, runner, False)
         except BaseException:
             lock.clean()
             raise
@@ -197,24 +220,6 @@ class BuildLock:
         if exc[0] is not None and self.created_dir:
             with contextlib.suppress(OSError):
                 self.out.rmdir()  # only if empty: never what someone else put there
-
-
-def _plan(
-    views: Sequence[str],
-    max_n: int,
-    placeholders: tuple[str, ...],
-    shard_words: int,
-    n_parts: int | None,
-    group_regex: str | None,
-) -> tuple[list[Any], dict[str, Tokenizer], re.Pattern[str] | None]:
-    """Validate the build settings: the views, a tokenizer per word model, the regex."""
-    specs = [VIEWS[n] for n in resolve_views(views, defaults=False)]
-    toks = {v.fold: Tokenizer(max_n=max_n, placeholders=placeholders, fold=v.fold) for v in specs}
-    if shard_words < 1:
-        raise ConfigError(f"shard_words must be positive, got {shard_words}")
-    if n_parts is not None and n_parts < 1:
-        raise ConfigError(f"n_parts must be positive, got {n_parts}")
-    return specs, toks, _compile_group_regex(group_regex)
 
 
 def _compile_group_regex(pattern: str | None) -> re.Pattern[str] | None:
@@ -436,19 +441,16 @@ def _phase1_pool(
 def _build_into(
     out: Path,
     docs: Iterable[Any],
+    settings: BuildSettings,
     specs: list[Any],
     toks: dict[str, Tokenizer],
-    max_n: int,
-    shard_words: int,
     grx: re.Pattern[str] | None,
-    key: bytes | None,
     progress: bool,
     workers: int,
-    n_parts: int | None,
     runner: Runner | None = None,
 ) -> None:
     folds = list(toks)
-    col = _Collector(out, folds, shard_words, grx)
+    col = _Collector(out, folds, settings.shard_words, grx)
     (out / BUILD_DIR).mkdir(mode=0o700)
     own_runner = runner is None
     if runner is None:
@@ -466,7 +468,7 @@ def _build_into(
         col.flush()
         if not col.n_docs:
             raise InputError("the collection has no documents")
-        _finish(out, col, specs, toks, max_n, key, n_parts, runner, progress)
+        _finish(out, col, settings, specs, toks, runner, progress)
     finally:
         if bar is not None:
             bar.close()
@@ -478,11 +480,9 @@ def _build_into(
 def _finish(
     out: Path,
     col: _Collector,
+    settings: BuildSettings,
     specs: list[Any],
     toks: dict[str, Tokenizer],
-    max_n: int,
-    key: bytes | None,
-    n_parts: int | None,
     runner: Runner,
     progress: bool,
 ) -> None:
@@ -490,7 +490,8 @@ def _finish(
     metadata.  Every step is a set of tasks on the runner; this process holds a few
     numbers per shard and per partition."""
     n_docs = col.n_docs
-    parts = n_parts or max(1, len(col.raws))
+    max_n = settings.max_n
+    parts = settings.n_parts or max(1, len(col.raws))
     bases = np.cumsum([0] + [r["n_docs"] for r in col.raws]).tolist()
     raw_dirs = [r["dir"] for r in col.raws]
     docs_meta, groups_meta = build_doc_table(
@@ -596,4 +597,4 @@ def _finish(
         "groups": groups_meta,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
-    write_meta(out, meta, key)
+    write_meta(out, meta, settings.key)

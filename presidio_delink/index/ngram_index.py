@@ -29,8 +29,8 @@ import numpy as np
 
 from presidio_delink.errors import ConfigError, IndexFormatError, InputError
 from presidio_delink.index.build import (
-    DEFAULT_SHARD_WORDS,
     BuildLock,
+    BuildSettings,
     build_index,
     build_index_files,
 )
@@ -48,8 +48,8 @@ from presidio_delink.index.format import (
 from presidio_delink.index.shard import FoldDocs, Layered, Partition
 from presidio_delink.index.view_index import Lows, ViewIndex
 from presidio_delink.index.vocab import Vocabulary
-from presidio_delink.text import DEFAULT_MAX_N, DEFAULT_PLACEHOLDERS, Tokenizer
-from presidio_delink.views import DEFAULT_VIEWS, VIEWS
+from presidio_delink.text import Tokenizer
+from presidio_delink.views import VIEWS
 
 
 class NgramIndex:
@@ -91,16 +91,10 @@ class NgramIndex:
         docs: Iterable[tuple[Any, ...]],
         directory: str | Path | None = None,
         *,
-        max_n: int = DEFAULT_MAX_N,
-        views: Sequence[str] = DEFAULT_VIEWS,
-        placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
-        shard_words: int = DEFAULT_SHARD_WORDS,
-        group_regex: str | None = None,
-        key: bytes | None = None,
         progress: bool = False,
         workers: int = 1,
-        n_parts: int | None = None,
         dask_client: Any = None,
+        **settings: Any,
     ) -> NgramIndex:
         """Build an index from ``(doc_id, text)`` or ``(doc_id, text, group)`` items.
 
@@ -109,33 +103,30 @@ class NgramIndex:
                 or None (the document is then its own group, unless ``group_regex``).
             directory: where to write the index (created; must be empty or absent).
                 ``None`` builds into a temporary directory removed with the object.
-            max_n: longest N-gram in words.
-            views: names of the views to build (see :mod:`presidio_delink.views`).
-            placeholders: redaction placeholder patterns (segment boundaries).
-            shard_words: words per shard; bounds peak memory.
-            group_regex: derive a document's group from its id when it has none: the
-                first capturing group of the first match (or the whole match).
-            key: sign ``meta.json`` with HMAC-SHA256 under this key.
             progress: show a progress bar on stderr.
             workers: processes for tokenising, counting and writing (1: this one).
-            n_parts: key-space partitions per view (default: one per build shard).
             dask_client: run the counting and writing tasks on this
                 ``dask.distributed.Client`` (the directory must be shared with its
                 workers); see :meth:`build_files` for workers that read the input too.
+            settings: what shapes the index, by the names of
+                :class:`~presidio_delink.index.build.BuildSettings` (``max_n``, ``views``,
+                ``placeholders``, ``shard_words``, ``group_regex``, ``key``, ``n_parts``),
+                each defaulting as it does there.
 
         Raises:
             InputError: no documents, a duplicate or invalid id, a non-string text or
                 group, an id that ``group_regex`` does not match.
             ConfigError: a bad setting, a non-empty directory, or another build
                 writing into it.
+            TypeError: a setting :class:`~presidio_delink.index.build.BuildSettings`
+                does not have.
         """
         temp = directory is None
+        s = BuildSettings(**settings)
         out = build_index(
-            docs, directory, max_n=max_n, views=views, placeholders=placeholders,
-            shard_words=shard_words, group_regex=group_regex, key=key, progress=progress,
-            workers=workers, n_parts=n_parts, dask_client=dask_client,
+            docs, directory, s, progress=progress, workers=workers, dask_client=dask_client
         )
-        index = cls._open(out, key, lazy=True)
+        index = cls._open(out, s.key, lazy=True)
         if temp:
             weakref.finalize(index, shutil.rmtree, out, True)
         return index
@@ -147,27 +138,19 @@ class NgramIndex:
         directory: str | Path,
         *,
         dask_client: Any,
-        max_n: int = DEFAULT_MAX_N,
-        views: Sequence[str] = DEFAULT_VIEWS,
-        placeholders: tuple[str, ...] = DEFAULT_PLACEHOLDERS,
-        shard_words: int = DEFAULT_SHARD_WORDS,
-        group_regex: str | None = None,
-        key: bytes | None = None,
-        n_parts: int | None = None,
+        **settings: Any,
     ) -> NgramIndex:
         """Build on a Dask cluster whose workers read the input files themselves: one
         task per input file tokenises it into raw shards in ``directory`` (which the
         workers and this process must share), then counting and writing run as tasks too.
 
         Documents are ordered by input file, then within each file, as :meth:`build`
-        orders them, so the index answers exactly as a single-process build.
+        orders them, so the index answers exactly as a single-process build.  ``settings``
+        and the errors: as for :meth:`build`.
         """
-        out = build_index_files(
-            paths, directory, dask_client=dask_client, max_n=max_n, views=views,
-            placeholders=placeholders, shard_words=shard_words, group_regex=group_regex,
-            key=key, n_parts=n_parts,
-        )
-        return cls._open(out, key, lazy=True)
+        s = BuildSettings(**settings)
+        out = build_index_files(paths, directory, s, dask_client=dask_client)
+        return cls._open(out, s.key, lazy=True)
 
     # -- loading --------------------------------------------------------------------
     @classmethod

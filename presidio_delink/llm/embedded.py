@@ -44,7 +44,8 @@ COMPACT_JSON = {"x-guidance": {"whitespace_flexible": False}}
 """Added to every JSON schema the engine is given: llama.cpp's llguidance grammar then
 allows no whitespace between JSON tokens, so the model writes compact JSON only (the form
 of the few-shot answers), not the optional spaces and newlines a schema otherwise allows:
-each generated token costs a full decoding step (about 0.2 s on one busy core). Sent as a
+each generated token costs a full decoding step (its time on a busy core:
+``benchmarks/results/bench_pipeline.md``). Sent as a
 ``grammar``: llama.cpp's chat endpoint drops the ``x-guidance`` key of a ``json_schema``."""
 
 

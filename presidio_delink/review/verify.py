@@ -18,8 +18,8 @@ A reviewed text *verifies* when three things hold:
    ``--protect`` leaves most sources first under containment search, and the reviewer
    sees that rank, but a document is not refused for it.
 
-Cost: one ``analyze`` (tens of milliseconds on a TAB-sized text) plus one run of each
-attack; measured in ``benchmarks/bench_review.py``.
+Cost: one ``analyze`` plus one run of each attack; the times:
+``benchmarks/results/bench_review.md`` (``benchmarks/bench_review.py``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,26 @@
-"""`presidio-delink eval`: the click command (registered by ``presidio_delink.cli``)."""
+"""``eval`` and ``eval-risk``: the evaluation of :mod:`presidio_delink.eval` on a data folder."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from presidio_delink.cli.common import (
+    choice_opt,
+    clean_errors,
+    files_opt,
+    main,
+    number_opt,
+    path_opt,
+    switch_opt,
+)
 from presidio_delink.datasets import LAYOUT
 from presidio_delink.errors import DelinkError
 from presidio_delink.eval.data import DATASETS
@@ -21,11 +31,10 @@ _LAYOUT_HELP = (
 )
 
 #: ``--data``, shared by ``eval`` and ``eval-risk``.
-_DATA_OPTION = click.option(
+_DATA_OPTION = path_opt(
     "--data",
     "data_root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
+    folder=True,
     help="The evaluation data folder (layout below) [default: $PRESIDIO_DELINK_DATA; one "
     "of the two is needed].",
 )
@@ -68,35 +77,14 @@ def _data_root(given: Path | None) -> Path:
     return Path(env)
 
 
-@click.command("eval", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
+@main.command("eval", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
 @_DATA_OPTION
-@click.option(
-    "--dataset",
-    "datasets",
-    multiple=True,
-    default=("wiki-manual",),
-    show_default=True,
-    type=click.Choice(sorted(DATASETS)),
-    help="Test set and collection (repeatable).",
-)
-@click.option(
-    "-k",
-    "ks",
-    multiple=True,
-    type=click.IntRange(2),
-    default=(2, 5),
-    show_default=True,
-    help="Minimum document frequency (repeatable).",
-)
-@click.option(
-    "--arity",
-    "arities",
-    multiple=True,
-    type=click.IntRange(1, 3),
-    default=(1, 3),
-    show_default=True,
-    help="Largest combination checked (repeatable).",
-)
+@choice_opt("--dataset", "datasets", choices=sorted(DATASETS), default=("wiki-manual",),
+            multiple=True, help="Test set and collection (repeatable).")
+@number_opt("-k", "ks", default=(2, 5), low=2, multiple=True,
+            help="Minimum document frequency (repeatable).")
+@number_opt("--arity", "arities", default=(1, 3), low=1, high=3, multiple=True,
+            help="Largest combination checked (repeatable).")
 @click.option(
     "--llm",
     "llms",
@@ -105,13 +93,7 @@ def _data_root(given: Path | None) -> Path:
     show_default=True,
     help="LLM backend: none, embedded, ollama:MODEL, ... (repeatable).",
 )
-@click.option(
-    "--passes",
-    default=2,
-    show_default=True,
-    type=click.IntRange(0),
-    help="LLM rewrite passes before redaction.",
-)
+@number_opt("--passes", default=2, low=0, help="LLM rewrite passes before redaction.")
 @click.option(
     "--limit", type=click.IntRange(1), default=None, help="Only the first N test documents."
 )
@@ -127,56 +109,20 @@ def _data_root(given: Path | None) -> Path:
     default=None,
     help="Only the first N documents for settings with an LLM (default: --limit).",
 )
-@click.option(
-    "--work-dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Index and embedding cache [default: ~/.cache/presidio-delink/eval].",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    default=Path("eval-out"),
-    show_default=True,
-    help="Folder for JSON, Markdown, PNG and HTML.",
-)
-@click.option(
-    "--semantic/--no-semantic",
-    default=True,
-    show_default=True,
-    help="Embedding cosine and semantic linkage monitor (needs the MiniLM model).",
-)
-@click.option(
-    "--fluency-docs",
-    default=3,
-    show_default=True,
-    type=click.IntRange(0),
-    help="Perplexity of input and output for the first N documents (0: off).",
-)
-@click.option(
-    "--fluency-tokens",
-    default=128,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Tokens scored per text.",
-)
+@path_opt("--work-dir", help="Index and embedding cache [default: ~/.cache/presidio-delink/eval].")
+@path_opt("--out", "out_dir", default=Path("eval-out"), show_default=True,
+          help="Folder for JSON, Markdown, PNG and HTML.")
+@switch_opt("--semantic/--no-semantic",
+            help="Embedding cosine and semantic linkage monitor (needs the MiniLM model).")
+@number_opt("--fluency-docs", default=3, low=0,
+            help="Perplexity of input and output for the first N documents (0: off).")
+@number_opt("--fluency-tokens", default=128, low=1, help="Tokens scored per text.")
 # -- risk indicators (issue 14) --
-@click.option(
-    "--risk-logprobs",
-    "risk_logprobs",
-    multiple=True,
-    hidden=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Deprecated: use 'presidio-delink eval-risk FILE...'.",
-)
+@files_opt("--risk-logprobs", "risk_logprobs",
+           "Deprecated: use 'presidio-delink eval-risk FILE...'.", hidden=True)
 # -- end risk indicators --
-@click.option(
-    "--html/--no-html",
-    default=True,
-    show_default=True,
-    help="HTML before/after report of the first setting.",
-)
+@switch_opt("--html/--no-html", help="HTML before/after report of the first setting.")
+@clean_errors
 def eval_command(**opts: Any) -> None:
     """Delink a de-identified test set under each setting (k x arity x LLM) and report
     linkage risk, semantic integrity, edit cost, fluency and speed."""
@@ -203,42 +149,25 @@ def eval_command(**opts: Any) -> None:
                    err=True)
         _run_risk(data_root, o.risk_logprobs, o.work_dir, o.out_dir)
         return
-    try:
-        if (
-            data_root is not None
-            and not (data_root / "tab").is_dir()
-            and not (data_root / "wikibio").is_dir()
-        ):
-            raise DelinkError(
-                f"{data_root} holds neither tab/ nor wikibio/; see --help for the layout "
-                "('presidio-delink data convert' makes it)"
-            )
-        _run(replace(o, data_root=data_root))
-    except (DelinkError, OSError) as exc:  # an OSError names a file, never its content
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    if not (data_root / "tab").is_dir() and not (data_root / "wikibio").is_dir():
+        raise DelinkError(
+            f"{data_root} holds neither tab/ nor wikibio/; see --help for the layout "
+            "('presidio-delink data convert' makes it)"
+        )
+    _run(replace(o, data_root=data_root))
 
 
-@click.command("eval-risk", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
+@main.command("eval-risk", epilog=_LAYOUT_HELP, context_settings={"max_content_width": 100})
 @click.argument(
     "logprobs", nargs=-1, required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
 )
 @_DATA_OPTION
-@click.option(
-    "--work-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Cache folder for the indexes [default: ~/.cache/presidio-delink/eval].",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("eval-out"),
-    show_default=True,
-    help="Folder for risk.json.",
-)
+@path_opt("--work-dir", folder=True,
+          help="Cache folder for the indexes [default: ~/.cache/presidio-delink/eval].")
+@path_opt("--out", "out_dir", folder=True, default=Path("eval-out"), show_default=True,
+          help="Folder for risk.json.")
+@clean_errors
 def eval_risk_command(
     logprobs: tuple[Path, ...], data_root: Path | None, work_dir: Path | None, out_dir: Path
 ) -> None:
@@ -268,24 +197,19 @@ def _run_risk(
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_output(out_dir / "risk.json") as fh:
             fh.write(json.dumps(figures, indent=1))
-    except (DelinkError, OSError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
     except ImportError as exc:
         click.echo(f"error: the risk evaluation needs the eval extra ({exc.name})", err=True)
         sys.exit(2)
 
 
 def _run(o: EvalOptions) -> None:
+    """``eval``: every setting on every dataset; the files, and a summary a dataset."""
     from presidio_delink.eval.output import at_a_glance, plot_tradeoff, write_all, write_json
-    from presidio_delink.eval.runner import Setting, run_eval
     from presidio_delink.llm import make_rewriter
-    from presidio_delink.pipeline import DelinkResult
+    from presidio_delink.settings import parse_modes
 
     for spec in o.llms:  # fail fast on a bad backend spec (models load only when used)
         make_rewriter(spec)
-    from presidio_delink.settings import parse_modes
-
     # ConfigError on an unknown name
     protect = ",".join(parse_modes(o.protect)) if o.protect is not None else None
     t0 = time.perf_counter()
@@ -293,52 +217,9 @@ def _run(o: EvalOptions) -> None:
     def say(msg: str) -> None:
         click.echo(f"[{time.perf_counter() - t0:6.0f} s] {msg}", err=True)
 
-    ks_u = tuple(dict.fromkeys(o.ks))
-    ar_u = tuple(dict.fromkeys(o.arities))
     all_results = []
     for name in dict.fromkeys(o.datasets):
-        html_written = False
-
-        def keep_html(setting: Setting, results: list[DelinkResult], name: str = name) -> None:
-            nonlocal html_written
-            if o.html and not html_written:
-                from presidio_delink.io import atomic_output
-                from presidio_delink.report import render
-
-                o.out_dir.mkdir(parents=True, exist_ok=True)
-                with atomic_output(o.out_dir / f"{name}-report.html") as f:
-                    f.write(render(results, title=f"presidio-delink eval: {name}, {setting.label}"))
-                html_written = True
-
-        merged = None
-        for spec in dict.fromkeys(o.llms):
-            n = o.limit if spec.strip().lower() == "none" else (o.llm_limit or o.limit)
-            settings = [
-                Setting(k, a, spec, o.passes, protect=p)
-                for k in ks_u
-                for a in ar_u
-                for p in ([None, protect] if protect else [None])
-            ]
-            res = run_eval(
-                name,
-                settings,
-                limit=n,
-                work_dir=o.work_dir,
-                semantic=o.semantic,
-                fluency_docs=o.fluency_docs,
-                fluency_tokens=o.fluency_tokens,
-                progress=say,
-                on_results=keep_html,
-                bars=None,
-                data_root=o.data_root,
-            )
-            if merged is None:
-                merged = res
-            else:
-                merged["settings"] += res["settings"]
-                merged["meta"]["seconds"] += res["meta"]["seconds"]
-                merged["meta"].setdefault("runs", []).append(res["meta"])
-        assert merged is not None
+        merged = _run_dataset(o, name, protect, say)
         for p in write_all(merged, o.out_dir):
             say(f"wrote {p}")
         click.echo(at_a_glance(merged))
@@ -347,3 +228,48 @@ def _run(o: EvalOptions) -> None:
         write_json({"datasets": all_results}, o.out_dir / "all.json")
         plot_tradeoff(all_results, o.out_dir / "all-tradeoff.png")
         say(f"wrote {o.out_dir / 'all.json'} and {o.out_dir / 'all-tradeoff.png'}")
+
+
+def _run_dataset(
+    o: EvalOptions, name: str, protect: str | None, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Every setting on the dataset ``name``, the runs of each LLM merged into one result
+    (and, with --html, the report of the first setting)."""
+    from presidio_delink.eval.runner import Setting, run_eval
+    from presidio_delink.pipeline import DelinkResult
+
+    html_written = False
+
+    def keep_html(setting: Setting, results: list[DelinkResult]) -> None:
+        nonlocal html_written
+        if o.html and not html_written:
+            from presidio_delink.io import atomic_output
+            from presidio_delink.report import render
+
+            o.out_dir.mkdir(parents=True, exist_ok=True)
+            with atomic_output(o.out_dir / f"{name}-report.html") as f:
+                f.write(render(results, title=f"presidio-delink eval: {name}, {setting.label}"))
+            html_written = True
+
+    merged: dict[str, Any] | None = None
+    for spec in dict.fromkeys(o.llms):
+        n = o.limit if spec.strip().lower() == "none" else (o.llm_limit or o.limit)
+        settings = [
+            Setting(k, a, spec, o.passes, protect=p)
+            for k in dict.fromkeys(o.ks)
+            for a in dict.fromkeys(o.arities)
+            for p in ([None, protect] if protect else [None])
+        ]
+        res = run_eval(
+            name, settings, limit=n, work_dir=o.work_dir, semantic=o.semantic,
+            fluency_docs=o.fluency_docs, fluency_tokens=o.fluency_tokens, progress=say,
+            on_results=keep_html, bars=None, data_root=o.data_root,
+        )
+        if merged is None:
+            merged = res
+        else:
+            merged["settings"] += res["settings"]
+            merged["meta"]["seconds"] += res["meta"]["seconds"]
+            merged["meta"].setdefault("runs", []).append(res["meta"])
+    assert merged is not None
+    return merged
