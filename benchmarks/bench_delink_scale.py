@@ -15,10 +15,18 @@ would, each figure beside its one-process baseline measured in the same run:
    the collection) against the samples index, ``--llm none --workers 2``: the driver's
    peak resident memory (``VmHWM`` of the CLI process, polled) [at most 0.3 GiB, and at
    most 1.2 times the small run's] and the seconds per document [within 1.2 times].
+3. ``long``: one long document a run (the sample de-identified documents repeated to
+   ``--lengths`` characters, 200,000 to 5,000,000 by default) against the samples index,
+   ``--llm none`` and ``--max-chars`` raised: the CLI process's peak RSS (``ru_maxrss``)
+   [5,000,000 characters in at most 1 GiB], and its growth over a one-document run in
+   bytes a character [far below 700], with the slope between the shortest and longest
+   length; with ``--baseline TREE`` (e.g. ``git archive`` of an earlier commit) the same
+   runs with that tree's package beside each figure, up to ``--baseline-max`` characters.
 
 Usage::
 
-    python benchmarks/bench_delink_scale.py --parts identical,flat [--large 100000] \\
+    python benchmarks/bench_delink_scale.py --parts identical,flat,long [--large 100000] \\
+        [--lengths 200000,800000,2000000,5000000] [--baseline TREE] \\
         [--work benchmarks/_work/scale] [--json OUT]
 """
 
@@ -44,15 +52,22 @@ def uptime() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
 
 
-def delink(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run the CLI's delink; wall seconds, exit code and the CLI process's peak RSS."""
+def delink(args: list[str], env: dict[str, str] | None = None,
+           cwd: Path = REPO) -> dict[str, Any]:
+    """Run the CLI's delink; wall seconds, exit code, the CLI process's peak RSS
+    (``VmHWM``, polled every 50 ms) and its ``ru_maxrss`` when it ended (exact; with
+    worker processes, the largest of the CLI's and its children's)."""
     cmd = [sys.executable, "-m", "presidio_delink", "delink", "--no-progress", *args]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, cwd=REPO)
+                            env={**os.environ, **(env or {})}, cwd=cwd)
     peak = 0
     status = Path(f"/proc/{proc.pid}/status")
-    while proc.poll() is None:
+    while True:
+        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(code)
+            break
         try:
             for line in status.read_text().splitlines():
                 if line.startswith("VmHWM:"):
@@ -62,7 +77,8 @@ def delink(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]
         time.sleep(0.05)
     err = proc.stderr.read() if proc.stderr else ""
     return {"seconds": time.perf_counter() - t0, "code": proc.returncode,
-            "peak_bytes": peak, "stderr_tail": err[-400:]}
+            "peak_bytes": peak, "maxrss_bytes": usage.ru_maxrss * 1024,
+            "stderr_tail": err[-400:]}
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -149,12 +165,7 @@ def synthetic(path: Path, n: int, seed: int = 7) -> None:
 
 
 def part_flat(work: Path, small: int, large: int) -> dict[str, Any]:
-    idx = work / "samples_index"
-    if not (idx / "meta.json").exists():
-        from presidio_delink.index import NgramIndex
-        from presidio_delink.io import read_many
-
-        NgramIndex.build(read_many([REPO / "samples" / "collection.jsonl"]), idx)
+    idx = samples_index(work)
     out: dict[str, Any] = {}
     for n in (small, large):
         inp = work / f"syn-{n}.jsonl"
@@ -178,6 +189,83 @@ def part_flat(work: Path, small: int, large: int) -> dict[str, Any]:
     return out
 
 
+def long_doc(path: Path, chars: int) -> int:
+    """One document: the sample de-identified documents repeated (a blank line between)
+    until it holds at least ``chars`` characters; its length."""
+    docs = [json.loads(line)["text"]
+            for line in (REPO / "samples" / "deidentified.jsonl").read_text().splitlines()]
+    parts: list[str] = []
+    size = i = 0
+    while size < chars:
+        parts.append(docs[i % len(docs)] + "\n\n")
+        size += len(parts[-1])
+        i += 1
+    path.write_text(json.dumps({"id": f"long-{chars}", "text": "".join(parts)}) + "\n")
+    return size
+
+
+def part_long(work: Path, lengths: list[int], baseline: Path | None,
+              baseline_max: int) -> dict[str, Any]:
+    """One long document a run, ``--llm none --max-chars`` raised, against the samples
+    index: the CLI process's peak RSS (``ru_maxrss``) over that of a one-document run
+    (start-up, imports, the index), in bytes a character, and the slope between lengths.
+    With ``baseline`` (a source tree, e.g. ``git archive`` of an earlier commit), the same
+    runs with that tree's package, up to ``baseline_max`` characters."""
+    idx = samples_index(work)
+    trees = {"this": None, **({"baseline": baseline} if baseline else {})}
+    out: dict[str, Any] = {"load_before": uptime()}
+    for name, tree in trees.items():
+        # `python -m` reads the package of its working directory first
+        env, cwd = ({"PYTHONPATH": str(tree)}, tree) if tree else ({}, REPO)
+        small = work / "long-small.jsonl"
+        long_doc(small, 1)
+        base = delink(["--index", str(idx), "-k", "2", "--llm", "none", "--fresh", str(small),
+                       "-o", str(work / "long-small-out.jsonl")], env, cwd)
+        rows: dict[str, Any] = {"start_mib": round(base["maxrss_bytes"] / 2**20, 1)}
+        print("long", name, "one short document:", rows, flush=True)
+        for n in lengths:
+            if tree and n > baseline_max:
+                continue
+            inp = work / f"long-{n}.jsonl"
+            chars = long_doc(inp, n)
+            dest = work / f"long-{n}-{name}-out.jsonl"
+            dest.unlink(missing_ok=True)
+            load = uptime()
+            got = delink(["--index", str(idx), "-k", "2", "--llm", "none", "--max-chars",
+                          str(2 * chars), "--fresh", str(inp), "-o", str(dest)], env, cwd)
+            grown = got["maxrss_bytes"] - base["maxrss_bytes"]
+            rows[str(n)] = {"chars": chars, "code": got["code"],
+                            "seconds": round(got["seconds"], 1),
+                            "peak_mib": round(got["maxrss_bytes"] / 2**20, 1),
+                            "bytes_per_char": round(grown / chars),
+                            "load_before": load, "load_after": uptime()}
+            print("long", name, rows[str(n)], flush=True)
+            if got["code"] not in (0, 3):
+                print(got["stderr_tail"], flush=True)
+        done = [rows[str(n)] for n in lengths if str(n) in rows]
+        if len(done) >= 2:
+            a, b = done[0], done[-1]
+            rows["slope_bytes_per_char"] = round(
+                (b["peak_mib"] - a["peak_mib"]) * 2**20 / (b["chars"] - a["chars"]))
+        out[name] = rows
+    if baseline:
+        out["peak_ratio"] = {
+            str(n): round(out["this"][str(n)]["peak_mib"] / out["baseline"][str(n)]["peak_mib"], 2)
+            for n in lengths if str(n) in out["baseline"]
+        }
+    return out
+
+
+def samples_index(work: Path) -> Path:
+    idx = work / "samples_index"
+    if not (idx / "meta.json").exists():
+        from presidio_delink.index import NgramIndex
+        from presidio_delink.io import read_many
+
+        NgramIndex.build(read_many([REPO / "samples" / "collection.jsonl"]), idx)
+    return idx
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="identical,flat")
@@ -187,8 +275,17 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=1_000)
     ap.add_argument("--large", type=int, default=100_000)
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "scale")
+    ap.add_argument("--lengths", default="200000,800000,2000000,5000000",
+                    help="long: document lengths, in characters")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="long: a source tree to measure beside this one")
+    ap.add_argument("--baseline-max", type=int, default=2_000_000,
+                    help="long: the longest document run with --baseline")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
+    a.work = a.work.resolve()
+    if a.baseline:
+        a.baseline = a.baseline.resolve()
     a.work.mkdir(parents=True, exist_ok=True)
     print("load:", uptime(), "cores:", os.cpu_count(), flush=True)
     res: dict[str, Any] = {}
@@ -197,6 +294,9 @@ def main() -> None:
             a.work, [x for x in a.settings.split(",") if x], a.modes.split(","))
     if "flat" in a.parts:
         res["flat"] = part_flat(a.work, a.small, a.large)
+    if "long" in a.parts:
+        res["long"] = part_long(a.work, [int(x) for x in a.lengths.split(",")], a.baseline,
+                                a.baseline_max)
     print(json.dumps(res, indent=1))
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))

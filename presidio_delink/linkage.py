@@ -36,7 +36,10 @@ Algorithm and complexity (``u = |U|``, ``N`` documents, ``w = N/64`` words of a 
 
 1. One prefix walk per text position gives the df of every N-gram up to the first one
    below ``k``: ``O(L * max_n)`` trie steps for ``L`` words.  This yields the minimal
-   arity-1 N-grams and ``A``.
+   arity-1 N-grams and ``A``.  An arity-1 check walks one word model at a time and
+   ``WINDOW`` text positions at a time (a query reads only its own segment's words, so
+   the answers are those of one walk): what it holds grows with the text's tokens, not
+   with its queries of up to ``max_n`` words in every view.
 2. Pairs: the co-occurrence counts of all pairs of ``U`` are one matrix product of the
    ``u x N`` incidence matrix with its transpose, ``O(u^2 N)`` in BLAS; a pair is linkable
    when its count is in ``1..k-1``.  Exact over ``U``, hence exact (see above).
@@ -53,6 +56,7 @@ Algorithm and complexity (``u = |U|``, ``N`` documents, ``w = N/64`` words of a 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -63,8 +67,7 @@ import numpy as np
 from presidio_delink.combinations import Acc, Combination, Combos, add_flagged, combinations
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
-from presidio_delink.index.view_index import Lows
-from presidio_delink.text import Token, join_soft
+from presidio_delink.text import Token, Tokenizer
 
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
 
@@ -278,12 +281,14 @@ def analyze(
     for name in names:
         if name not in index.views:
             raise ConfigError(f"the index has no view {name!r} (it has {', '.join(index.views)})")
-    walks = _walk_views(index, [index.views[name] for name in names], text, k, mx, arity >= 2)
-    out: list[Flagged] = []
+    chosen = [index.views[name] for name in names]
     combos = Combos()
-    for name in names:
-        out.extend(
-            _analyze_view(
+    if arity == 1:
+        found, n_words = _flag_views(index, chosen, text, k, mx)
+    else:
+        walks, n_words = _walk_views(index, chosen, text, k, mx)
+        found = {
+            name: _analyze_view(
                 index,
                 index.views[name],
                 walks[name],
@@ -295,12 +300,16 @@ def analyze(
                 max_partners,
                 exhaustive,
             )
-        )
+            for name in names
+        }
+    out = [f for name in names for f in found[name]]
     out.sort(key=lambda f: (f.spans[0], f.view))
+    if n_words is None:  # no view reads the text as the index's own text model does
+        n_words = sum(len(s) for s in index.tokenizer.segments(text))
     return LinkageReport(
         k=k,
         arity=arity,
-        n_words=_n_words(index, walks, text),
+        n_words=n_words,
         flagged=out,
         combinations=combos.listed,
         n_combinations=combos.count,
@@ -310,97 +319,252 @@ def analyze(
     )
 
 
-def _n_words(index: NgramIndex, walks: dict[str, _Walk], text: str) -> int:
-    """Words of ``text`` in the index's own text model (a walked view's, when one has it)."""
-    for name, walk in walks.items():
-        if index.views[name].tokenizer == index.tokenizer:
-            return sum(map(len, walk.words))
-    return sum(len(s) for s in index.tokenizer.segments(text))
+#: Text positions whose queries an arity-1 check builds and walks at once (fewer than the
+#: index's memo of walked keys, ``Layered.MEMO_KEYS``, so that a view walked over another
+#: finds its keys there).  A query costs about 90 bytes a view, so a long text's queries
+#: never exist all at once.
+WINDOW = 16_384
 
 
 @dataclass
-class _Walk:
-    """One view's tokens of the text and its prefix walks (see ``ViewIndex.walk_keys``)."""
+class _Reading:
+    """One word model's tokens of the text in order, flat, with their words.
 
-    segs: list[list[Token]]
-    words: list[list[str]]
-    keys: list[str]
-    starts: list[int]  # the query of each segment's first word
-    rows: list[list[int]]  # combinations only (arity >= 2)
-    entries: list[tuple[int, int] | None]
-    lows: Lows | None  # arity 1
+    ``ends[p]``: where piece ``p`` (a segment cut at every break, see
+    :meth:`~presidio_delink.text.Tokenizer.pieces`) ends in ``tokens``; ``hard[p]``:
+    whether a placeholder or the end of the text closes it.
+    """
 
+    tokens: list[Token]
+    words: list[str]
+    ends: list[int]
+    hard: list[bool]
 
-def _walk_views(
-    index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int, rows: bool
-) -> dict[str, _Walk]:
-    """The prefix walks of every view.  A view that crosses punctuation is walked first:
-    at each text position, its query extends the query of the view of its word model
-    that does not cross (same tokens, a segment cut at punctuation), and when it is stored
-    over that view, the walk it leaves in that view's memo answers that view's walk.
-    ``rows``: every prefix's document frequency, for combinations (arity 2, 3); without,
-    only what an arity-1 check reads (:meth:`ViewIndex.walk_lows`)."""
-    walks: dict[str, _Walk] = {}
-    # Per word model: its pieces (segments cut at every break) and their words, which the
-    # views of that model that cross punctuation and that do not both read.
-    read: dict[str, tuple[list[tuple[list[Token], bool]], list[list[str]]]] = {}
-    for view in sorted(views, key=lambda v: v.tokenizer.break_on_punctuation):
-        tok = view.tokenizer
-        extends = None
-        if tok.break_on_punctuation:
-            for other in views:
-                if other.name in walks and other.stored_over(view) and (
-                    other.tokenizer.fold == tok.fold
-                ):
-                    extends = walks[other.name].keys
-                    break
-        got = read.get(tok.fold)
-        if got is None:
-            pieces = tok.pieces(text)
-            got = read[tok.fold] = (pieces, [[t.word for t in seg] for seg, _ in pieces])
-        pieces, words = got
-        if tok.break_on_punctuation:
-            segs = [seg for seg, _ in pieces]
-        else:
-            segs = join_soft(pieces)
-            words = join_soft(zip(words, (hard for _, hard in pieces), strict=True))
-        walks[view.name] = _walk(index, view, segs, words, k, mx, extends, rows)
-    return walks
+    @classmethod
+    def of(cls, tok: Tokenizer, text: str) -> _Reading:
+        tokens: list[Token] = []
+        ends: list[int] = []
+        hard: list[bool] = []
+        for seg, closed in tok.pieces(text):
+            tokens += seg
+            ends.append(len(tokens))
+            hard.append(closed)
+        return cls(tokens, [t.word for t in tokens], ends, hard)
+
+    def seg_ends(self, crosses: bool) -> list[int]:
+        """Where the segments of a view end in ``tokens``: at every piece's end, or, for
+        a view that crosses punctuation, at the hard ones' (as
+        :func:`~presidio_delink.text.join_soft` joins pieces)."""
+        if not crosses:
+            return self.ends
+        out = [e for e, closed in zip(self.ends, self.hard, strict=True) if closed]
+        if self.ends and not self.hard[-1]:
+            out.append(self.ends[-1])
+        return out
 
 
-def _walk(
-    index: NgramIndex,
-    view: ViewIndex,
-    segs: list[list[Token]],
-    words: list[list[str]],
-    k: int,
-    mx: int,
-    extends: list[str] | None,
-    rows: bool,
-) -> _Walk:
-    # The query at each position: its next (up to) mx words, as a slice of its segment
-    # joined once.
+def _queries(
+    words: list[str], ends: list[int], lo: int, hi: int, mx: int
+) -> tuple[list[str], list[int]]:
+    """The query at each position ``lo..hi-1`` of ``words`` (segments ending at ``ends``):
+    its next (up to) ``mx`` words in its segment, joined by one space, and their number."""
     keys: list[str] = []
     lengths: list[int] = []
-    starts: list[int] = []
-    for ws in words:
-        starts.append(len(keys))
+    s = bisect.bisect_right(ends, lo)
+    a = lo
+    while a < hi:
+        e = ends[s]
+        b = min(e, hi)
+        ws = words[a : min(e, b + mx - 1)]  # every word a query of a..b-1 reads
         size = len(ws)
         joined = " ".join(ws)
         # cut[j]: where word j ends in `joined` (cut[-1] == -1): word i begins at
         # cut[i - 1] + 2, and the query at i ends where word min(i + mx, size) - 1 does.
         cut = list(accumulate(map((1).__add__, map(len, ws)), initial=-1))
-        last = cut[mx:]
-        last += [cut[size]] * (size - len(last))
-        keys += [joined[a + 1 : b] for a, b in zip(cut, last, strict=False)]
-        lengths += [mx] * max(size - mx + 1, 0) + list(range(min(mx - 1, size), 0, -1))
-    if extends is not None and len(extends) != len(keys):
-        extends = None
-    if not rows:
-        lows = index.link_lows(view, keys, lengths, k, extends)
-        return _Walk(segs, words, keys, starts, [], [], lows)
-    dfs, entries = index.link_dfs(view, keys, lengths, k, extends)
-    return _Walk(segs, words, keys, starts, dfs, entries, None)
+        last = cut[mx : mx + b - a]
+        last += [cut[size]] * (b - a - len(last))
+        keys += [joined[x + 1 : y] for x, y in zip(cut, last, strict=False)]
+        full = max(0, min(b, e - mx + 1) - a)  # queries of mx words
+        lengths += [mx] * full + list(range(e - a - full, e - b, -1))
+        a = b
+        s += 1
+    return keys, lengths
+
+
+def _extended(
+    views: Sequence[ViewIndex], view: ViewIndex, walked: dict[str, list[str]]
+) -> list[str] | None:
+    """For a view that breaks at punctuation, the queries just walked at the same
+    positions in a view of its word model that does not and is stored over it: the walk
+    that one left in this view's memo answers this view's (see ``Layered.walk``)."""
+    if not view.tokenizer.break_on_punctuation:
+        return None
+    for other in views:
+        if other.name in walked and other.stored_over(view) and (
+            other.tokenizer.fold == view.tokenizer.fold
+        ):
+            return walked[other.name]
+    return None
+
+
+def _by_model(views: Sequence[ViewIndex]) -> dict[str, list[ViewIndex]]:
+    """The views grouped by word model, each group's views that cross punctuation first."""
+    groups: dict[str, list[ViewIndex]] = {}
+    for view in sorted(views, key=lambda v: v.tokenizer.break_on_punctuation):
+        groups.setdefault(view.tokenizer.fold, []).append(view)
+    return groups
+
+
+def _flag_views(
+    index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
+) -> tuple[dict[str, list[Flagged]], int | None]:
+    """Arity 1: each view's flagged N-grams, and the text's words in the index's own text
+    model (None when no view reads it so).
+
+    One word model at a time, ``WINDOW`` positions at a time: the queries of a window are
+    built, walked (:meth:`NgramIndex.link_lows`) and dropped, keeping only the positions
+    whose shortest query below ``k`` is found in some document; a word model's tokens are
+    dropped once its views are done.  The answers are those of one walk of the whole text
+    (a query reads only its own segment's words)."""
+    found: dict[str, list[Flagged]] = {}
+    n_words = None
+    for group in _by_model(views).values():
+        # one reading for the word model (the first view's tokenizer, as ever)
+        reading = _Reading.of(group[0].tokenizer, text)
+        if n_words is None and any(v.tokenizer == index.tokenizer for v in group):
+            n_words = len(reading.tokens)
+        ends = {v.name: reading.seg_ends(not v.tokenizer.break_on_punctuation) for v in group}
+        # per view: (position, length, df, stored entry or None) of each candidate
+        cands: dict[str, list[tuple[int, int, int, tuple[int, int] | None]]] = {
+            v.name: [] for v in group
+        }
+        n = len(reading.words)
+        for lo in range(0, n, WINDOW):
+            hi = min(n, lo + WINDOW)
+            walked: dict[str, list[str]] = {}
+            for view in group:
+                keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
+                lows = index.link_lows(view, keys, lengths, k, _extended(views, view, walked))
+                walked[view.name] = keys
+                at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
+                cands[view.name] += [
+                    (lo + q, good + 1, d, lows.entry(q))
+                    for q, good, d in zip(
+                        at.tolist(), lows.good[at].tolist(), lows.df[at].tolist(), strict=True
+                    )
+                ]
+        for view in group:
+            cs = cands.pop(view.name)
+            seg_of = np.searchsorted(
+                np.asarray(ends[view.name], dtype=np.int64),
+                np.asarray([c[0] for c in cs], dtype=np.int64),
+                side="right",
+            ).tolist()
+            flagged: dict[str, Acc] = {}
+            where: dict[str, tuple[int, int] | None] = {}
+            i = 0
+            while i < len(cs):  # one segment's candidates at a time
+                j = i + 1
+                while j < len(cs) and seg_of[j] == seg_of[i]:
+                    j += 1
+                _add_minimal(flagged, where, reading.tokens, reading.words, cs[i:j])
+                i = j
+            _set_docs(index, view, flagged, where)
+            found[view.name] = _results(view, flagged)
+        del reading
+    return found, n_words
+
+
+def _add_minimal(
+    flagged: dict[str, Acc],
+    where: dict[str, tuple[int, int] | None],
+    seg: Sequence[Token],
+    ws: Sequence[str],
+    cs: Sequence[tuple[int, int, int, tuple[int, int] | None]],
+) -> None:
+    """Flag the minimal candidates ``(i, n, df, entry)`` of one segment (``seg`` and its
+    words ``ws``; ascending ``i``, one a position): those containing no other."""
+    min_end = 1 << 62
+    for i, n, d, entry in reversed(cs):
+        if min_end > i + n:  # contains no other candidate: minimal
+            key = add_flagged(flagged, seg, ws, i, n, d, 1)
+            if where.get(key) is None:
+                where[key] = entry
+        min_end = min(min_end, i + n)
+
+
+def _set_docs(
+    index: NgramIndex,
+    view: ViewIndex,
+    flagged: dict[str, Acc],
+    where: dict[str, tuple[int, int] | None],
+) -> None:
+    """Each flagged N-gram's documents, df and groups."""
+    grouped = index.group_of is not None
+    for key, acc in flagged.items():
+        entry = where.get(key)
+        if entry is not None:
+            acc.docs = view.docs_at(entry)
+        else:
+            acc.docs = tuple(view.lookup(key.split(" ")).tolist())
+        acc.df = len(acc.docs)
+        acc.groups = len(index.groups_of(np.asarray(acc.docs, np.int64))) if grouped else acc.df
+
+
+def _results(view: ViewIndex, flagged: dict[str, Acc]) -> list[Flagged]:
+    return [
+        _flagged(
+            key=key,
+            n=acc.n,
+            df=acc.df,
+            arity=acc.arity,
+            spans=tuple(sorted(acc.spans)),
+            partners=tuple(sorted(acc.partners)),
+            docs=acc.docs,
+            view=view.name,
+            groups=acc.groups or acc.df,
+        )
+        for key, acc in flagged.items()
+    ]
+
+
+@dataclass
+class _Walk:
+    """One view's segments of the text and its prefix walks (combinations)."""
+
+    segs: list[list[Token]]
+    words: list[list[str]]
+    keys: list[str]
+    rows: list[list[int]]
+    entries: list[tuple[int, int] | None]
+
+
+def _walk_views(
+    index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
+) -> tuple[dict[str, _Walk], int | None]:
+    """Arity 2, 3: the prefix walks of every view over the whole text, every prefix's
+    document frequency kept for the combinations (:meth:`NgramIndex.link_dfs`), and the
+    text's words in the index's own text model (None when no view reads it so)."""
+    walks: dict[str, _Walk] = {}
+    n_words = None
+    for group in _by_model(views).values():
+        reading = _Reading.of(group[0].tokenizer, text)
+        if n_words is None and any(v.tokenizer == index.tokenizer for v in group):
+            n_words = len(reading.tokens)
+        for view in group:
+            ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
+            keys, lengths = _queries(reading.words, ends, 0, len(reading.words), mx)
+            extends = _extended(views, view, {n: w.keys for n, w in walks.items()})
+            dfs, entries = index.link_dfs(view, keys, lengths, k, extends)
+            bounds = list(zip([0, *ends], ends, strict=False))  # each segment's tokens
+            walks[view.name] = _Walk(
+                [reading.tokens[a:b] for a, b in bounds],
+                [reading.words[a:b] for a, b in bounds],
+                keys,
+                dfs,
+                entries,
+            )
+    return walks, n_words
 
 
 def _analyze_view(
@@ -415,64 +579,34 @@ def _analyze_view(
     max_partners: int,
     exhaustive: bool,
 ) -> list[Flagged]:
+    """Arity 2, 3: one view's flagged N-grams, alone and as shortest members of linkable
+    combinations (added to ``combos``)."""
     segs, words, rows, entries = walk.segs, walk.words, walk.rows, walk.entries
     # m[s][i]: length of the longest N-gram at (s, i) with df >= k; df_at[(s, i, n)] for n<=m
-    # (combinations only).
     m: list[list[int]] = []
     df_at: dict[tuple[int, int, int], int] = {}
-    # per segment: (i, n, df, stored entry or None) flagged at i
-    cands: list[list[tuple[int, int, int, tuple[int, int] | None]]] = []
-    if walk.lows is not None:  # arity 1: only the flagged positions are visited
-        lows = walk.lows
-        at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
-        seg_of = np.searchsorted(np.asarray(walk.starts, dtype=np.int64), at, side="right") - 1
-        cands = [[] for _ in words]
-        for q, s, good, d in zip(
-            at.tolist(), seg_of.tolist(), lows.good[at].tolist(), lows.df[at].tolist(),
-            strict=True,
-        ):
-            cands[s].append((q - walk.starts[s], good + 1, d, lows.entry(q)))
-    else:  # combinations: every position's row
-        q = 0
-        for s, ws in enumerate(words):
-            ms: list[int] = []
-            cs: list[tuple[int, int, int, tuple[int, int] | None]] = []
-            for i in range(len(ws)):
-                dfs = rows[q]
-                good = len(dfs)
-                d = dfs[-1] if dfs else k
-                if d < k:
-                    good -= 1
-                    if d >= 1:
-                        cs.append((i, good + 1, d, entries[q]))
-                for n in range(1, good + 1):
-                    df_at[(s, i, n)] = dfs[n - 1]
-                ms.append(good)
-                q += 1
-            m.append(ms)
-            cands.append(cs)
-
     flagged: dict[str, Acc] = {}
     where: dict[str, tuple[int, int] | None] = {}
-    for s, cs in enumerate(cands):
-        min_end = 1 << 30
-        for i, n, d, entry in sorted(cs, reverse=True, key=lambda c: (c[0], c[1])):
-            if min_end > i + n:  # contains no other candidate: minimal
-                key = add_flagged(flagged, segs[s], words[s], i, n, d, 1)
-                if where.get(key) is None:
-                    where[key] = entry
-            min_end = min(min_end, i + n)
-    grouped = index.group_of is not None
-    for key, acc in flagged.items():
-        entry = where.get(key)
-        if entry is not None:
-            acc.docs = view.docs_at(entry)
-        else:
-            acc.docs = tuple(view.lookup(key.split(" ")).tolist())
-        acc.df = len(acc.docs)
-        acc.groups = len(index.groups_of(np.asarray(acc.docs, np.int64))) if grouped else acc.df
-
-    if arity >= 2 and df_at:
+    q = 0
+    for s, ws in enumerate(words):
+        ms: list[int] = []
+        cs: list[tuple[int, int, int, tuple[int, int] | None]] = []  # flagged at i
+        for i in range(len(ws)):
+            dfs = rows[q]
+            good = len(dfs)
+            d = dfs[-1] if dfs else k
+            if d < k:
+                good -= 1
+                if d >= 1:
+                    cs.append((i, good + 1, d, entries[q]))
+            for n in range(1, good + 1):
+                df_at[(s, i, n)] = dfs[n - 1]
+            ms.append(good)
+            q += 1
+        m.append(ms)
+        _add_minimal(flagged, where, segs[s], ws, cs)
+    _set_docs(index, view, flagged, where)
+    if df_at:
         combinations(
             index,
             view,
@@ -489,18 +623,4 @@ def _analyze_view(
             max_partners,
             exhaustive,
         )
-
-    return [
-        _flagged(
-            key=key,
-            n=acc.n,
-            df=acc.df,
-            arity=acc.arity,
-            spans=tuple(sorted(acc.spans)),
-            partners=tuple(sorted(acc.partners)),
-            docs=acc.docs,
-            view=view.name,
-            groups=acc.groups or acc.df,
-        )
-        for key, acc in flagged.items()
-    ]
+    return _results(view, flagged)

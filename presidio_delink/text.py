@@ -360,13 +360,13 @@ class Tokenizer:
                 merged.append((a, b))
         return merged
 
-    def _chunks(self, text: str) -> list[tuple[int, str | None]]:
-        """Chunks of ``text`` (already stripped) with their offsets.
+    def _chunks(self, text: str) -> Iterator[tuple[int, str | None]]:
+        """Chunks of ``text`` (already stripped) with their offsets, in order.
 
         A chunk of ``""`` marks breaking punctuation; ``None`` marks a placeholder or the
-        end of the text (always a boundary).
+        end of the text (always a boundary).  Generated, not listed: a list of them costs
+        about 90 bytes a character of text.
         """
-        out: list[tuple[int, str | None]] = []
         pos = 0
         keep = self.fold in _FINE_WORDS
         dash = self.fold == "folded-dash"
@@ -378,23 +378,23 @@ class Tokenizer:
                     if chunk:
                         for off, sub in split_chunk(chunk, keep, every):
                             if off:
-                                out.append((m.start() + off - 1, ""))
-                            out.append((m.start() + off, sub))
+                                yield m.start() + off - 1, ""
+                            yield m.start() + off, sub
                     elif every or breaks(m.group(2)) or (dash and m.group(2) in DASHES):
-                        out.append((m.start(), ""))
-            out.append((a, None))
+                        yield m.start(), ""
+            yield a, None
             pos = b
-        return out
 
-    def _scan(self, text: str) -> tuple[str, list[int] | None, list[tuple[int, str | None]]]:
-        """``strip_invisible(text)`` and its chunks, shared by the word models that cut
-        chunks alike (cached: the views of one text read it several times)."""
-        key = (_cut_mode(self.fold), self.placeholders, text)
-        got = _SCANS.get(key)
+    @staticmethod
+    def _strip(text: str) -> tuple[str, list[int] | None]:
+        """``strip_invisible(text)``, cached: the word models of one text read it in turn."""
+        if text.isascii():
+            return text, None
+        key = (text,)
+        got = _STRIPS.get(key)
         if got is None:
-            stripped, omap = strip_invisible(text)
-            got = (stripped, omap, self._chunks(stripped))
-            _remember(_SCANS, key, got)
+            got = strip_invisible(text)
+            _remember(_STRIPS, key, got)
         return got
 
     def pieces(self, text: str) -> list[tuple[list[Token], bool]]:
@@ -415,7 +415,8 @@ class Tokenizer:
         got = _PIECES.get(key)
         if got is not None:
             return got
-        stripped, omap, chunks = self._scan(text)
+        stripped, omap = self._strip(text)
+        chunks = self._chunks(stripped)
         fine = fold not in _FOLDED
         casefold = fold != "case"
         nfc = fold != "accent"
@@ -599,7 +600,7 @@ TOKENIZER_VERSION = "delink-text-6"
 
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
-_SCANS: dict[tuple[str, tuple[str, ...], str], tuple[str, list[int] | None, list[Any]]] = {}
+_STRIPS: dict[tuple[str], tuple[str, list[int] | None]] = {}
 
 
 # The tokenisation caches: the last 8 results, of about 1 M characters of distinct text in all
@@ -617,13 +618,6 @@ def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any) -> None:
         cache[key] = value
 
 
-def _cut_mode(fold: str) -> str:
-    """How a word model cuts chunks (word models that cut alike share ``Tokenizer._scan``)."""
-    if fold == "surface" or fold == "folded-dash":
-        return fold
-    return "fine" if fold in _FINE_WORDS else "plain"
-
-
 @lru_cache(maxsize=4)
 def _stripped(text: str) -> str:
     """``strip_invisible(text)[0]``, remembered (the word models of one text are encoded
@@ -635,7 +629,7 @@ def _stripped(text: str) -> str:
 def _reads_as_folded(text: str) -> bool:
     """Whether the ``accent`` word model reads ``text`` as ``folded`` does: every character
     outside ASCII is punctuation, a symbol or a space (no letter, mark, digit or format
-    character), so that both models cut the same chunks (see ``Tokenizer._scan``) and
+    character), so that both models cut the same chunks (see ``Tokenizer._chunks``) and
     read only ASCII words, which both merely lower-case."""
     return all(
         unicodedata.category(c)[0] in "PSZ" for c in set(_NON_ASCII.findall(text))

@@ -9,7 +9,7 @@ from brute import doc_ngram_sets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from presidio_delink import NgramIndex
+from presidio_delink import NgramIndex, linkage
 from presidio_delink.errors import ConfigError
 from presidio_delink.linkage import analyze
 from presidio_delink.views import DEFAULT_VIEWS
@@ -108,6 +108,24 @@ def test_groups_equal_brute_force(tmp_path_factory, docs, query, k, arity, group
 def test_combinations_of_words_equal_brute_force(tmp_path_factory, docs, query, k, arity) -> None:  # type: ignore[no-untyped-def]
     bag_query = ", ".join(WORDS)  # the query holds every word: the richest combinations
     check(tmp_path_factory, docs, bag_query if query == "a" else query, k, 2, arity, "folded")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=corpus_st, parts=st.lists(text_st, min_size=1, max_size=4), k=st.integers(2, 3),
+       window=st.integers(1, 7))
+def test_a_check_walked_in_windows_equals_one_walk(tmp_path_factory, monkeypatch, docs, parts, k,
+                                                   window) -> None:  # type: ignore[no-untyped-def]
+    """An arity-1 check walks the text ``WINDOW`` positions at a time: a window may end
+    inside a segment, and inside a query of a view that crosses punctuation."""
+    idx = NgramIndex.build(docs, tmp_path_factory.mktemp("w") / "i", max_n=4)
+    query = " ".join(parts)
+
+    def report(size: int) -> tuple[object, ...]:
+        monkeypatch.setattr(linkage, "WINDOW", size)
+        rep = analyze(idx, query, k=k, max_n=3)
+        return rep.n_words, [(f.key, f.view, f.spans, f.df, f.docs, f.groups) for f in rep.flagged]
+
+    assert report(window) == report(1 << 20)
 
 
 def test_a_triple_links_where_no_pair_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
