@@ -119,7 +119,8 @@ from presidio_delink.settings import (
     default=DEFAULT_REWRITE,
     help="How a linkable run is rewritten: 'candidates' chooses among verified "
     "synonyms, hypernyms and generalisations (the LLM writes only where none "
-    "survives); 'generate' asks the LLM to write every replacement.",
+    "survives; with --llm none it redacts there); 'generate' asks the LLM to write "
+    "every replacement.",
 )
 @number_opt(
     "--crowd",
