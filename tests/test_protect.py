@@ -292,3 +292,48 @@ def test_variants_share_words_and_score_as_fresh_attacks(index: NgramIndex) -> N
             assert v.scores(texts[0]) == fresh.scores(texts[0])
     finally:
         cmod._VOCAB_RESET = old
+
+
+def test_occurrence_cover_for_query_tf_members() -> None:
+    """A ``qtf`` member's score is linear in the occurrences: the cover takes single word
+    occurrences by their own net lead (a word giving several terms adds their shares),
+    skips what this round already took, and stops once the deficit is covered."""
+    from presidio_delink.attacks.ranked import TermContribution
+    from presidio_delink.protect.ranked import _choose_occurrences
+
+    a, b, c, d = (0, 3), (4, 7), (8, 11), (12, 15)
+    mine = [
+        TermContribution("x", ("x",), (a, b, c), 9.0),  # 3 per occurrence
+        TermContribution("y", ("y",), (b,), 2.0),  # b also gives y: 5 in all
+        TermContribution("z", ("z",), (d,), 1.0),
+    ]
+    theirs = [TermContribution("x", ("x",), (a, b, c), 3.0)]  # 1 per occurrence
+    margin = 0.0
+    # nets: a 2, b 4, c 2, d 1; deficit 5 -> b then one of a/c (ties by position: a)
+    assert _choose_occurrences(mine, theirs, 5.0, margin, set()) == [b, a]
+    # b already taken this round: its 4 is gone, the rest 1 -> a covers it
+    assert _choose_occurrences(mine, theirs, 5.0, margin, {b}) == [a]
+    assert _choose_occurrences(mine, theirs, -1.0, margin, set()) == []
+    # the whole deficit: every occurrence with a positive net, best first
+    assert _choose_occurrences(mine, theirs, 100.0, margin, set()) == [b, a, c, d]
+
+
+def test_protect_ranked_with_query_tf_and_char_members(index: NgramIndex) -> None:
+    """With the query-tf and character 4-gram readings in its panel, the protection puts
+    the source below the best other group under each of them, linkage-free."""
+    members = ("fts5-unicode61", "fts5-unicode61-qtf", "bm25-char4-qtf")
+    ranked = RankedAttack(index, members=members)
+    d = Delinker(index, k=2, arity=1)
+    doc_id, text = INPUTS[2]
+    res = d.delink(text, doc_id)
+    assert res.text is not None
+    before = ranked.scores(res.text)
+    assert any(before.rank_of(i, doc_id) == 1 for i, (_m, q) in enumerate(before.keys)
+               if q == "text")
+    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, min_terms=5)
+    ps = ranked.scores(out.text)
+    for i, (_m, q) in enumerate(ps.keys):
+        if q == "text":
+            assert ps.rank_of(i, doc_id) != 1, ps.keys[i]
+    assert not analyze(index, out.text, k=2, arity=1).linkable
+    assert 0 < out.words_cut < len(res.text.split())

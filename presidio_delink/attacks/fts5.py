@@ -51,9 +51,8 @@ from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 
 __all__ = [
-    "ALL_MEMBERS", "EXTRA_MEMBERS", "MEMBERS", "PROTECT_MEMBERS", "PROTECT_MEMBERS_QTF",
-    "STOP_WORDS", "Engine",
-    "Member", "engine",
+    "ALL_MEMBERS", "CHAR_NGRAMS", "EXTRA_MEMBERS", "MEMBERS", "PROTECT_MEMBERS",
+    "PROTECT_MEMBERS_QTF", "STOP_WORDS", "Engine", "Member", "char_grams", "engine",
 ]
 
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
@@ -76,6 +75,22 @@ _TOKENIZERS = {
     "unicode61": "unicode61 remove_diacritics 2",
     "porter": "porter unicode61 remove_diacritics 2",
 }
+#: Character n-gram readings (not FTS5 tokenizers): a word's terms are the ``n``-grams of
+#: the word padded with one space each side (``" word "`` gives ``" wor"``, ``"word"``,
+#: ``"ord "`` for n = 4; a padded word shorter than ``n`` is its own term).  What a fuzzy
+#: or n-gram search engine matches: a changed ending or a plural keeps most of a word's
+#: grams, and a rare word's grams stay rare.
+CHAR_NGRAMS = {"char4": 4}
+
+
+def char_grams(word: str, n: int) -> tuple[str, ...]:
+    """The ``n``-grams of ``" word "`` (see :data:`CHAR_NGRAMS`); none for an empty word."""
+    if not word:
+        return ()
+    padded = f" {word} "
+    if len(padded) <= n:
+        return (padded,)
+    return tuple(padded[i : i + n] for i in range(len(padded) - n + 1))
 
 class Member(NamedTuple):
     """One ranking function of the panel.
@@ -105,7 +120,8 @@ class Member(NamedTuple):
     @property
     def is_fts5(self) -> bool:
         """Whether FTS5's own ``bm25()`` computes this member (per-document, its k1/b/idf)."""
-        return (self.k1, self.b, self.idf, self.qtf) == (_K1, _B, "fts5", False)
+        return self.tokenizer in _TOKENIZERS and (self.k1, self.b, self.idf, self.qtf) == (
+            _K1, _B, "fts5", False)
 
 
 #: The audit's panel (``attack --method ranked``, ``delink``'s audit): FTS5's ``bm25()``
@@ -141,6 +157,12 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # what every query parser does with pasted text: each occurrence a clause
     "fts5-unicode61-qtf": Member("unicode61", False, _K1, _B, "doc", "fts5", True),
     "fts5-porter-stop-qtf": Member("porter", True, _K1, _B, "doc", "fts5", True),
+    # the same at Anserini's defaults, Lucene's idf (common words repeated count)
+    "bm25-unicode61-k09b04-qtf": Member("unicode61", False, 0.9, 0.4, "doc", "lucene", True),
+    "bm25-porter-stop-k09b04-qtf": Member("porter", True, 0.9, 0.4, "doc", "lucene", True),
+    # character 4-grams of each word (:data:`CHAR_NGRAMS`), every occurrence counted
+    "bm25-char4-qtf": Member("char4", False, _K1, _B, "doc", "lucene", True),
+    "bm25-char4-k09b04-qtf": Member("char4", False, 0.9, 0.4, "doc", "lucene", True),
 }
 
 #: Every member a panel may hold.
@@ -159,9 +181,8 @@ PROTECT_MEMBERS: tuple[str, ...] = tuple(
 )
 #: The protection's panel with the query-tf members (``RankedAttack(index,
 #: members=PROTECT_MEMBERS_QTF)`` given to a :class:`~presidio_delink.protect.Protector`).
-PROTECT_MEMBERS_QTF: tuple[str, ...] = PROTECT_MEMBERS + tuple(
-    m for m in ALL_MEMBERS if m.endswith("-qtf")
-)
+PROTECT_MEMBERS_QTF: tuple[str, ...] = (
+    *PROTECT_MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
 
 
 class _Member:
@@ -234,7 +255,9 @@ class Engine:
             if m in self.members:
                 continue
             tok = ALL_MEMBERS[m].tokenizer
-            if tok not in self.term_cache:
+            if tok in CHAR_NGRAMS:
+                self.term_cache.setdefault(tok, {})
+            elif tok not in self.term_cache:
                 self.db.execute(
                     f"CREATE VIRTUAL TABLE tok_{tok} USING fts5(body, "
                     f"tokenize='{_TOKENIZERS[tok]}')"
@@ -290,10 +313,12 @@ class Engine:
     def terms(self, tok: str, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """The engine's terms of each word under tokenizer ``tok`` (cached)."""
         cache = self.term_cache[tok]
+        if len(cache) > 2_000_000:  # before the look-up: every word asked is then filled
+            cache.clear()
         new = [w for w in dict.fromkeys(words) if w not in cache]
-        if new:
-            if len(cache) > 2_000_000:
-                cache.clear()
+        if new and tok in CHAR_NGRAMS:
+            cache.update((w, char_grams(w, CHAR_NGRAMS[tok])) for w in new)
+        elif new:
             self.db.executemany(
                 f"INSERT INTO tok_{tok}(rowid, body) VALUES (?, ?)", enumerate(new, 1)
             )

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from presidio_delink.attacks.fts5 import ALL_MEMBERS
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.protect.common import Editor, ProtectOutcome, edit_spans, relink
@@ -154,12 +155,14 @@ def _choose(
     """Spans (word occurrences) to edit so that the source falls ``margin`` below the
     competitor for one (member, query): whole terms by net lead per word, greedily."""
     mine = attack.contributions(text, f.member, group, query=f.query)
-    theirs = (
-        {c.term: c.score for c in attack.contributions(text, f.member, f.competitor, query=f.query)}
-        if f.competitor
-        else {}
+    theirs_all = (
+        attack.contributions(text, f.member, f.competitor, query=f.query) if f.competitor
+        else []
     )
+    theirs = {c.term: c.score for c in theirs_all}
     deficit = f.source - (1.0 - margin) * f.score
+    if ALL_MEMBERS[f.member].qtf:
+        return _choose_occurrences(mine, theirs_all, deficit, margin, taken)
     cands = []
     for c in mine:
         net = c.score - (1.0 - margin) * theirs.get(c.term, 0.0)
@@ -175,6 +178,32 @@ def _choose(
             break
         chosen += left
         deficit -= net
+    return chosen
+
+
+def _choose_occurrences(
+    mine: Sequence[Any], theirs: Sequence[Any], deficit: float, margin: float,
+    taken: set[tuple[int, int]],
+) -> list[tuple[int, int]]:
+    """The same for a member that counts every occurrence of a term in the query
+    (``qtf``): its score is linear in the occurrences, so each word occurrence has its
+    own net lead, the sum over the terms it gives of ``(w_src - (1 - margin) w_comp)``
+    per occurrence, and the cover takes single occurrences (a term's occurrences beyond
+    what the deficit needs stay)."""
+    net: dict[tuple[int, int], float] = {}
+    for cs, factor in ((mine, 1.0), (theirs, -(1.0 - margin))):
+        for c in cs:
+            share = factor * c.score / len(c.spans)
+            for sp in c.spans:
+                net[sp] = net.get(sp, 0.0) + share
+    for sp in taken:  # edited in this round already: its part is gone
+        deficit -= net.pop(sp, 0.0)
+    chosen: list[tuple[int, int]] = []
+    for sp, v in sorted(net.items(), key=lambda x: (-x[1], x[0])):
+        if deficit < 0 or v <= 0:
+            break
+        chosen.append(sp)
+        deficit -= v
     return chosen
 
 
