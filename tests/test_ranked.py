@@ -71,6 +71,7 @@ def _brute(
     unit: str = "doc",
     qtf: bool = False,
     grams: int = 0,
+    cross: bool = False,
 ) -> dict[str, float]:
     """``{document id (or group id when unit == "group"): score}``; with ``qtf`` each
     term's summand counts once per occurrence in the query; with ``grams`` the terms are
@@ -80,6 +81,9 @@ def _brute(
         ws = _words(text, stop)
         if not grams:
             return ws
+        if cross:  # every gram of the words joined by spaces, padded
+            j = " " + " ".join(ws) + " "
+            return [j[i : i + grams] for i in range(len(j) - grams + 1)]
         out = []
         for w in ws:
             p = " " + w + " "
@@ -623,3 +627,34 @@ def test_char_ngram_member_matches_brute_force(index: NgramIndex, member: str) -
         or fuzzy in " ".join(t for _d, t, _g in CORPUS)
     with pytest.raises(ConfigError, match="does not compute"):
         att.fts5_scores(text, member)
+
+
+@pytest.mark.parametrize("member", ["bm25-char4x-qtf", "bm25-char4x-k2b1"])
+def test_cross_word_ngram_member_matches_brute_force(index: NgramIndex, member: str) -> None:
+    """BM25 over the character 4-grams of the words joined by spaces (grams across word
+    boundaries) against brute force, for the whole text and a sentence; the contributions
+    add up, and a gram's spans are the words it starts in."""
+    spec = ALL_MEMBERS[member]
+    att = RankedAttack(index, members=[member])
+    text = _query_text(4)
+    want = _brute(text, False, spec.k1, spec.b, spec.idf, qtf=spec.qtf, grams=4, cross=True)
+    ps = att.scores(text)
+    got = {index.doc_ids[d]: v for d, v in enumerate(ps.doc_scores[0]) if v > 0}
+    assert got.keys() == want.keys()
+    for u, v in want.items():
+        assert got[u] == pytest.approx(v, rel=1e-9)
+    parts = att.contributions(text, member, CORPUS[4][2])
+    best = max(want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[4][2])
+    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    assert any(" " in c.term.strip() for c in parts)  # grams that hold two words
+    for c in parts:
+        for a, b in c.spans:  # the gram starts in (or on the space before) that word
+            w = text[a:b].lower()
+            pw = " " + w
+            assert any(c.term.startswith(pw[q:]) or pw[q:].startswith(c.term)
+                       for q in range(len(w) + 1)), (c.term, w)
+    for i, (_m, q) in enumerate(ps.keys):  # a sentence: the same as contributions say
+        if q != "text":
+            parts = att.contributions(text, member, query=q, doc=0)
+            assert sum(p.score for p in parts) == pytest.approx(ps.doc_scores[i][0], rel=1e-9)
+            break

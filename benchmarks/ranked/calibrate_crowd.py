@@ -76,6 +76,9 @@ PANELS: dict[str, tuple[str, ...]] = {
     "qtf-char": (*PROTECT_MEMBERS_QTF, "bm25-char4-qtf"),
     "qtf-k09-char": (*PROTECT_MEMBERS, "fts5-unicode61-qtf", "bm25-porter-stop-k09b04-qtf",
                      "bm25-char4-k09b04-qtf"),
+    "qtf-char4x": (*PROTECT_MEMBERS_QTF, "bm25-char4x-qtf", "bm25-char4x-k2b1"),
+    "qtf-char-char4x": (*PROTECT_MEMBERS_QTF, "bm25-char4-qtf", "bm25-char4x-qtf",
+                        "bm25-char4x-k2b1"),
 }
 
 

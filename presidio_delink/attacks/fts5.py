@@ -51,8 +51,9 @@ from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 
 __all__ = [
-    "ALL_MEMBERS", "CHAR_NGRAMS", "EXTRA_MEMBERS", "MEMBERS", "PROTECT_MEMBERS",
-    "PROTECT_MEMBERS_QTF", "STOP_WORDS", "Engine", "Member", "char_grams", "engine",
+    "ALL_MEMBERS", "CHAR_NGRAMS", "CROSS_NGRAMS", "EXTRA_MEMBERS", "MEMBERS", "PROTECT_MEMBERS",
+    "PROTECT_MEMBERS_QTF", "STOP_WORDS", "Engine", "Member", "char_grams", "cross_grams",
+    "engine",
 ]
 
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
@@ -81,6 +82,28 @@ _TOKENIZERS = {
 #: or n-gram search engine matches: a changed ending or a plural keeps most of a word's
 #: grams, and a rare word's grams stay rare.
 CHAR_NGRAMS = {"char4": 4}
+#: Character n-grams across word boundaries: of the words joined by one space (padded
+#: with one each end), a word gives the grams that start on the space before it or on
+#: one of its letters, so a gram such as ``"d th"`` carries two words in their order.
+#: Editing the word a gram starts in removes the gram.
+CROSS_NGRAMS = {"char4x": 4}
+
+
+def cross_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    """Each word's grams under :data:`CROSS_NGRAMS` (none for an empty word; the empty
+    words are skipped when joining)."""
+    s = " " + " ".join(w for w in words if w) + " "
+    out: list[tuple[str, ...]] = []
+    pos = 0  # the space before the current word
+    for w in words:
+        if not w:
+            out.append(())
+            continue
+        last = min(pos + len(w), len(s) - n)
+        grams = tuple(s[q : q + n] for q in range(pos, last + 1))
+        out.append(grams or ((s,) if pos == 0 else ()))  # a text shorter than n
+        pos += len(w) + 1
+    return out
 
 
 def char_grams(word: str, n: int) -> tuple[str, ...]:
@@ -160,6 +183,9 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # the same at Anserini's defaults, Lucene's idf (common words repeated count)
     "bm25-unicode61-k09b04-qtf": Member("unicode61", False, 0.9, 0.4, "doc", "lucene", True),
     "bm25-porter-stop-k09b04-qtf": Member("porter", True, 0.9, 0.4, "doc", "lucene", True),
+    # character 4-grams across words (:data:`CROSS_NGRAMS`), every occurrence counted
+    "bm25-char4x-qtf": Member("char4x", False, _K1, _B, "doc", "lucene", True),
+    "bm25-char4x-k2b1": Member("char4x", False, 2.0, 1.0, "doc", "lucene"),
     # character 4-grams of each word (:data:`CHAR_NGRAMS`), every occurrence counted
     "bm25-char4-qtf": Member("char4", False, _K1, _B, "doc", "lucene", True),
     "bm25-char4-k09b04-qtf": Member("char4", False, 0.9, 0.4, "doc", "lucene", True),
@@ -255,7 +281,9 @@ class Engine:
             if m in self.members:
                 continue
             tok = ALL_MEMBERS[m].tokenizer
-            if tok in CHAR_NGRAMS:
+            if tok in CROSS_NGRAMS:
+                pass
+            elif tok in CHAR_NGRAMS:
                 self.term_cache.setdefault(tok, {})
             elif tok not in self.term_cache:
                 self.db.execute(
@@ -271,8 +299,20 @@ class Engine:
     def _member(self, member: str, word_ids: np.ndarray, doc_of: np.ndarray) -> _Member:
         spec = ALL_MEMBERS[member]
         tok, stop = spec.tokenizer, spec.stop
-        mapped = self.terms(tok, self.words)
         term_ids: dict[str, int] = {}
+        if tok in CROSS_NGRAMS:  # a word's grams depend on the next words
+            bounds = np.searchsorted(doc_of, np.arange(self.n_docs + 1))
+            tl: list[int] = []
+            dl_: list[int] = []
+            for d in range(self.n_docs):
+                ws = [self.words[i] for i in word_ids[bounds[d] : bounds[d + 1]].tolist()]
+                ids = [term_ids.setdefault(g, len(term_ids))
+                       for gs in cross_grams(ws, CROSS_NGRAMS[tok]) for g in gs]
+                tl += ids
+                dl_ += [d] * len(ids)
+            return self._weights(spec, term_ids, np.asarray(tl, dtype=np.int64),
+                                 np.asarray(dl_, dtype=np.int64))
+        mapped = self.terms(tok, self.words)
         per_word = [
             []
             if stop and w in STOP_WORDS
@@ -288,6 +328,12 @@ class Engine:
         first = np.repeat(start[word_ids], reps)
         within = np.arange(len(tdoc)) - np.repeat(np.cumsum(reps) - reps, reps)
         terms = flat[first + within]
+        return self._weights(spec, term_ids, terms, tdoc)
+
+    def _weights(
+        self, spec: Member, term_ids: dict[str, int], terms: np.ndarray, tdoc: np.ndarray
+    ) -> _Member:
+        """The member's postings from its (term, document) occurrences."""
         unit_of = None
         n = self.n_docs
         if spec.unit == "group":  # a group is one document: its documents' terms together
@@ -309,6 +355,14 @@ class Engine:
         k1, b = spec.k1, spec.b
         w = idf[t_of] * (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl[d_of] / max(avgdl, 1e-12)))
         return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
+
+    def token_terms(self, tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """The terms of each word of a word sequence (a text's, in order): the word's own
+        terms (:meth:`terms`), or for :data:`CROSS_NGRAMS` the grams it starts."""
+        if tok in CROSS_NGRAMS:
+            return cross_grams(words, CROSS_NGRAMS[tok])
+        mapped = self.terms(tok, words)
+        return [mapped[w] for w in words]
 
     def terms(self, tok: str, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """The engine's terms of each word under tokenizer ``tok`` (cached)."""
