@@ -1,29 +1,37 @@
-"""Choose the crowd size (``DelinkSettings.crowd``) on held-in data (never the TAB test documents).
+"""Choose the protection's panel and crowd size on held-in data (never the TAB test documents).
 
 ``--protect`` edits until every member of its panel puts at least ``crowd`` other groups
 above the source by its margin (whole text; sentences and containment as set).  Here each
-crowd size of a grid runs ``--protect all`` on held-in texts, and the held-in family of
-``calibrate_protect.py`` (24 BM25 variants and q-gram detectors that share no code with the
-defence nor with the benchmark's adversaries) reads where the source lands:
+candidate panel (:data:`PANELS`: the shipped one, and ones with query-tf and character
+n-gram readings) and each crowd size of a grid run ``--protect all`` on held-in texts, and
+the wide held-in family of ``calibrate_protect.py`` (:class:`WideFamily`: 48 BM25
+variants, distinct and repeated query terms, words and character 3-/5-grams across word
+boundaries; and q-gram detectors; its own code, shared neither with the defence nor with
+the benchmark's adversaries) reads where the source lands:
 
 * ``top1_whole`` / ``top1_sentence``: the most texts one family member ranks first by the
   whole text / by its best sentence;
 * ``top5_whole``: the most texts one family member ranks in its top 5 by the whole text;
+* ``words:*``, ``qtf:*``, ``char:*``: the same (top 1 by either reading, top 5) for the
+  worst member of each part of the family;
 * ``containment``: texts the q-gram family finds;
+* ``audit_top1`` / ``audit_top5``: what ``delink``'s audit (its ranked panel,
+  ``AUDIT_MEMBERS``, the searcher's reading) says for the same texts, to set beside the
+  family's worst member;
 * ``changed_pct``: words changed; ``cpu_s``: CPU seconds per text for the protection.
 
 Held-in texts: TAB train/dev documents (gold-masked; the collection grouped by case), as
-``calibrate_protect.py`` reads them.
+``calibrate_protect.py`` reads them (``--offset`` skips the first ones: a second slice).
 
-Rule: the smallest crowd whose family top-5 (whole text) is at most ``--top5-rate`` of the
-texts and whose words changed are at most ``--max-changed`` %; when every crowd misses
-the words budget, the smallest crowd that meets the top-5 rate; when none does, the one with
-the fewest top-5 finds (every row is printed: the frontier).
+Rule (:func:`choose`): the cheapest row (words changed) at which no family member ranks the
+source first for more than ``--top1-rate`` of the texts nor in its top 5 for more than
+``--top5-rate``; when none holds, the fewest top-5 finds (every row is printed: the
+frontier).
 
 Usage::
 
     python benchmarks/ranked/calibrate_crowd.py [--tab 30] [--grid 1,2,3,5]
-        [--sentence-crowd 1] [--json OUT]
+        [--panels base,qtf,...] [--sentence-crowd 1] [--json OUT]
 """
 
 from __future__ import annotations
@@ -46,8 +54,11 @@ from calibrate_protect import (  # noqa: E402
     qgram_found,
 )
 
-from presidio_delink.attacks.fts5 import PROTECT_MEMBERS, PROTECT_MEMBERS_QTF  # noqa: E402
-from presidio_delink.attacks.ranked import RankedAttack  # noqa: E402
+from presidio_delink.attacks.fts5 import (  # noqa: E402
+    PROTECT_MEMBERS_BASE,
+    PROTECT_MEMBERS_QTF,
+)
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack  # noqa: E402
 from presidio_delink.datasets import tab_collection  # noqa: E402
 from presidio_delink.index import NgramIndex  # noqa: E402
 from presidio_delink.io import atomic_output  # noqa: E402
@@ -71,12 +82,13 @@ def _kind(member: str) -> str:
 
 #: Candidate panels of the protection (members of ``presidio_delink.attacks.fts5``).
 PANELS: dict[str, tuple[str, ...]] = {
-    "base": PROTECT_MEMBERS,
+    "base": PROTECT_MEMBERS_BASE,
     "qtf": PROTECT_MEMBERS_QTF,
     "qtf-char": (*PROTECT_MEMBERS_QTF, "bm25-char4-qtf"),
-    "qtf-k09-char": (*PROTECT_MEMBERS, "fts5-unicode61-qtf", "bm25-porter-stop-k09b04-qtf",
+    "qtf-k09-char": (*PROTECT_MEMBERS_BASE, "fts5-unicode61-qtf", "bm25-porter-stop-k09b04-qtf",
                      "bm25-char4-k09b04-qtf"),
     "qtf-char4x": (*PROTECT_MEMBERS_QTF, "bm25-char4x-qtf", "bm25-char4x-k2b1"),
+    "qtf-char4xq": (*PROTECT_MEMBERS_QTF, "bm25-char4x-qtf"),
     "qtf-char-char4x": (*PROTECT_MEMBERS_QTF, "bm25-char4-qtf", "bm25-char4x-qtf",
                         "bm25-char4x-k2b1"),
 }
@@ -103,6 +115,7 @@ def main() -> int:
     d = Delinker(idx, k=2, arity=1)
     base = [(g, d.delink(t, g)) for g, t in held]
     n = len(base)
+    auditor = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)
     rows = []
     for panel in a.panels.split(","):
         ranked = RankedAttack(idx, k=2, members=PANELS[panel])
@@ -114,6 +127,7 @@ def main() -> int:
             top1_w: dict[str, int] = defaultdict(int)
             top1_s: dict[str, int] = defaultdict(int)
             top5_w: dict[str, int] = defaultdict(int)
+            audit1 = audit5 = 0
             for g, r0 in base:
                 res = copy.deepcopy(r0)
                 prot.protect(res, g)
@@ -125,6 +139,9 @@ def main() -> int:
                     top5_w[member] += rank is not None and rank <= 5
                     top1_s[member] += first_s
                 cont += qgram_found(idx, grams, res.text, g)
+                ar = auditor.scores(res.text).attacker_rank(g)  # what delink's audit says
+                audit1 += ar == 1
+                audit5 += ar is not None and ar <= 5
             row: dict[str, object] = {
                 "panel": panel, "crowd": m, "sentence_crowd": prot.sentence_crowd,
                 "containment_crowd": prot.containment_crowd, "texts": n,
@@ -133,6 +150,7 @@ def main() -> int:
                 "top1_sentence": int(max(top1_s.values(), default=0)),
                 "top5_whole": int(max(top5_w.values(), default=0)),
                 "containment": int(cont),
+                "audit_top1": audit1, "audit_top5": audit5,
                 "cpu_s": round((time.process_time() - t0) / n, 2),
                 "load": _uptime(),
             }
@@ -164,7 +182,7 @@ def choose(
     its whole-text top 5 for more than ``top5_rate``.  Among the rows that hold, the
     fewest words changed (the cheapest within ``max_changed`` % when any is); when none
     holds, the fewest top-5 finds of the worst member, then the fewest top-1 finds, then
-    the fewest words."""
+    the fewest words.  Ties: the panel with fewer members, then the smaller crowd."""
 
     def worst1(r: dict[str, object]) -> int:
         return max(int(r[f"{k}:top1"]) for k in ("words", "qtf", "char"))  # type: ignore[call-overload]
@@ -173,7 +191,8 @@ def choose(
             if worst1(r) <= top1_rate * n and int(r["top5_whole"]) <= top5_rate * n]  # type: ignore[call-overload]
     if good:
         cheap = [r for r in good if float(r["changed_pct"]) <= max_changed]  # type: ignore[arg-type]
-        pick = min(cheap or good, key=lambda r: float(r["changed_pct"]))  # type: ignore[arg-type]
+        pick = min(cheap or good, key=lambda r: (  # ties: the smaller panel, the smaller crowd
+            float(r["changed_pct"]), len(PANELS[str(r["panel"])]), r["crowd"]))  # type: ignore[arg-type]
         return pick, "holds" + ("" if cheap else ", words over budget")
     pick = min(rows, key=lambda r: (int(r["top5_whole"]), worst1(r), float(r["changed_pct"])))  # type: ignore[call-overload,arg-type]
     return pick, "none holds: fewest top-5 finds"

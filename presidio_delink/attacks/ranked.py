@@ -75,9 +75,15 @@ from presidio_delink.index import NgramIndex
 from presidio_delink.text import Token
 
 #: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
-#: four calibrated members, which alone take the margin decision, and the two query-tf
-#: readings (a query parser keeps every pasted word), which count for the source's rank.
-AUDIT_MEMBERS: tuple[str, ...] = (*MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
+#: four calibrated members, which alone take the margin decision, and the readings that
+#: count for the source's rank only: query-tf (a query parser keeps every pasted word)
+#: at FTS5's and at Anserini's parameters, and character 4-grams, within words and across
+#: them (a fuzzy or n-gram engine).  The audit reads more than the protection decides on:
+#: what the protection edits away its own panel no longer sees.
+AUDIT_MEMBERS: tuple[str, ...] = (
+    *MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf", "bm25-unicode61-k09b04-qtf",
+    "bm25-porter-stop-k09b04-qtf", "bm25-char4-qtf", "bm25-char4x-qtf",
+)
 
 __all__ = [
     "AUDIT_MEMBERS",
