@@ -24,8 +24,15 @@ holds the corners of that space (``PROTECT_MEMBERS``: both group models, FTS5's 
 strong-tf, full-length-normalisation parameterisation), so the margin covers only what
 lies between and beyond them.
 
-Method.  Each round collects the failing (member, query) pairs: for the whole text the
-member with the largest ratio ``s / c``, for each sentence likewise.  For a pair, the terms
+Method.  Each round collects the failing (member, query) pairs and fixes the worst
+:data:`DEFAULT_WHOLE_PER_ROUND` members' whole-text goals (largest ratio ``s / c``
+first); once the whole text holds under every member, each failing sentence (its worst
+member).  Then the panel runs again.  Fixing a few members per round and scoring again,
+rather than every failing member at once, is what keeps the edits few: members share
+most of their evidence, so the words one member's cover takes lower the others' scores
+too, and a cover chosen for each member alone takes the union of what each needs (on
+held-in TAB train/dev texts with the query-tf and character n-gram readings in the panel,
+about 72 % of the words against 56 %).  For a pair, the terms
 are taken in decreasing order of net lead per word, ``(w_src(t) - (1 - safety) w_comp(t)) /
 n_t``, until the estimated deficit ``s - (1 - safety) c`` is gone (a greedy knapsack cover:
 optimal in the fractional relaxation; whole terms, since an occurrence left behind keeps the
@@ -56,7 +63,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_RANKED_SAFETY", "DEFAULT_REWRITE_ROUNDS", "DEFAULT_SENTENCE_CROWD",
-    "DEFAULT_SENTENCE_SAFETY", "Editor",
+    "DEFAULT_SENTENCE_SAFETY", "DEFAULT_WHOLE_PER_ROUND", "Editor",
     "edit_spans", "protect_ranked",
 ]
 
@@ -77,6 +84,11 @@ DEFAULT_SENTENCE_SAFETY = 0.0
 #: for each costs words the whole text does not need; chosen on held-in data with
 #: ``benchmarks/ranked/calibrate_crowd.py``).
 DEFAULT_SENTENCE_CROWD = 1
+#: Whole-text goals fixed per round (the worst members first; see the module docstring).
+#: Chosen on held-in data (12 TAB train/dev texts, the shipped panel at crowd 2: one per
+#: round 56.6 % of words, two 55.9 %, every failing member at once 71.6 %; the goal held
+#: for every text in each).
+DEFAULT_WHOLE_PER_ROUND = 2
 #: Rounds in which the protections ask their editor before they only redact.
 DEFAULT_REWRITE_ROUNDS = 3
 
@@ -218,12 +230,13 @@ def protect_ranked(
     safety: float = DEFAULT_RANKED_SAFETY,
     sentence_safety: float | None = None,
     min_terms: int | None = None,
-    max_rounds: int = 40,
+    max_rounds: int = 80,
     marks: Sequence[tuple[int, int, str]] = (),
     editor: Editor | None = None,
     rewrite_rounds: int = DEFAULT_REWRITE_ROUNDS,
     crowd: int = 1,
     sentence_crowd: int | None = None,
+    whole_per_round: int = DEFAULT_WHOLE_PER_ROUND,
 ) -> ProtectOutcome:
     """Edit a linkage-free ``text`` until every member of ``attack`` (a
     :class:`~presidio_delink.attacks.ranked.RankedAttack` over the delinker's index) puts
@@ -251,6 +264,8 @@ def protect_ranked(
             ``1 - safety`` times the ``crowd``-th best other group's score.
         sentence_crowd: the same for sentences (default :data:`DEFAULT_SENTENCE_CROWD`,
             at most ``crowd``).
+        whole_per_round: members whose whole-text goal one round fixes (>= 1); the
+            sentences are fixed once the whole text holds.
 
     Returns:
         The protected text and what was changed; the text is linkage-free.
@@ -263,12 +278,17 @@ def protect_ranked(
     sc = min(crowd, DEFAULT_SENTENCE_CROWD) if sentence_crowd is None else sentence_crowd
     if crowd < 1 or sc < 1:
         raise ConfigError(f"crowd must be >= 1, got {crowd!r} / {sc!r}")
+    if whole_per_round < 1:
+        raise ConfigError(f"whole_per_round must be >= 1, got {whole_per_round!r}")
     index: NgramIndex = attack.index
     out = ProtectOutcome(text=text, marks=list(marks))
     for _ in range(max_rounds):
         fails = _failures(attack, out.text, group, safety, ss, min_terms, crowd, sc)
         if not fails:
             break
+        whole = [f for f in fails if f.query == "text"]
+        if whole:  # the worst members' whole-text goals first, then score again
+            fails = whole[:whole_per_round]
         out.rounds += 1
         taken: set[tuple[int, int]] = set()
         done_queries: set[str] = set()
