@@ -337,3 +337,27 @@ def test_protect_ranked_with_query_tf_and_char_members(index: NgramIndex) -> Non
             assert ps.rank_of(i, doc_id) != 1, ps.keys[i]
     assert not analyze(index, out.text, k=2, arity=1).linkable
     assert 0 < out.words_cut < len(res.text.split())
+
+
+def test_a_few_members_per_round_cut_fewer_words_than_every_members_cover(
+    index: NgramIndex,
+) -> None:
+    """Fixing the worst members' whole-text goals and scoring again takes fewer words
+    than the union of every failing member's own cover, and reaches the same goal."""
+    from presidio_delink.protect.ranked import _failures
+
+    d = Delinker(index, k=2, arity=1)
+    ranked = RankedAttack(index, members=PROTECT_MEMBERS)
+    cut = {}
+    for per in (2, 100):
+        cut[per] = 0
+        for doc_id, text in INPUTS[:4]:
+            res = d.delink(text, doc_id)
+            assert res.text is not None
+            out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=2,
+                                 whole_per_round=per)
+            assert not _failures(ranked, out.text, doc_id, DEFAULT_RANKED_SAFETY, 0.0, 1, 2, 1)
+            cut[per] += out.words_cut + out.words_relinked
+    assert cut[2] < cut[100], cut
+    with pytest.raises(ConfigError, match="whole_per_round"):
+        protect_ranked(INPUTS[0][1], INPUTS[0][0], ranked, k=2, arity=1, whole_per_round=0)
