@@ -100,6 +100,9 @@ def main() -> int:
     ap.add_argument("--offset", type=int, default=0, help="skip the first N held-in texts")
     ap.add_argument("--grid", default="1,2,3,5")
     ap.add_argument("--panels", default="base", help=f"of {', '.join(PANELS)}")
+    ap.add_argument("--per-round", default="",
+                    help="whole-text goals fixed per round (comma list; default: shipped)")
+    ap.add_argument("--safety", type=float, default=None, help="whole-text margin")
     ap.add_argument("--sentence-crowd", type=int, default=None)
     ap.add_argument("--containment-crowd", type=int, default=None)
     ap.add_argument("--top1-rate", type=float, default=0.05)
@@ -119,9 +122,11 @@ def main() -> int:
     rows = []
     for panel in a.panels.split(","):
         ranked = RankedAttack(idx, k=2, members=PANELS[panel])
-        for m in [int(x) for x in a.grid.split(",")]:
+        for m, per in [(int(x), int(y) if y else None) for x in a.grid.split(",")
+                       for y in a.per_round.split(",")]:
             prot = Protector(d, "all", ranked=ranked, crowd=m, sentence_crowd=a.sentence_crowd,
-                             containment_crowd=a.containment_crowd)
+                             containment_crowd=a.containment_crowd, whole_per_round=per,
+                             ranked_safety=a.safety)
             t0 = time.process_time()
             words = changed = cont = 0
             top1_w: dict[str, int] = defaultdict(int)
@@ -143,7 +148,8 @@ def main() -> int:
                 audit1 += ar == 1
                 audit5 += ar is not None and ar <= 5
             row: dict[str, object] = {
-                "panel": panel, "crowd": m, "sentence_crowd": prot.sentence_crowd,
+                "panel": panel, "crowd": m, "per_round": prot.whole_per_round,
+                "safety": prot.ranked_safety, "sentence_crowd": prot.sentence_crowd,
                 "containment_crowd": prot.containment_crowd, "texts": n,
                 "changed_pct": round(100 * changed / max(1, words), 1),
                 "top1_whole": int(max(top1_w.values(), default=0)),
