@@ -68,14 +68,16 @@ __all__ = [
 ]
 
 #: Relative margin below the competitor for the whole text (see the module docstring):
-#: the source at most 95 % of the best other group's score, under every member of the
-#: protection's panel (``PROTECT_MEMBERS``).  Chosen on held-in data only
-#: (``benchmarks/ranked/calibrate_protect.py``: 40 TAB train/dev and 20 Wikipedia texts,
-#: a family of 24 BM25 variants of its own: k1/b, idf, stemming, stop words, a group as
-#: one document): the smallest margin of the grid 0-0.3 at which no member of the family
-#: ranks the source first for more than 5 % of the texts (at 0, members with k1 = 0.9,
-#: b = 0.4 found 9 of 60).  With the audit's four members alone the same rule gave 0.3.
-DEFAULT_RANKED_SAFETY = 0.05
+#: the source at most 85 % of the ``crowd``-th best other group's score, under every
+#: member of the protection's panel (``PROTECT_MEMBERS``).  Chosen on held-in data only,
+#: with the panel and the crowd (``benchmarks/ranked/calibrate_crowd.py``, runs in
+#: ``benchmarks/ranked/calibrate_panel.json``: 40 TAB train/dev texts, a held-in family of
+#: 48 BM25 variants of its own, word and character n-gram, distinct and repeated query
+#: terms): the cheapest setting at which no family member ranks the source first for
+#: more than 5 % of the texts nor in its top 5 for more than 20 % (at crowd 3, margins
+#: 0.05 / 0.1 / 0.15: 54.5 / 56.4 / 59.2 % of words, the worst member's top 5 23 / 16 / 5
+#: of 40; margin 0.2 at crowd 2 and 5: 63.9 and 62.4 %).
+DEFAULT_RANKED_SAFETY = 0.15
 #: For sentences: strictly below the best other group (the same calibration: at the
 #: whole-text margin above, no member's best sentence finds more than 1 of 60).
 DEFAULT_SENTENCE_SAFETY = 0.0
@@ -85,9 +87,12 @@ DEFAULT_SENTENCE_SAFETY = 0.0
 #: ``benchmarks/ranked/calibrate_crowd.py``).
 DEFAULT_SENTENCE_CROWD = 1
 #: Whole-text goals fixed per round (the worst members first; see the module docstring).
-#: Chosen on held-in data (12 TAB train/dev texts, the shipped panel at crowd 2: one per
-#: round 56.6 % of words, two 55.9 %, every failing member at once 71.6 %; the goal held
-#: for every text in each).
+#: Chosen on held-in data (12 TAB train/dev texts, the shipped panel at crowd 2 and margin
+#: 0.05: one per round 56.6 % of words, two 55.9 %, every failing member at once 71.6 %;
+#: the goal held for every text in each).  The cover of every member at once overshoots
+#: the goal, and that overshoot bought robustness a margin buys for fewer words: at the
+#: shipped margin and crowd the held-in family's worst top 5 is 5 of 40 at 59.2 % of words,
+#: against 8 of 40 at 71.3 % for every member at once at crowd 2.
 DEFAULT_WHOLE_PER_ROUND = 2
 #: Rounds in which the protections ask their editor before they only redact.
 DEFAULT_REWRITE_ROUNDS = 3
