@@ -16,7 +16,8 @@ the defence is never tuned to them): a query parser over the pasted text (Tantiv
 ``parse_query``, every occurrence a clause), BM25 with the query's repeated terms kept
 (k1 = 0.9, b = 0.4), BM25 over character 4-grams, and FindMyText-style text reuse by every
 3-word shingle (``shingles 3``: shared, rarity-weighted and longest-run rules).  Settings
-``all-cM`` / ``ranked-cM`` run the protection with crowd size M.
+``all-cM`` / ``ranked-cM`` run the protection with crowd size M (``-cM-mX``: and the ranked
+protection's whole-text margin X).
 
 Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
 output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of
@@ -67,10 +68,19 @@ SETTINGS = {  # name -> (arity, protect modes)
 
 def setting(name: str) -> tuple[int, tuple[str, ...], int | None]:
     """``(arity, protect modes, crowd)`` of a setting name: one of :data:`SETTINGS`, or a
-    protection with ``-cM`` (crowd size M, e.g. ``all-c3``; without it the default)."""
+    protection with ``-cM`` (crowd size M, e.g. ``all-c3``; without it the default) and
+    optionally ``-mX`` (the ranked protection's whole-text margin, e.g. ``all-c3-m0.05``;
+    see :func:`margin`)."""
     base, _, c = name.partition("-c")
     arity, modes = SETTINGS[base]
+    c = c.partition("-m")[0]
     return arity, modes, int(c) if c else None
+
+
+def margin(name: str) -> float | None:
+    """The ``-mX`` part of a setting name (None: the shipped margin)."""
+    _, _, m = name.partition("-m")
+    return float(m) if m else None
 
 
 def uptime() -> str:
@@ -105,7 +115,7 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
     from presidio_delink.protect import Protector
 
     d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm))
-    prot = Protector(d, modes, crowd=crowd) if modes else None
+    prot = Protector(d, modes, crowd=crowd, ranked_safety=margin(name)) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
     done = {}

@@ -199,11 +199,12 @@ def test_a_larger_crowd_costs_words_and_ranks_the_source_lower(index: NgramIndex
         res = d.delink(text, doc_id)
         Protector(d, "ranked", crowd=crowd).protect(res, doc_id)
         assert res.text is not None
-        ranks = [
-            r for m in PROTECT_MEMBERS
-            if (r := RankedAttack(index, members=[m]).scores(res.text).rank_of(0, doc_id))
-            is not None
-        ] if RankedAttack(index).has_group(doc_id) else []
+        ranks = []  # a member with no term left in the text does not rank the source
+        for m in PROTECT_MEMBERS if RankedAttack(index).has_group(doc_id) else []:
+            ps = RankedAttack(index, members=[m]).scores(res.text)
+            row = ps.row(m)
+            if row is not None and (r := ps.rank_of(row, doc_id)) is not None:
+                ranks.append(r)
         got[crowd] = (res.words_redacted + res.words_rewritten, min(ranks, default=99))
     assert got[4][0] >= got[1][0]
     assert got[4][1] > 4 and got[1][1] > 1
@@ -292,3 +293,72 @@ def test_variants_share_words_and_score_as_fresh_attacks(index: NgramIndex) -> N
             assert v.scores(texts[0]) == fresh.scores(texts[0])
     finally:
         cmod._VOCAB_RESET = old
+
+
+def test_occurrence_cover_for_query_tf_members() -> None:
+    """A ``qtf`` member's score is linear in the occurrences: the cover takes single word
+    occurrences by their own net lead (a word giving several terms adds their shares),
+    skips what this round already took, and stops once the deficit is covered."""
+    from presidio_delink.attacks.ranked import TermContribution
+    from presidio_delink.protect.ranked import _choose_occurrences
+
+    a, b, c, d = (0, 3), (4, 7), (8, 11), (12, 15)
+    mine = [
+        TermContribution("x", ("x",), (a, b, c), 9.0),  # 3 per occurrence
+        TermContribution("y", ("y",), (b,), 2.0),  # b also gives y: 5 in all
+        TermContribution("z", ("z",), (d,), 1.0),
+    ]
+    theirs = [TermContribution("x", ("x",), (a, b, c), 3.0)]  # 1 per occurrence
+    margin = 0.0
+    # nets: a 2, b 4, c 2, d 1; deficit 5 -> b then one of a/c (ties by position: a)
+    assert _choose_occurrences(mine, theirs, 5.0, margin, set()) == [b, a]
+    # b already taken this round: its 4 is gone, the rest 1 -> a covers it
+    assert _choose_occurrences(mine, theirs, 5.0, margin, {b}) == [a]
+    assert _choose_occurrences(mine, theirs, -1.0, margin, set()) == []
+    # the whole deficit: every occurrence with a positive net, best first
+    assert _choose_occurrences(mine, theirs, 100.0, margin, set()) == [b, a, c, d]
+
+
+def test_protect_ranked_with_query_tf_and_char_members(index: NgramIndex) -> None:
+    """With the query-tf and character 4-gram readings in its panel, the protection puts
+    the source below the best other group under each of them, linkage-free."""
+    members = ("fts5-unicode61", "fts5-unicode61-qtf", "bm25-char4-qtf")
+    ranked = RankedAttack(index, members=members)
+    d = Delinker(index, k=2, arity=1)
+    doc_id, text = INPUTS[2]
+    res = d.delink(text, doc_id)
+    assert res.text is not None
+    before = ranked.scores(res.text)
+    assert any(before.rank_of(i, doc_id) == 1 for i, (_m, q) in enumerate(before.keys)
+               if q == "text")
+    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, min_terms=5)
+    ps = ranked.scores(out.text)
+    for i, (_m, q) in enumerate(ps.keys):
+        if q == "text":
+            assert ps.rank_of(i, doc_id) != 1, ps.keys[i]
+    assert not analyze(index, out.text, k=2, arity=1).linkable
+    assert 0 < out.words_cut < len(res.text.split())
+
+
+def test_a_few_members_per_round_cut_fewer_words_than_every_members_cover(
+    index: NgramIndex,
+) -> None:
+    """Fixing the worst members' whole-text goals and scoring again takes fewer words
+    than the union of every failing member's own cover, and reaches the same goal."""
+    from presidio_delink.protect.ranked import _failures
+
+    d = Delinker(index, k=2, arity=1)
+    ranked = RankedAttack(index, members=PROTECT_MEMBERS)
+    cut = {}
+    for per in (2, 100):
+        cut[per] = 0
+        for doc_id, text in INPUTS[:4]:
+            res = d.delink(text, doc_id)
+            assert res.text is not None
+            out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=2,
+                                 whole_per_round=per)
+            assert not _failures(ranked, out.text, doc_id, DEFAULT_RANKED_SAFETY, 0.0, 1, 2, 1)
+            cut[per] += out.words_cut + out.words_relinked
+    assert cut[2] < cut[100], cut
+    with pytest.raises(ConfigError, match="whole_per_round"):
+        protect_ranked(INPUTS[0][1], INPUTS[0][0], ranked, k=2, arity=1, whole_per_round=0)

@@ -70,19 +70,36 @@ def _brute(
     idf_kind: str = "fts5",
     unit: str = "doc",
     qtf: bool = False,
+    grams: int = 0,
+    cross: bool = False,
 ) -> dict[str, float]:
     """``{document id (or group id when unit == "group"): score}``; with ``qtf`` each
-    term's summand counts once per occurrence in the query."""
+    term's summand counts once per occurrence in the query; with ``grams`` the terms are
+    the character n-grams of each word padded with a space either side."""
+
+    def terms(text: str) -> list[str]:
+        ws = _words(text, stop)
+        if not grams:
+            return ws
+        if cross:  # every gram of the words joined by spaces, padded
+            j = " " + " ".join(ws) + " "
+            return [j[i : i + grams] for i in range(len(j) - grams + 1)]
+        out = []
+        for w in ws:
+            p = " " + w + " "
+            out += [p[i : i + grams] for i in range(len(p) - grams + 1)] or [p]
+        return out
+
     docs: dict[str, Counter[str]] = {}
     for d, t, g in CORPUS:  # a group as one document: its documents' words together
-        docs.setdefault(g if unit == "group" else d, Counter()).update(_words(t, stop))
+        docs.setdefault(g if unit == "group" else d, Counter()).update(terms(t))
     n = len(docs)
     avgdl = sum(sum(c.values()) for c in docs.values()) / n
     out: dict[str, float] = {}
     for d, c in docs.items():
         dl = sum(c.values())
         s = 0.0
-        for term, times in Counter(_words(query, stop)).items():
+        for term, times in Counter(terms(query)).items():
             f = c.get(term, 0)
             if not f:
                 continue
@@ -136,7 +153,9 @@ def wide(index: NgramIndex) -> RankedAttack:
 
 
 @pytest.mark.parametrize(
-    "member", [m for m in PROTECT_MEMBERS if m not in MEMBERS and "porter" not in m]
+    "member",
+    [m for m in PROTECT_MEMBERS
+     if m not in MEMBERS and "porter" not in m and ALL_MEMBERS[m].tokenizer == "unicode61"],
 )
 @pytest.mark.parametrize("src", [0, 7])
 def test_protection_members_match_brute_force_bm25(wide: RankedAttack, member: str, src: int) -> None:
@@ -577,3 +596,67 @@ def test_audit_panel_reads_query_tf_but_only_calibrated_members_claim(index: Ngr
     assert {m for m, _q in audit.keys} == set(AUDIT_MEMBERS)
     qtf_only = RankedAttack(index, members=["fts5-unicode61-qtf"]).scores(text)
     assert qtf_only.claim() is None or qtf_only.claim()[1][0] == "fts5-unicode61-qtf"
+
+
+@pytest.mark.parametrize("member", ["bm25-char4-qtf", "bm25-char4-k09b04-qtf"])
+def test_char_ngram_member_matches_brute_force(index: NgramIndex, member: str) -> None:
+    """BM25 over each word's padded character 4-grams, every occurrence counted, against
+    brute force; a changed ending keeps most of a word's grams (a fuzzy match), and the
+    contributions add up and carry the spans of every word that gives the gram."""
+    spec = ALL_MEMBERS[member]
+    att = RankedAttack(index, members=[member])
+    text = _query_text(2)
+    want = _brute(text, False, spec.k1, spec.b, spec.idf, qtf=True, grams=4)
+    ps = att.scores(text, sentences=False)
+    got = {index.doc_ids[d]: v for d, v in enumerate(ps.doc_scores[0]) if v > 0}
+    assert got.keys() == want.keys()
+    for u, v in want.items():
+        assert got[u] == pytest.approx(v, rel=1e-9)
+    parts = att.contributions(text, member, CORPUS[2][2])
+    best = max(want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[2][2])
+    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    word = max(_words(CORPUS[2][1], False), key=len)
+    grams = {c.term for c in parts if word in c.words}
+    assert len(grams) >= len(word) - 1  # every gram of the word that the document holds
+    assert all(text[a:b] in c.words or text[a:b].lower() in c.words
+               for c in parts for a, b in c.spans)
+    # one letter changed at the end: the word still scores for the source under char4,
+    # and not at all under the word readings
+    fuzzy = word[:-1] + ("x" if word[-1] != "x" else "y")
+    one = att.ranking(fuzzy, member)
+    assert one and CORPUS[2][2] in {r.group for r in one}
+    assert RankedAttack(index, members=["fts5-unicode61"]).ranking(fuzzy, "fts5-unicode61") == [] \
+        or fuzzy in " ".join(t for _d, t, _g in CORPUS)
+    with pytest.raises(ConfigError, match="does not compute"):
+        att.fts5_scores(text, member)
+
+
+@pytest.mark.parametrize("member", ["bm25-char4x-qtf", "bm25-char4x-k2b1"])
+def test_cross_word_ngram_member_matches_brute_force(index: NgramIndex, member: str) -> None:
+    """BM25 over the character 4-grams of the words joined by spaces (grams across word
+    boundaries) against brute force, for the whole text and a sentence; the contributions
+    add up, and a gram's spans are the words it starts in."""
+    spec = ALL_MEMBERS[member]
+    att = RankedAttack(index, members=[member])
+    text = _query_text(4)
+    want = _brute(text, False, spec.k1, spec.b, spec.idf, qtf=spec.qtf, grams=4, cross=True)
+    ps = att.scores(text)
+    got = {index.doc_ids[d]: v for d, v in enumerate(ps.doc_scores[0]) if v > 0}
+    assert got.keys() == want.keys()
+    for u, v in want.items():
+        assert got[u] == pytest.approx(v, rel=1e-9)
+    parts = att.contributions(text, member, CORPUS[4][2])
+    best = max(want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[4][2])
+    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    assert any(" " in c.term.strip() for c in parts)  # grams that hold two words
+    for c in parts:
+        for a, b in c.spans:  # the gram starts in (or on the space before) that word
+            w = text[a:b].lower()
+            pw = " " + w
+            assert any(c.term.startswith(pw[q:]) or pw[q:].startswith(c.term)
+                       for q in range(len(w) + 1)), (c.term, w)
+    for i, (_m, q) in enumerate(ps.keys):  # a sentence: the same as contributions say
+        if q != "text":
+            parts = att.contributions(text, member, query=q, doc=0)
+            assert sum(p.score for p in parts) == pytest.approx(ps.doc_scores[i][0], rel=1e-9)
+            break

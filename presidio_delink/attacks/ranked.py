@@ -76,9 +76,15 @@ from presidio_delink.index import NgramIndex
 from presidio_delink.text import Token
 
 #: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
-#: four calibrated members, which alone take the margin decision, and the two query-tf
-#: readings (a query parser keeps every pasted word), which count for the source's rank.
-AUDIT_MEMBERS: tuple[str, ...] = (*MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
+#: four calibrated members, which alone take the margin decision, and the readings that
+#: count for the source's rank only: query-tf (a query parser keeps every pasted word)
+#: at FTS5's and at Anserini's parameters, and character 4-grams, within words and across
+#: them (a fuzzy or n-gram engine).  The audit reads more than the protection decides on:
+#: what the protection edits away its own panel no longer sees.
+AUDIT_MEMBERS: tuple[str, ...] = (
+    *MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf", "bm25-unicode61-k09b04-qtf",
+    "bm25-porter-stop-k09b04-qtf", "bm25-char4-qtf", "bm25-char4x-qtf",
+)
 
 __all__ = [
     "AUDIT_MEMBERS",
@@ -401,14 +407,20 @@ class RankedAttack:
             out[f"sentence:{i}"] = b
         return out
 
-    def _query(self, member: str, tokens: Sequence[Token]) -> _Query:
+    def _query(self, member: str, text: str, query: str) -> _Query:
         tok, stop = ALL_MEMBERS[member].tokenizer, ALL_MEMBERS[member].stop
+        tokens = self._tokens(text, "text")
         if stop:
             tokens = [t for t in tokens if t.word not in STOP_WORDS]
-        mapped = self._engine.terms(tok, [t.word for t in tokens])
+        # the whole text's terms, then the query's tokens (a word's grams across words
+        # run on into the next sentence, as in :meth:`scores`)
+        mapped = self._engine.token_terms(tok, [t.word for t in tokens])
+        if query != "text":
+            a, b = self._bounds(text, query)
+            keep = [i for i, t in enumerate(tokens) if a <= t.start and t.end <= b]
+            tokens, mapped = [tokens[i] for i in keep], [mapped[i] for i in keep]
         q = _Query()
-        for t in tokens:
-            key = mapped[t.word]
+        for t, key in zip(tokens, mapped, strict=True):
             for term in key:
                 got = q.terms.get(term)
                 if got is None:
@@ -422,14 +434,17 @@ class RankedAttack:
                 got[2].append((t.start, t.end))
         return q
 
+    def _bounds(self, text: str, query: str) -> tuple[int, int]:
+        bounds = self.queries(text).get(query)
+        if bounds is None:
+            raise ConfigError(f"unknown query {query!r}: 'text' or 'sentence:<i>'")
+        return bounds
+
     def _tokens(self, text: str, query: str) -> list[Token]:
         toks = self.index.tokenizer.tokens(text)
         if query == "text":
             return toks
-        bounds = self.queries(text).get(query)
-        if bounds is None:
-            raise ConfigError(f"unknown query {query!r}: 'text' or 'sentence:<i>'")
-        a, b = bounds
+        a, b = self._bounds(text, query)
         return [t for t in toks if a <= t.start and t.end <= b]
 
     def _check(self, member: str) -> None:
@@ -456,12 +471,12 @@ class RankedAttack:
             for m in self.members:
                 tok, stop = ALL_MEMBERS[m].tokenizer, ALL_MEMBERS[m].stop
                 sel = [i for i, t in enumerate(toks) if not (stop and t.word in STOP_WORDS)]
-                mapped = self._engine.terms(tok, [toks[i].word for i in sel])
+                mapped = self._engine.token_terms(tok, [toks[i].word for i in sel])
                 term_ix: dict[str, int] = {}
                 pairs = [
                     (sent_of[i], term_ix.setdefault(term, len(term_ix)))
-                    for i in sel
-                    for term in mapped[toks[i].word]
+                    for i, key in zip(sel, mapped, strict=True)
+                    for term in key
                 ]
                 if not term_ix:
                     continue
@@ -505,7 +520,7 @@ class RankedAttack:
     def ranking(self, text: str, member: str, query: str = "text") -> list[Ranked]:
         """Every matching group for one member and one query, best first."""
         self._check(member)
-        q = self._query(member, self._tokens(text, query))
+        q = self._query(member, text, query)
         if not q.terms:
             return []
         with self._engine.lock:
@@ -515,7 +530,7 @@ class RankedAttack:
     def n_terms(self, text: str, member: str, query: str = "text") -> int:
         """Distinct terms of one member's query."""
         self._check(member)
-        return len(self._query(member, self._tokens(text, query)).terms)
+        return len(self._query(member, text, query).terms)
 
     def rank(self, text: str, top: int = 10) -> list[Ranked]:
         """The panel's cautious combined ranking (:meth:`PanelScores.combined`)."""
@@ -555,7 +570,7 @@ class RankedAttack:
             add up to :meth:`doc_score`.  Empty when the document does not match.
         """
         self._check(member)
-        q = self._query(member, self._tokens(text, query))
+        q = self._query(member, text, query)
         if not q.terms:
             return []
         terms = list(q.terms)
@@ -581,7 +596,7 @@ class RankedAttack:
     def doc_score(self, text: str, member: str, doc: int, query: str = "text") -> float:
         """Document ordinal ``doc``'s score for one member's query."""
         self._check(member)
-        q = self._query(member, self._tokens(text, query))
+        q = self._query(member, text, query)
         if not q.terms:
             return 0.0
         with self._engine.lock:
@@ -592,7 +607,7 @@ class RankedAttack:
         member's FTS5 table of the collection (built on first call): the check that the
         postings reproduce the engine.  Tens of ms per whole-text query."""
         self._check(member)
-        q = self._query(member, self._tokens(text, query))
+        q = self._query(member, text, query)
         if not q.terms:
             return {}
         with self._engine.lock:

@@ -87,6 +87,8 @@ class Protector:
             :data:`.ranked.DEFAULT_SENTENCE_CROWD`, at most ``crowd``).
         containment_crowd: the same for the containment protection (default
             :data:`DEFAULT_CONTAINMENT_CROWD`, at most ``crowd``).
+        whole_per_round: the ranked protection's whole-text goals fixed per round
+            (default :data:`.ranked.DEFAULT_WHOLE_PER_ROUND`).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class Protector:
         crowd: int | None = None,
         sentence_crowd: int | None = None,
         containment_crowd: int | None = None,
+        whole_per_round: int | None = None,
     ) -> None:
         from presidio_delink.protect import ranked as pr
 
@@ -135,7 +138,10 @@ class Protector:
             min(self.crowd, DEFAULT_CONTAINMENT_CROWD) if containment_crowd is None
             else containment_crowd
         )
-        for name in ("crowd", "sentence_crowd", "containment_crowd"):
+        self.whole_per_round = (
+            pr.DEFAULT_WHOLE_PER_ROUND if whole_per_round is None else whole_per_round
+        )
+        for name in ("crowd", "sentence_crowd", "containment_crowd", "whole_per_round"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
@@ -178,6 +184,7 @@ class Protector:
                         marks=res.marks, editor=editor, safety=self.ranked_safety,
                         sentence_safety=self.sentence_safety, crowd=self.crowd,
                         sentence_crowd=self.sentence_crowd,
+                        whole_per_round=self.whole_per_round,
                     )
                 changed += self._take(res, out)
             total += changed
