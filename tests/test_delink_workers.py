@@ -154,3 +154,54 @@ def test_one_failing_document_does_not_fail_its_part(
     assert all(r["failed"] and r["text"] is None and r["error"] == "unexpected RuntimeError"
                for r in bad)
     assert all(not r["failed"] for r in recs if not r["id"].endswith("~2"))
+
+
+def test_a_worker_killed_mid_part_loses_nothing(
+    index_dir: Path, many: Path, tmp_path: Path
+) -> None:
+    """A Dask worker process killed (SIGKILL) while it delinks a part: the scheduler runs
+    the part again elsewhere, its file is written anew, and the output is the one-process
+    run's.  A slow fake LLM keeps the parts running long enough to be killed in."""
+    distributed = pytest.importorskip("distributed")
+    import os
+    import signal
+    import threading
+    import time
+
+    from ollama_compat_server import OllamaCompatServer
+    from test_llm_http import FakeEngine
+
+    class Slow(FakeEngine):
+        def chat_completion(self, request: dict) -> dict:  # type: ignore[type-arg]
+            time.sleep(0.2)
+            return super().chat_completion(request)
+
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    parts = tmp_path / "two.jsonl.parts"
+    with OllamaCompatServer(Slow(), model="fake") as srv:
+        llm = f"openai:{srv.url}#fake"
+        assert delink(index_dir, many, one, "--llm", llm)[0] in (0, 3)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, host="127.0.0.1") as cluster, \
+                distributed.Client(cluster) as client:
+            got: dict[str, tuple[int, str]] = {}
+            run = threading.Thread(target=lambda: got.update(r=delink(
+                index_dir, many, two, "--llm", llm, "--dask-scheduler",
+                cluster.scheduler_address)))
+            run.start()
+            killed = False
+            deadline = time.monotonic() + 300
+            while run.is_alive() and not killed and time.monotonic() < deadline:
+                written = [p for p in parts.glob("part-*.jsonl") if p.stat().st_size] \
+                    if parts.exists() else []
+                if len(written) >= 2 and not two.exists():
+                    pid = sorted(client.run(os.getpid).values())[0]
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+                time.sleep(0.05)
+            run.join(timeout=300)
+    assert killed, "the run ended before a worker could be killed"
+    code, out = got["r"]
+    assert code in (0, 3), out
+    assert records(one) == records(two)
+    assert not parts.exists() and not (tmp_path / "two.jsonl.partial").exists()
