@@ -245,3 +245,48 @@ def test_a_run_stopped_before_any_document_leaves_no_partial_file(
     assert not (tmp_path / "out.jsonl.partial").exists()  # nothing to resume: no refusal next
     res = run(index_dir, str(SAMPLES / "deidentified.jsonl"), "-o", str(out))
     assert res.exit_code == 3 and out.exists(), res.output
+
+
+@pytest.mark.parametrize("change", ["protect", "index"])
+def test_resume_redoes_what_another_protection_or_index_made(
+    index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(d) + "\n" for d in deid()))
+    out = tmp_path / "out.jsonl"
+    with monkeypatch.context() as m:
+        stop_at(2, m)
+        assert run(index_dir, str(inp), "-o", str(out)).exit_code == 2
+    if change == "protect":
+        again, extra = index_dir, ["--protect", "containment"]
+    else:  # the same collection less one document: another index
+        rows = (SAMPLES / "collection.jsonl").read_text(encoding="utf-8").splitlines()
+        coll = tmp_path / "coll.jsonl"
+        coll.write_text("\n".join(rows[:-1]) + "\n", encoding="utf-8")
+        again, extra = tmp_path / "idx2", []
+        built = CliRunner().invoke(main, ["index", "build", str(coll), "-o", str(again),
+                                          "--no-progress"])
+        assert built.exit_code == 0, built.output
+    res = run(again, str(inp), "-o", str(out), "--resume", *extra)
+    assert res.exit_code in (0, 3), res.output
+    assert "0 documents reused" in res.output and "1 made there with other" in res.output
+
+
+def test_the_fingerprint_names_the_llm_and_the_pii_step(index_dir: Path) -> None:
+    from presidio_delink import NgramIndex
+    from presidio_delink.batch import LLMOptions, PIIOptions, batch_fingerprint
+    from presidio_delink.settings import DelinkSettings
+
+    idx, st = NgramIndex.load(index_dir), DelinkSettings()
+    base = batch_fingerprint(idx, st, LLMOptions("none"), PIIOptions())
+    assert base == batch_fingerprint(idx, st, LLMOptions("none", timeout=5), PIIOptions())
+    others = {
+        batch_fingerprint(idx, st, LLMOptions("embedded:qwen0.5b"), PIIOptions()),
+        batch_fingerprint(idx, st, LLMOptions("ollama:qwen2.5"), PIIOptions()),
+        batch_fingerprint(idx, st, LLMOptions("none"), PIIOptions(redact=True)),
+        batch_fingerprint(idx, DelinkSettings(protect="ranked"), LLMOptions("none"),
+                          PIIOptions()),
+        batch_fingerprint(idx, st.replace(rewrite="candidates"), LLMOptions("none"),
+                          PIIOptions()),
+    }
+    assert base not in others and len(others) == 5
