@@ -59,8 +59,11 @@
     }));
   }
 
+  let opening = 0;  // the latest openDoc: an earlier one's late answer is dropped
   async function openDoc(id) {
+    const mine = ++opening;
     const { status, data } = await api("/api/doc?id=" + encodeURIComponent(id));
+    if (mine !== opening) return;  // another document was asked for since
     if (status !== 200) { message("err", data.error || "cannot open"); return; }
     S.doc = data; S.sel = null;
     message("", "");
