@@ -598,6 +598,21 @@ def test_audit_panel_reads_query_tf_but_only_calibrated_members_claim(index: Ngr
     assert qtf_only.claim() is None or qtf_only.claim()[1][0] == "fts5-unicode61-qtf"
 
 
+def _agrees_with_brute_force(  # type: ignore[no-untyped-def]
+    att, index: NgramIndex, ps, text: str, member: str, want: dict, group: str
+):
+    """The whole-text scores are brute force's, and the contributions of ``group``'s best
+    document add up to its score; returns the contributions."""
+    got = {index.doc_ids[d]: v for d, v in enumerate(ps.doc_scores[0]) if v > 0}
+    assert got.keys() == want.keys()
+    for u, v in want.items():
+        assert got[u] == pytest.approx(v, rel=1e-9)
+    parts = att.contributions(text, member, group)
+    best = max(want.get(d, 0.0) for d, _t, g in CORPUS if g == group)
+    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    return parts
+
+
 @pytest.mark.parametrize("member", ["bm25-char4-qtf", "bm25-char4-k09b04-qtf"])
 def test_char_ngram_member_matches_brute_force(index: NgramIndex, member: str) -> None:
     """BM25 over each word's padded character 4-grams, every occurrence counted, against
@@ -608,13 +623,7 @@ def test_char_ngram_member_matches_brute_force(index: NgramIndex, member: str) -
     text = _query_text(2)
     want = _brute(text, False, spec.k1, spec.b, spec.idf, qtf=True, grams=4)
     ps = att.scores(text, sentences=False)
-    got = {index.doc_ids[d]: v for d, v in enumerate(ps.doc_scores[0]) if v > 0}
-    assert got.keys() == want.keys()
-    for u, v in want.items():
-        assert got[u] == pytest.approx(v, rel=1e-9)
-    parts = att.contributions(text, member, CORPUS[2][2])
-    best = max(want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[2][2])
-    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    parts = _agrees_with_brute_force(att, index, ps, text, member, want, CORPUS[2][2])
     word = max(_words(CORPUS[2][1], False), key=len)
     grams = {c.term for c in parts if word in c.words}
     assert len(grams) >= len(word) - 1  # every gram of the word that the document holds
@@ -641,13 +650,7 @@ def test_cross_word_ngram_member_matches_brute_force(index: NgramIndex, member: 
     text = _query_text(4)
     want = _brute(text, False, spec.k1, spec.b, spec.idf, qtf=spec.qtf, grams=4, cross=True)
     ps = att.scores(text)
-    got = {index.doc_ids[d]: v for d, v in enumerate(ps.doc_scores[0]) if v > 0}
-    assert got.keys() == want.keys()
-    for u, v in want.items():
-        assert got[u] == pytest.approx(v, rel=1e-9)
-    parts = att.contributions(text, member, CORPUS[4][2])
-    best = max(want.get(d, 0.0) for d, _t, g in CORPUS if g == CORPUS[4][2])
-    assert sum(p.score for p in parts) == pytest.approx(best, rel=1e-9)
+    parts = _agrees_with_brute_force(att, index, ps, text, member, want, CORPUS[4][2])
     assert any(" " in c.term.strip() for c in parts)  # grams that hold two words
     for c in parts:
         for a, b in c.spans:  # the gram starts in (or on the space before) that word
