@@ -173,7 +173,6 @@ class Rewriting:
         known_lower = lower_words(text)
         bounds = sentence_bounds(text) or [(0, len(text))]
         taken: dict[int, list[str]] = {}  # words of rewrites accepted in each sentence
-        known = self.known_word
 
         def check(
             r: Run,
@@ -206,8 +205,8 @@ class Rewriting:
                     sentence_words=around,
                     taken_words=frozenset(taken.get(si, ())),
                 )
-                if new is not None and new != REDACTED and known is not None:
-                    bad = unknown_word(new, text, known)
+                if new is not None and new != REDACTED and self.known_word is not None:
+                    bad = unknown_word(new, text, self.known_word)
                     if bad is not None:
                         new, why = None, bad
                 if new is not None:
