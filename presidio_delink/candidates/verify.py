@@ -85,6 +85,12 @@ class Pipeline:
         self.nlp = nlp
         self.lock = threading.Lock()
 
+    def tagged(self, texts: Sequence[str]) -> list[Any]:
+        """The docs of ``texts``, tagged without running NER."""
+        with self.lock:
+            disable = [p for p in ("ner",) if p in self.nlp.pipe_names]
+            return list(self.nlp.pipe(list(texts), disable=disable))
+
 
 _PIPELINES: dict[str, Pipeline] = {}
 _PIPELINES_LOCK = threading.Lock()
@@ -128,11 +134,7 @@ class Tagger:
     def tags(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
         """``(start, end, Penn tag)`` of each token of each text (punctuation and spaces
         left out)."""
-        shared = self._shared()
-        with shared.lock:
-            nlp = shared.nlp
-            disable = [p for p in ("ner",) if p in nlp.pipe_names]
-            docs = list(nlp.pipe(list(texts), disable=disable))
+        docs = self._shared().tagged(texts)
         return [
             [(t.idx, t.idx + len(t), t.tag_) for t in d if not t.is_punct and not t.is_space]
             for d in docs

@@ -75,11 +75,7 @@ class PosCheck:
         before = text[a:b]
         after = text[a:start] + rep + text[end:b]
         s0, s1 = start - a, end - a
-        shared = self._shared()
-        with shared.lock:
-            nlp = shared.nlp
-            disable = [p for p in ("ner",) if p in nlp.pipe_names]
-            orig, new = nlp.pipe([before, after], disable=disable)
+        orig, new = self._shared().tagged([before, after])
         span = [t for t in orig if t.idx < s1 and t.idx + len(t) > s0 and not t.is_punct]
         if len(span) != 1 or span[0].pos_ not in CLASSES:
             return None
