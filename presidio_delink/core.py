@@ -69,12 +69,19 @@ from presidio_delink.llm.base import (
 )
 from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.rewriting import CANDIDATE, GENERALISED, Answers, Rewriting
-from presidio_delink.settings import DelinkSettings
+from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings
 
 __all__ = ["DelinkLoop"]
 from presidio_delink.text import Tokenizer
 
 log = logging.getLogger(__name__)
+
+#: Extra cost of a token that only a redaction or the LLM would replace
+#: (:meth:`DelinkLoop.plan`): above a function word's and a paragraph edge's own cost,
+#: below a heading word's.
+AVOID_COST = 6
+#: Plans tried per pass by :meth:`DelinkLoop.settled_plan`.
+PLAN_ROUNDS = 3
 
 
 class DelinkLoop(Rewriting):
@@ -156,9 +163,13 @@ class DelinkLoop(Rewriting):
         rep = analyze(self.index, text[a:b], k=self.k, arity=1, max_n=self.max_n)
         return any(s < end - a and e > start - a for s, e, _f in rep.spans())
 
-    def plan(self, text: str, rep: LinkageReport) -> tuple[list[Run], int]:
+    def plan(
+        self, text: str, rep: LinkageReport, avoid: Iterable[tuple[int, int]] = ()
+    ) -> tuple[list[Run], int]:
         """Step 1: the runs to change, and the size of the minimum stabbing set before it
-        was widened to whole words."""
+        was widened to whole words.  Tokens inside an ``avoid`` span (runs nothing but a
+        redaction would replace) cost :data:`AVOID_COST` more: among the sets of the
+        fewest tokens, one that leaves them alone is preferred (:meth:`settled_plan`)."""
         segs = self.tokenizer.segments(text)
         tokens = [t for s in segs for t in s]
         starts = [t.start for t in tokens]
@@ -169,7 +180,14 @@ class DelinkLoop(Rewriting):
             # A span of a fine view made of dash tokens only holds no word of the
             # index's own model: it is replaced as it stands.
             (ivs if i < len(tokens) and tokens[i].end <= b else bare).append((a, b))
-        chosen = choose_tokens(ivs, tokens, structure_costs(text, tokens))
+        costs = structure_costs(text, tokens)
+        for a, b in avoid:
+            for i in range(bisect.bisect_left(starts, a), len(tokens)):
+                if tokens[i].start >= b:
+                    break
+                if tokens[i].end > a:
+                    costs[i] += AVOID_COST
+        chosen = choose_tokens(ivs, tokens, costs)
         optimum = len(chosen) + len(_union(bare))
         chosen = whole_words(chosen, tokens, self._words.tokens(text))
         rs = runs(chosen, segs) + [Run(a, b, 1) for a, b in _union(bare)]
@@ -219,13 +237,16 @@ class DelinkLoop(Rewriting):
             pass_no += 1
             if pass_no > limit:  # cannot happen: each round removes at least one word
                 break
-            rs, optimum = self.plan(current, rep)
-            if pass_no == 1:
-                res.optimum_words = optimum
             # the candidates need no LLM: without one they choose where a candidate survives
             use_llm = (
-                self.rewriter is not None or self.settings.rewrite == "candidates"
+                self.rewriter is not None or self.settings.rewrite in CANDIDATE_MODES
             ) and pass_no <= self.passes
+            if use_llm and self.chooser is not None:
+                rs, optimum = self.settled_plan(current, rep, forbidden, origins)
+            else:
+                rs, optimum = self.plan(current, rep)
+            if pass_no == 1:
+                res.optimum_words = optimum
             edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res, origins)
             origins = _carried(origins, edits, current)
             current, cur_marks = apply(current, edits, cur_marks)
@@ -250,6 +271,46 @@ class DelinkLoop(Rewriting):
             res.llm_calls,
         )
         return res
+
+    def settled_plan(
+        self,
+        text: str,
+        rep: LinkageReport,
+        forbidden: list[str],
+        origins: Sequence[tuple[int, int, str]] = (),
+    ) -> tuple[list[Run], int]:
+        """:meth:`plan`, steered to words that can be rewritten without the LLM.
+
+        A flagged N-gram is broken by changing any one of its words, so the fewest
+        tokens can usually be chosen in several ways.  Each plan's runs are asked what
+        the generalisations and the candidates give them (:meth:`rewrite_runs` without
+        the LLM; the chooser keeps its choices for the pass); the runs left with nothing
+        are avoided by the next plan, which keeps the same number of tokens
+        (:meth:`plan`'s ``avoid``).  After at most :data:`PLAN_ROUNDS` plans, the one with
+        the fewest words left to the LLM or a redaction is returned.  The rewrite itself
+        (:meth:`run`) then validates every answer again, so this changes only which words
+        change, never what is checked."""
+        avoid: set[tuple[int, int]] = set()
+        best: tuple[int, list[Run], int] | None = None
+        seen: set[tuple[tuple[int, int], ...]] = set()
+        for _ in range(PLAN_ROUNDS):
+            rs, optimum = self.plan(text, rep, avoid)
+            key = tuple((r.start, r.end) for r in rs)
+            if key in seen:
+                break
+            seen.add(key)
+            scratch = DelinkResult(id="", text=None, input_text=text, passes=0,
+                                   linkable_after=True)
+            answers = self.rewrite_runs(text, rs, forbidden, scratch, origins, llm=False)
+            left = [r for r in rs if answers.get((r.start, r.end), (None, None))[0] is None]
+            words_left = sum(r.n_words for r in left)
+            if best is None or words_left < best[0]:
+                best = (words_left, rs, optimum)
+            if not left:
+                break
+            avoid.update((r.start, r.end) for r in left)
+        assert best is not None
+        return best[1], best[2]
 
     # -- internals ----------------------------------------------------------------------
     def _edits(

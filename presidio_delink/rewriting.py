@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace as dc_replace
 from typing import Any
 
 from presidio_delink.edits import (
@@ -40,9 +41,9 @@ from presidio_delink.llm.base import (
     find_breaker,
     find_usage,
 )
-from presidio_delink.llm.prompt import example_texts, mark, with_refused
+from presidio_delink.llm.prompt import example_texts, mark, with_options, with_refused
 from presidio_delink.results import DelinkResult
-from presidio_delink.settings import DelinkSettings
+from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings
 from presidio_delink.text import Tokenizer
 
 __all__ = ["CANDIDATE", "GENERALISED", "Answers", "Rewriting"]
@@ -57,6 +58,10 @@ GENERALISED = "generalised"
 CANDIDATE = "candidate"
 """Marks a candidate chosen by :class:`~presidio_delink.candidates.CandidateChooser` in
 :meth:`Rewriting.rewrite_runs` (its source, score and refusals are in ``res.choices``)."""
+MAX_OPTIONS = 4
+"""Under ``rewrite="choose"``, the most verified candidates of a run the LLM chooses among
+(the scorer's best first): each costs a few prompt tokens, and the scorer's order past the
+first few is mostly other senses."""
 
 
 class Rewriting:
@@ -117,7 +122,7 @@ class Rewriting:
     @property
     def chooser(self) -> Any:
         """The candidate chooser (built on first use), or None under ``"generate"``."""
-        if self.settings.rewrite != "candidates":
+        if self.settings.rewrite not in CANDIDATE_MODES:
             return None
         with self._chooser_lock:
             if self._chooser is None:
@@ -158,6 +163,8 @@ class Rewriting:
         forbidden: list[str],
         res: DelinkResult,
         origins: Sequence[tuple[int, int, str]] = (),
+        *,
+        llm: bool = True,
     ) -> Answers:
         """Replacements of the runs ``rs``: a deterministic generalisation
         (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
@@ -167,7 +174,9 @@ class Rewriting:
         generalisations are tried (the protection's edits use that).
 
         ``origins``: ``(start, end, input words)`` of earlier passes' rewrites in
-        ``text``; a run that is exactly one is shown to the LLM as those words."""
+        ``text``; a run that is exactly one is shown to the LLM as those words.
+        ``llm=False`` stops before the LLM: the runs it would be asked about get no
+        answer (what the loop's planner asks, :meth:`~presidio_delink.core.DelinkLoop.plan`)."""
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
         copy_grams = trigrams([text, *example_texts()], self.tokenizer)
         known_lower = lower_words(text)
@@ -242,9 +251,10 @@ class Rewriting:
                     out[(r.start, r.end)] = (self._placed(new, text, r), GENERALISED)
                     continue
             pending.append(r)
+        options: dict[Run, list[str]] = {}
         if self.chooser is not None and pending:
-            pending = self._chosen(text, pending, bounds, check, out, res)
-        if self.rewriter is None or not pending:
+            pending, options = self._chosen(text, pending, bounds, check, out, res, llm)
+        if self.rewriter is None or not pending or not llm:
             return out
         usage = find_usage(self.rewriter)
         before = usage.snapshot() if usage is not None else None
@@ -258,7 +268,7 @@ class Rewriting:
         # the earlier answer, named as refused in the first request: it still links
         before_now = {r: (text[r.start : r.end], "still links") for r in shown}
         refused = self._llm_round(
-            text, pending, before_now, out, res, check, asked_with, shown, True
+            text, pending, before_now, out, res, check, asked_with, shown, True, options
         )
         if refused:
             self._llm_round(
@@ -279,9 +289,14 @@ class Rewriting:
         check: Any,
         out: Answers,
         res: DelinkResult,
-    ) -> list[Run]:
+        llm: bool = True,
+    ) -> tuple[list[Run], dict[Run, list[str]]]:
         """Runs of ``rs`` given a verified candidate (:mod:`presidio_delink.candidates`)
-        fill ``out``; returns the others.  Every choice goes to ``res.choices``."""
+        fill ``out``; returns the others, for the LLM, and under ``rewrite="choose"`` (an
+        LLM given, ``llm``) the candidates it is to choose among for some of them
+        (:data:`MAX_OPTIONS`; their ``out`` is left to the LLM's round).  Every choice goes
+        to ``res.choices``."""
+        ask = self.settings.rewrite == "choose" and self.rewriter is not None
 
         def sentence(r: Run) -> str:
             si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
@@ -291,25 +306,70 @@ class Rewriting:
             new, why = check(r, [cand], [], sentence(r), commit=False, form=False)
             return None if new == cand else why or "repaired"
 
-        choices = self.chooser.choose(text, rs, accept, self.window_links)
-        left = []
+        # the same number of options with or without ``llm``: the loop's planner asks
+        # first, and the chooser keeps its choices by it
+        choices = self.chooser.choose(
+            text, rs, accept, self.window_links, options=MAX_OPTIONS if ask else 1
+        )
+        left, options = [], {}
         for r in rs:
             ch = choices.get((r.start, r.end))
             new = None
-            if ch is not None and ch.text is not None:
-                new, _why = check(r, [ch.text], [], sentence(r), form=False)
             if ch is not None:
                 for why, n in ch.refused.items():
                     key = f"candidates: {why}"
                     res.refusals[key] = res.refusals.get(key, 0) + n
                 res.choices[(r.start, r.end)] = ch
+            if ask and llm and ch is not None and ch.options:
+                left.append(r)
+                options[r] = [o[0] for o in ch.options]
+                continue
+            if ch is not None and ch.text is not None:
+                new, _why = check(r, [ch.text], [], sentence(r), form=False)
             if new is not None and new != REDACTED:
                 out[(r.start, r.end)] = (self._placed(new, text, r), CANDIDATE)
             elif ch is not None and ch.writer:
                 left.append(r)
             else:
                 out[(r.start, r.end)] = (None, "no candidate survived")
-        return left
+        return left, options
+
+    def _settle_choice(
+        self,
+        text: str,
+        r: Run,
+        value: object,
+        res: DelinkResult,
+        check: Any,
+        others: list[str],
+        context: str,
+    ) -> tuple[str | None, str | None]:
+        """The answer to a run the LLM was to choose for: its choice (``value``) among the
+        run's candidates, :data:`REDACTED` where it found none fits, or, where it gave
+        none it was allowed (no answer, a failed call), the scorer's first.  The audit's
+        choice (``res.choices``) says what the LLM passed over."""
+        key = (r.start, r.end)
+        ch = res.choices[key]
+        texts = [o[0] for o in ch.options]
+        if value == REDACTED:
+            res.choices[key] = dc_replace(
+                ch, text=None, source=None, score=None,
+                refused={**ch.refused, "the LLM found none fits": len(texts)},
+            )
+            return None, "the LLM found no candidate fits"
+        by = "the LLM chose another"
+        if not isinstance(value, str) or value not in texts:
+            value, by = texts[0], "the scorer chose another (no choice from the LLM)"
+        new, why = check(r, [value], others, context)
+        if new is None or new == REDACTED:
+            return None, why
+        text_, source, score = ch.options[texts.index(value)]
+        refused = dict(ch.refused)
+        if len(texts) > 1:
+            refused[by] = len(texts) - 1
+        res.choices[key] = dc_replace(ch, text=text_, source=source, score=score,
+                                      refused=refused)
+        return self._placed(new, text, r), CANDIDATE
 
     @staticmethod
     def _repaired(text: str, r: Run, value: object, res: DelinkResult) -> list[str]:
@@ -346,11 +406,14 @@ class Rewriting:
         asked_with: dict[Run, list[str]],
         shown: dict[Run, str],
         first: bool,
+        options: dict[Run, list[str]] | None = None,
     ) -> dict[Run, tuple[str, str]]:
         """One request per passage of ``rs`` (``refused``: the answer refused before for
         each run, named in its request; ``shown``: the words a run is asked about as, where
         they are not its text); fills ``out``, returns the runs whose answer was refused now
         with that answer and why (``first``: only for the first request of a run).
+        ``options``: the candidates the LLM is to choose among for some runs
+        (:meth:`_settle_choice`); never asked again.
 
         ``asked_with`` keeps, per run, the other spans of its first request: a second
         request holds only the refused spans, and its answer must not copy a span of the
@@ -376,6 +439,10 @@ class Rewriting:
                 context = with_refused(
                     context, {asked(r): refused[r] for r in group if r in refused}
                 )
+            if options:
+                context = with_options(
+                    context, {asked(r): options[r] for r in group if r in options}
+                )
             spans = list(dict.fromkeys(asked(r) for r in group))
             requests.append((context, spans))
         answers = self._call_all(requests) if requests else []
@@ -397,6 +464,10 @@ class Rewriting:
                     res.warnings.append(msg)
                 for r in group:
                     out[(r.start, r.end)] = (None, "llm error")
+                    if options and r in options:  # the scorer's choice stands
+                        out[(r.start, r.end)] = self._settle_choice(
+                            text, r, None, res, check, [], text[a:b]
+                        )
                 continue
             res.llm_calls += 1
             if not isinstance(answer, dict):
@@ -409,6 +480,11 @@ class Rewriting:
                 others = list(dict.fromkeys([*others, *(x for x in spans if x != span)]))
                 if r in shown:  # the input's words linked: they may not come back either
                     others = [*others, shown[r]]
+                if options and r in options:
+                    out[(r.start, r.end)] = self._settle_choice(
+                        text, r, value, res, check, others, context
+                    )
+                    continue
                 new, why = check(r, value, others, context)
                 if new is None:
                     log.debug("replacement rejected: %s", why)

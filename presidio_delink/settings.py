@@ -19,6 +19,7 @@ from presidio_delink.errors import ConfigError
 __all__ = [
     "DEFAULT_CROWD",
     "DEFAULT_MAX_CHARS",
+    "CANDIDATE_MODES",
     "DEFAULT_REWRITE",
     "DEFAULT_SPACY_MODEL",
     "MASK_POLICIES",
@@ -47,9 +48,13 @@ PROTECT_MODES = ("ranked", "containment")
 #: Which PII spans the PII step masks: every one found, or those the risk indicators keep.
 MASK_POLICIES = ("all", "risk")
 #: How a run that must change is rewritten: ``"candidates"`` proposes replacements from
-#: cheap sources, verifies them and lets a scorer (or the LLM) choose; ``"generate"`` asks
-#: the LLM to write each replacement.
-REWRITE_MODES = ("candidates", "generate")
+#: cheap sources, verifies them and lets a scorer choose; ``"choose"`` does the same and
+#: lets the LLM choose among the verified ones (the scorer's choice without an LLM);
+#: ``"generate"`` asks the LLM to write each replacement.  In the first two the LLM
+#: writes only names and phrases no candidate fits.
+REWRITE_MODES = ("candidates", "choose", "generate")
+#: The modes that use :mod:`presidio_delink.candidates`.
+CANDIDATE_MODES = ("candidates", "choose")
 #: The default of :attr:`DelinkSettings.rewrite`.
 DEFAULT_REWRITE = "generate"
 
@@ -90,7 +95,8 @@ class DelinkSettings:
             as the ordered comma list of :func:`parse_modes` (None: no protection).
         max_chars: longer documents are refused.
         mask_policy: which PII spans the PII step masks (``"all"`` or ``"risk"``).
-        rewrite: ``"candidates"`` or ``"generate"`` (see :data:`REWRITE_MODES`).
+        rewrite: ``"candidates"``, ``"choose"`` or ``"generate"`` (see
+            :data:`REWRITE_MODES`).
         crowd: the crowd rule's size (>= 1; see :data:`DEFAULT_CROWD`): the audit
             flags a source ranked within the first ``crowd`` places, and ``--protect``
             edits until ``crowd`` other groups score above the source by its margin

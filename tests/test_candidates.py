@@ -8,6 +8,7 @@ the packaged SmolLM2 where a test needs them, and skips saying which is missing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,16 @@ from presidio_delink.candidates import CandidateChooser, WordNet
 from presidio_delink.candidates.lexicon import LexCandidate, inflect
 from presidio_delink.candidates.verify import Tagger, head_index, same_form
 from presidio_delink.edits import REDACTED, Run
-from presidio_delink.errors import ConfigError
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.llm.prompt import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    options_of,
+    render_messages,
+    response_schema,
+    with_options,
+    with_refused,
+)
 from presidio_delink.pipeline import Delinker
 from presidio_delink.settings import DEFAULT_SPACY_MODEL, DelinkSettings
 
@@ -335,3 +345,150 @@ def test_candidates_rewrite_without_an_llm(index: NgramIndex, smollm2: Path) -> 
     # the default (free generation) without an LLM still only redacts
     plain = Delinker(index, k=2, rewriter=None).delink(TEXT, "t")
     assert plain.words_rewritten == 0 and plain.words_redacted > 0
+
+
+# -- the planner steers to words a candidate can replace -------------------------------------
+# Every word and every pair of TIE_TEXT is in two documents or more but "police arrested",
+# in one: changing either of its two words breaks it, so two plans of one word tie.
+TIE = [
+    ("d0", "the police arrested a thief"),
+    ("d1", "the police held the man"),
+    ("d2", "the police held the man today"),
+    ("d3", "the officers arrested the man"),
+    ("d4", "the officers arrested the man today"),
+]
+TIE_TEXT = "the police arrested the man"
+
+
+class OneWordLexicon:
+    """A lexicon with stand-ins for one word only."""
+
+    available = True
+
+    def __init__(self, word: str, stand_ins: list[str]) -> None:
+        self.word, self.stand_ins = word, stand_ins
+
+    def candidates(self, word: str, tag: str) -> list[LexCandidate]:
+        if word.casefold() != self.word:
+            return []
+        return [LexCandidate(w, "synonym", 0) for w in self.stand_ins]
+
+
+def test_plan_leaves_avoided_words_alone_at_the_same_count(tmp_path: Path) -> None:
+    idx = NgramIndex.build(TIE, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None)
+    rep = d.check(TIE_TEXT)
+    rs, optimum = d.plan(TIE_TEXT, rep)
+    assert optimum == 1 and [TIE_TEXT[r.start : r.end] for r in rs] in (["police"], ["arrested"])
+    rs2, optimum2 = d.plan(TIE_TEXT, rep, avoid=[(rs[0].start, rs[0].end)])
+    assert optimum2 == 1 and len(rs2) == 1
+    assert {TIE_TEXT[r.start : r.end] for r in rs + rs2} == {"police", "arrested"}
+    # nothing else breaks a unigram that links: avoiding it changes nothing
+    lone = "the police arrested the thief"
+    rep3 = d.check(lone)
+    rs3, _ = d.plan(lone, rep3)
+    thief = lone.index("thief")
+    rs4, _ = d.plan(lone, rep3, avoid=[(thief, thief + 5)])
+    assert "thief" in [lone[r.start : r.end] for r in rs3]
+    assert "thief" in [lone[r.start : r.end] for r in rs4]
+
+
+@needs_spacy_model
+@pytest.mark.parametrize("first", [True, False])
+def test_the_plan_moves_to_the_word_a_candidate_can_replace(
+    tmp_path: Path, first: bool
+) -> None:
+    idx = NgramIndex.build(TIE, tmp_path / "idx", max_n=2)
+    plain = Delinker(idx, k=2, rewriter=None)
+    (r,) = plain.plan(TIE_TEXT, plain.check(TIE_TEXT))[0]
+    word = TIE_TEXT[r.start : r.end]
+    # a stand-in for the word the plain plan takes (first) or for the other one
+    target = word if first else ({"police", "arrested"} - {word}).pop()
+    stand_in = {"police": "officers", "arrested": "held"}[target]
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon
+        wordnet=OneWordLexicon(target, [stand_in]), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(TIE_TEXT, "t")
+    assert not res.linkable_after and res.words_redacted == 0
+    (entry,) = res.audit
+    assert entry.original == target and entry.replacement == stand_in
+    assert entry.method == "candidate"
+    assert res.optimum_words == 1
+
+
+# -- rewrite="choose": the LLM chooses among the verified candidates --------------------------
+class Choosing:
+    """A fake LLM that answers each span with choices to ``pick(options)``; records what it
+    was offered."""
+
+    name = "choosing"
+
+    def __init__(self, pick: Any) -> None:
+        self.pick = pick
+        self.offered: list[dict[str, list[str]]] = []
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
+        opts = options_of(context, spans)
+        self.offered.append(opts)
+        if self.pick is None:
+            raise LLMError("down")
+        return {s: self.pick(o) for s, o in opts.items() if self.pick(o) is not None}
+
+
+def _choose_run(index: NgramIndex, llm: Any) -> Any:
+    d = Delinker(index, k=2, rewriter=llm, rewrite="choose")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon
+        wordnet=FixedLexicon(["held", "apprehended"]), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(TEXT, "t")
+    return res, next(a for a in res.audit if a.original == "arrested")
+
+
+@needs_spacy_model
+def test_the_llm_chooses_among_the_verified_candidates(index: NgramIndex) -> None:
+    llm = Choosing(lambda o: o[-1])
+    res, entry = _choose_run(index, llm)
+    assert [set(o["arrested"]) for o in llm.offered] == [{"held", "apprehended"}]
+    last = llm.offered[0]["arrested"][-1]
+    assert entry.method == "candidate" and entry.replacement == last
+    assert entry.refused.get("the LLM chose another") == 1
+    assert not res.linkable_after and last in (res.text or "")
+
+
+@needs_spacy_model
+@pytest.mark.parametrize(
+    ("pick", "method", "passed_over"),
+    [
+        (lambda o: REDACTED, "redacted", "the LLM found none fits"),
+        (lambda o: "seized", "candidate", "the scorer chose another (no choice from the LLM)"),
+        (lambda o: None, "candidate", "the scorer chose another (no choice from the LLM)"),
+        (None, "candidate", "the scorer chose another (no choice from the LLM)"),
+    ],
+    ids=["none-fits", "not-offered", "no-answer", "llm-down"],
+)
+def test_a_choice_outside_the_list_is_never_used(
+    index: NgramIndex, pick: Any, method: str, passed_over: str
+) -> None:
+    res, entry = _choose_run(index, Choosing(pick))
+    assert entry.method == method
+    assert passed_over in entry.refused
+    if method == "candidate":  # the scorer's first stands
+        assert entry.replacement in ("held", "apprehended")
+    else:
+        assert entry.replacement == REDACTED and entry.reason == "the LLM found no candidate fits"
+    assert "seized" not in (res.text or "") and not res.linkable_after
+
+
+def test_choices_go_into_the_request_and_the_schema() -> None:
+    ctx = with_options(f"The court {MARK_OPEN}awarded{MARK_CLOSE} costs.", {"awarded": ["granted"]})
+    assert options_of(ctx, ["awarded"]) == {"awarded": ["granted"]}
+    assert options_of(ctx, ["costs"]) == {}
+    user = render_messages(ctx, ["awarded"])[-1]["content"]
+    assert 'Choices: {"awarded":["granted"]}' in user and "choices" not in user.split("\n")[1]
+    schema = response_schema(["awarded", "costs"], max_length=40, options={"awarded": ["granted"]})
+    assert schema["properties"]["awarded"] == {"type": "string", "enum": ["granted", REDACTED]}
+    assert schema["properties"]["costs"] == {"type": "string", "maxLength": 40}
+    # a second request's refused note and the choices are both read back
+    both = with_refused(ctx, {"awarded": ("gave", "still links")})
+    assert options_of(both, ["awarded"]) == {"awarded": ["granted"]}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +84,10 @@ class Choice:
     refused: dict[str, int] = field(default_factory=dict)
     #: whether the LLM may write one where none survived (:meth:`CandidateChooser.needs_writer`)
     writer: bool = False
+    #: the survivors that link nowhere, best first, as ``(text, source, score)``: the
+    #: first is the choice; the LLM chooses among up to ``options`` of them
+    #: (``rewrite="choose"``, :meth:`CandidateChooser.choose`)
+    options: list[tuple[str, str, float | None]] = field(default_factory=list)
 
 
 Accept = Callable[[Run, str], "str | None"]
@@ -119,6 +124,9 @@ class CandidateChooser:
         self.k = k
         self.form_check = FormCheck(self.tagger)
         self.neighbours = Neighbours(index) if index is not None else None
+        # per thread: the text last chosen in and its choices, for the planner's
+        # repeated questions about one pass (:meth:`choose`)
+        self._memo = threading.local()
 
     @staticmethod
     def needs_writer(span: str, tags: Sequence[str]) -> bool:
@@ -134,7 +142,12 @@ class CandidateChooser:
         return span[:1].isupper()
 
     def choose(
-        self, text: str, rs: Sequence[Run], accept: Accept, links: Links | None = None
+        self,
+        text: str,
+        rs: Sequence[Run],
+        accept: Accept,
+        links: Links | None = None,
+        options: int = 1,
     ) -> dict[tuple[int, int], Choice]:
         """A :class:`Choice` per run of ``rs`` (module docstring).
 
@@ -145,15 +158,30 @@ class CandidateChooser:
                 checks, else why not (it must not record anything).
             links: ``(new text, start, end) -> bool``: whether the replacement at
                 ``new_text[start:end]`` still links; None skips that check.
+            options: how many survivors that link nowhere to keep (:attr:`Choice.options`).
+
+        A run asked about again in the same text (the same ``str`` object, in this
+        thread) gets its first choice back: the loop's planner asks about several plans
+        of one pass before it rewrites one (:meth:`~presidio_delink.core.DelinkLoop.plan`),
+        and the loop checks the chosen text again whatever ``accept`` said then.
         """
         if not rs:
             return {}
-        toks, ents = self.tagger.tagged(text)
+        memo = getattr(self._memo, "of", None)
+        if memo is None or memo[0] is not text:
+            fresh: dict[tuple[int, int, int], Choice] = {}
+            memo = (text, self.tagger.tagged(text), fresh)
+            self._memo.of = memo
+        _text, (toks, ents), seen = memo
         out = {}
         for r in rs:
-            words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
-            label = next((lab for a, b, lab in ents if (a, b) == (r.start, r.end)), None)
-            out[(r.start, r.end)] = self._one(text, r, words, label, accept, links)
+            key = (r.start, r.end)
+            if (*key, options) not in seen:
+                words = [Word(text[a:b], a, b, t) for a, b, t in toks
+                         if a < r.end and b > r.start]
+                label = next((lab for a, b, lab in ents if (a, b) == key), None)
+                seen[(*key, options)] = self._one(text, r, words, label, accept, links, options)
+            out[key] = seen[(*key, options)]
         return out
 
     def _one(
@@ -164,6 +192,7 @@ class CandidateChooser:
         label: str | None,
         accept: Accept,
         links: Links | None,
+        options: int = 1,
     ) -> Choice:
         span = text[r.start : r.end]
         if words and not any(c.isspace() for c in span) and len(words) > 1:
@@ -200,8 +229,11 @@ class CandidateChooser:
                 if links(new, r.start, r.start + len(c.text)):
                     _refuse(ch, "links below k", 1)
                     continue
-            ch.text, ch.source, ch.score = c.text, c.source, c.score
-            break
+            ch.options.append((c.text, c.source, c.score))
+            if len(ch.options) >= options:
+                break
+        if ch.options:
+            ch.text, ch.source, ch.score = ch.options[0]
         return ch
 
     def _used_otherwise(self, word: str, c: Candidate) -> bool:

@@ -118,8 +118,9 @@ from presidio_delink.settings import (
     choices=REWRITE_MODES,
     default=DEFAULT_REWRITE,
     help="How a linkable run is rewritten: 'candidates' chooses among verified "
-    "synonyms, hypernyms and generalisations (the LLM writes only where none "
-    "survives; with --llm none it redacts there); 'generate' asks the LLM to write "
+    "synonyms, hypernyms and generalisations by how the sentence reads (the LLM writes "
+    "only names and phrases none fits; with --llm none it redacts there); 'choose' "
+    "lets the LLM choose among the verified ones; 'generate' asks the LLM to write "
     "every replacement.",
 )
 @number_opt(

@@ -11,7 +11,12 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from presidio_delink.errors import ConfigError, LLMError, LLMUnavailable
-from presidio_delink.llm.prompt import parse_response, render_messages, response_schema
+from presidio_delink.llm.prompt import (
+    options_of,
+    parse_response,
+    render_messages,
+    response_schema,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +128,7 @@ def complete_json(
     if not spans:
         return {}
     messages = render_messages(context, spans)
-    schema = response_schema(spans, max_length=max_length)
+    schema = response_schema(spans, max_length=max_length, options=options_of(context, spans))
     raw = chat(messages, schema)
     logger.debug("raw LLM answer: %r", raw)
     return parse_response(raw, spans)
