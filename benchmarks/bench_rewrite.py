@@ -28,10 +28,13 @@ Figures (targets in brackets):
 synonyms, hypernyms and generalisations; the LLM writes only where none survives) on every
 document, and free generation (``--rewrite generate``) side by side on the first
 ``--compare-docs`` (5) of them, in the same run: CPU seconds, LLM calls, tokens and LM
-scoring passes per document of both.  ``--rewrite generate`` runs free generation only (the
-earlier benchmark).  Also: the share of accepted one-word replacements that keep the
-original's Penn tag (spaCy's tagger, the replacement read in its input sentence; a proper
-noun's common noun of the same number counts as kept) [>= 95 %], and the audit's sources.
+scoring passes per document of both.  ``--rewrite choose`` is the same with the LLM choosing
+among the verified candidates.  ``--offline`` also runs the candidate path without an LLM
+(``--rewrite candidates --llm none``) on every document.  ``--rewrite generate`` runs free
+generation only (the earlier benchmark).  Also: the share of accepted one-word
+replacements that keep the original's Penn tag (spaCy's tagger, the replacement read in its
+input sentence; a proper noun's common noun of the same number counts as kept) [>= 95 %],
+and the audit's sources.
 
 ``--concurrency`` runs the concurrency check instead: an OpenAI-compatible test server
 (``tests/ollama_compat_server.py``) whose fake engine answers after 0.3 s, 3 documents,
@@ -210,7 +213,9 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             fluency=fluency or None, rewrite=args.rewrite,
         ),
     }
-    if args.rewrite == "candidates" and args.compare_docs:
+    if args.offline:
+        runs["offline"] = Delinker(idx, k=args.k, arity=1, rewriter=None, rewrite="candidates")
+    if args.rewrite in ("candidates", "choose") and args.compare_docs:
         runs["generate"] = Delinker(
             idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
             fluency=fluency or None, rewrite="generate",
@@ -369,7 +374,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             "start": args.start,
             "llm": args.llm,
             "rewrite": args.rewrite,
-            "compare_docs": args.compare_docs if args.rewrite == "candidates" else 0,
+            "compare_docs": args.compare_docs if args.rewrite != "generate" else 0,
+            "offline": args.offline,
             "k": args.k,
             "arity": 1,
             "passes": args.passes,
@@ -493,10 +499,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="skip the first N documents")
     ap.add_argument("--llm", default="embedded")
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--rewrite", choices=("candidates", "generate"), default="candidates")
+    ap.add_argument("--rewrite", choices=("candidates", "choose", "generate"),
+                    default="candidates")
+    ap.add_argument("--offline", action="store_true",
+                    help="also run the candidate path without an LLM (--rewrite candidates "
+                    "--llm none) on every document")
     ap.add_argument("--compare-docs", type=int, default=5,
-                    help="with --rewrite candidates: also run free generation on the first "
-                         "N documents, side by side (0: not at all)")
+                    help="with --rewrite candidates or choose: also run free generation on "
+                         "the first N documents, side by side (0: not at all)")
     ap.add_argument("--k", type=int, default=2)
     ap.add_argument("--concurrency", action="store_true", help="the concurrency check only")
     ap.add_argument("--fluency", action="store_true", help="with the fluency check")

@@ -357,9 +357,9 @@ class Rewriting:
                 refused={**ch.refused, "the LLM found none fits": len(texts)},
             )
             return None, "the LLM found no candidate fits"
-        by = "the LLM chose another"
+        by = "passed over by the LLM"
         if not isinstance(value, str) or value not in texts:
-            value, by = texts[0], "the scorer chose another (no choice from the LLM)"
+            value, by = texts[0], "passed over by the scorer (no choice from the LLM)"
         new, why = check(r, [value], others, context)
         if new is None or new == REDACTED:
             return None, why

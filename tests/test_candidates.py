@@ -452,7 +452,7 @@ def test_the_llm_chooses_among_the_verified_candidates(index: NgramIndex) -> Non
     assert [set(o["arrested"]) for o in llm.offered] == [{"held", "apprehended"}]
     last = llm.offered[0]["arrested"][-1]
     assert entry.method == "candidate" and entry.replacement == last
-    assert entry.refused.get("the LLM chose another") == 1
+    assert entry.refused.get("passed over by the LLM") == 1
     assert not res.linkable_after and last in (res.text or "")
 
 
@@ -461,9 +461,9 @@ def test_the_llm_chooses_among_the_verified_candidates(index: NgramIndex) -> Non
     ("pick", "method", "passed_over"),
     [
         (lambda o: REDACTED, "redacted", "the LLM found none fits"),
-        (lambda o: "seized", "candidate", "the scorer chose another (no choice from the LLM)"),
-        (lambda o: None, "candidate", "the scorer chose another (no choice from the LLM)"),
-        (None, "candidate", "the scorer chose another (no choice from the LLM)"),
+        (lambda o: "seized", "candidate", "passed over by the scorer (no choice from the LLM)"),
+        (lambda o: None, "candidate", "passed over by the scorer (no choice from the LLM)"),
+        (None, "candidate", "passed over by the scorer (no choice from the LLM)"),
     ],
     ids=["none-fits", "not-offered", "no-answer", "llm-down"],
 )

@@ -91,6 +91,17 @@ _EXAMPLES: tuple[tuple[str, tuple[str, ...], dict[str, str]], ...] = (
         {"4:19-cv-02217-KAW": REDACTED, "denied on the papers": "refused without a hearing"},
     ),
 )
+# The example of a request with choices (:func:`with_options`), shown only before such a
+# request: the right sense taken, none where each is wrong.
+_CHOICE_EXAMPLE: tuple[str, tuple[str, ...], dict[str, str]] = (
+    "The \u27e6applicants\u27e7 said that the \u27e6trial\u27e7 had been "
+    "\u27e6unfair\u27e7 \u27e6because\u27e7 of the delay."
+    "\u2063\u27e6choices\u27e7"
+    '{"applicants":["persons","campaigners"],"trial":["test","run"],'
+    '"unfair":["unjust","foul"],"because":["since"]}',
+    ("applicants", "trial", "unfair", "because"),
+    {"applicants": "persons", "trial": REDACTED, "unfair": "unjust", "because": "since"},
+)
 _REQUEST_FORM = (
     "<document>",
     "</document>",
@@ -102,7 +113,8 @@ _REQUEST_FORM = (
 
 def _template_id() -> str:
     payload = json.dumps(
-        [SYSTEM_PROMPT, _EXAMPLES, _REQUEST_FORM, MARK_OPEN, MARK_CLOSE, CANDIDATES],
+        [SYSTEM_PROMPT, _EXAMPLES, _CHOICE_EXAMPLE, _REQUEST_FORM, MARK_OPEN, MARK_CLOSE,
+         CANDIDATES],
         ensure_ascii=False,
         sort_keys=True,
     )
@@ -270,10 +282,12 @@ def render_messages(context: str, spans: list[str]) -> list[dict[str, str]]:
 
     Returns:
         OpenAI/Ollama-style messages: system, few-shot user/assistant pairs, the request.
-        Everything before the request is the same for every request (a cached prefix).
+        Everything before the request is the same for every request (a cached prefix),
+        but for one more example before a request with choices (:func:`with_options`).
     """
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
-    for ex_context, ex_spans, answer in _EXAMPLES:
+    examples = [*_EXAMPLES, _CHOICE_EXAMPLE] if options_of(context, spans) else _EXAMPLES
+    for ex_context, ex_spans, answer in examples:
         messages.append({"role": "user", "content": _user_message(ex_context, list(ex_spans))})
         messages.append({"role": "assistant", "content": _answer_json(ex_spans, answer)})
     messages.append({"role": "user", "content": _user_message(context, unique_spans(spans))})
