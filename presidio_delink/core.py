@@ -9,7 +9,8 @@ groups.  One *pass*:
    word cost, :func:`~presidio_delink.edits.choose_tokens`; words of headings and at
    paragraph boundaries cost more, :func:`~presidio_delink.edits.structure_costs`),
    widened to whole written words (:func:`~presidio_delink.edits.whole_words`) and
-   grouped into contiguous *runs*;
+   grouped into contiguous *runs*; under the candidate modes, steered among the plans of
+   the fewest tokens to words a verified candidate can replace (:meth:`DelinkLoop.settled_plan`);
 2. *rewrite*: while the LLM passes last, the runs are grouped into passages
    (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
    and ``passage_spans`` spans per request), one request per passage, up to
