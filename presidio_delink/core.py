@@ -54,6 +54,7 @@ from typing import Any
 
 from presidio_delink.confusables import latin_text
 from presidio_delink.edits import (
+    FUNCTION_WORDS,
     REDACTED,
     Run,
     apply,
@@ -83,6 +84,10 @@ log = logging.getLogger(__name__)
 AVOID_COST = 6
 #: Plans tried per pass by :meth:`DelinkLoop.settled_plan`.
 PLAN_ROUNDS = 3
+#: Determiners: the collection's determiners of the slot can stand in for one.
+DETERMINERS = frozenset(
+    {"the", "a", "an", "this", "that", "these", "those", "some", "any", "each", "every", "no"}
+)
 
 
 class DelinkLoop(Rewriting):
@@ -291,7 +296,7 @@ class DelinkLoop(Rewriting):
         the fewest words left to the LLM or a redaction is returned.  The rewrite itself
         (:meth:`run`) then validates every answer again, so this changes only which words
         change, never what is checked."""
-        avoid: set[tuple[int, int]] = set()
+        avoid = set(self._hopeless(text))
         best: tuple[int, list[Run], int] | None = None
         seen: set[tuple[tuple[int, int], ...]] = set()
         for _ in range(PLAN_ROUNDS):
@@ -312,6 +317,23 @@ class DelinkLoop(Rewriting):
             avoid.update((r.start, r.end) for r in left)
         assert best is not None
         return best[1], best[2]
+
+    def _hopeless(self, text: str) -> list[tuple[int, int]]:
+        """Spans of the tokens no candidate can replace, avoided from the first plan on:
+        function words that are neither a determiner (the collection's determiners of
+        its slot stand in) nor one of the fixed stand-ins' words
+        (:data:`~presidio_delink.candidates.propose.SWAPS`)."""
+        from presidio_delink.candidates.propose import SWAPS
+
+        swappable = {w for table in SWAPS.values() for w in table}
+        return [
+            (t.start, t.end)
+            for s in self.tokenizer.segments(text)
+            for t in s
+            if (w := text[t.start : t.end].casefold()) in FUNCTION_WORDS
+            and w not in swappable
+            and w not in DETERMINERS
+        ]
 
     # -- internals ----------------------------------------------------------------------
     def _edits(

@@ -492,3 +492,15 @@ def test_choices_go_into_the_request_and_the_schema() -> None:
     # a second request's refused note and the choices are both read back
     both = with_refused(ctx, {"awarded": ("gave", "still links")})
     assert options_of(both, ["awarded"]) == {"awarded": ["granted"]}
+
+
+def test_function_words_without_stand_ins_are_avoided_from_the_first_plan(
+    tmp_path: Path,
+) -> None:
+    idx = NgramIndex.build(TIE, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    text = "the police of the town arrested him because of it"
+    hopeless = {text[a:b] for a, b in d._hopeless(text)}  # noqa: SLF001
+    assert {"of", "him", "it"} <= hopeless
+    # determiners (slot fillers) and words with fixed stand-ins stay open
+    assert not hopeless & {"the", "because", "police", "town", "arrested"}
