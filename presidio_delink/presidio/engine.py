@@ -30,7 +30,6 @@ from presidio_anonymizer.entities import EngineResult, OperatorConfig, OperatorR
 from presidio_delink.core import DelinkLoop
 from presidio_delink.errors import DelinkError
 from presidio_delink.index import NgramIndex
-from presidio_delink.llm.base import Rewriter
 from presidio_delink.presidio.operator import DelinkOperator
 from presidio_delink.presidio.pii import anonymize_pii, pii_entities
 from presidio_delink.presidio.recognizer import ENTITY, LinkageRiskRecognizer
@@ -68,12 +67,12 @@ class DelinkEngine:
         index: NgramIndex,
         settings: DelinkSettings | None = None,
         *,
-        rewriter: Rewriter | None = None,
         language: str = "en",
         pii_operators: dict[str, OperatorConfig] | None = None,
-        **overrides: Any,
+        **loop: Any,
     ) -> None:
-        self.loop = DelinkLoop(index, settings, rewriter=rewriter, **overrides)
+        # rewriter and the overrides are the loop's keywords
+        self.loop = DelinkLoop(index, settings, **loop)
         self.settings = st = self.loop.settings
         self.protection = ProtectStep(self.loop)
         # For users who analyse with it; the loop checks with linkage.analyze itself.
