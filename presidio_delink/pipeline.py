@@ -17,6 +17,7 @@ from typing import Any
 from presidio_delink.core import DelinkLoop
 from presidio_delink.errors import DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
+from presidio_delink.progress import doc_bar
 from presidio_delink.protect import ProtectStep
 from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.settings import DEFAULT_MAX_CHARS, DelinkSettings, Setting
@@ -158,18 +159,9 @@ class Delinker(DelinkLoop):
             progress: show a progress bar.
             group_of: a document id's source group (or None), for ``protect``.
         """
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(unit="doc", desc="delinking")
-        try:
+        with doc_bar(progress) as tick:
             for doc_id, text in docs:
                 yield self.delink_one(
                     doc_id, text, group_of(doc_id) if group_of is not None else None
                 )
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+                tick()

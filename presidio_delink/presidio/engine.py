@@ -33,6 +33,7 @@ from presidio_delink.index import NgramIndex
 from presidio_delink.presidio.operator import DelinkOperator
 from presidio_delink.presidio.pii import anonymize_pii, pii_entities
 from presidio_delink.presidio.recognizer import ENTITY, LinkageRiskRecognizer
+from presidio_delink.progress import doc_bar
 from presidio_delink.protect import ProtectStep
 from presidio_delink.settings import DelinkSettings
 
@@ -118,12 +119,7 @@ class DelinkEngine:
         each document delinked; results in input order."""
         texts = list(texts)
         batch = BatchAnalyzerEngine(self.analyzer)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(texts), unit="doc", desc="delinking")
-        try:
+        with doc_bar(progress, len(texts)) as tick:
             for i in range(0, len(texts), batch_size):
                 chunk = texts[i : i + batch_size]
                 found = batch.analyze_iterator(
@@ -131,11 +127,7 @@ class DelinkEngine:
                 )
                 for text, pii in zip(chunk, found, strict=True):
                     yield self._delink(text, self._pii_only(pii))
-                    if bar is not None:
-                        bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+                    tick()
 
     def anonymize_list(
         self, texts: Iterable[str], *, batch_size: int = 8, progress: bool = False
