@@ -272,8 +272,8 @@ def default_threads() -> int:
     """``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs that other work leaves free, but
     never fewer than half the CPUs (at least one).
 
-    llama.cpp's threads spin at barriers: on a busy machine all cores run several times
-    slower than half of them, on an idle one faster (measured on 2 cores:
+    llama.cpp's threads spin at barriers: on a busy machine all cores run slower than half
+    of them, on an idle one faster (measured on 2 cores:
     ``benchmarks/results/bench_pipeline.md``). So
     the CPUs left free by other processes are used, read when the engine starts: the
     processes running now besides this one, or the last minute's load average where that
@@ -323,7 +323,7 @@ class EmbeddedRewriter:
     greedy (temperature 0) with a fixed seed. The model is loaded on first use, once per
     instance; calls are serialized by a lock. The system prompt and few-shot examples open
     every request byte for byte, so llama.cpp's slot cache keeps them between calls: only
-    the first call reads them (about 500 tokens).
+    the first call reads them.
 
     Args:
         gguf_path: Model file; ``None`` means :func:`default_gguf_path`.

@@ -45,7 +45,7 @@ MLP) in one share of rows per thread (of :data:`ROW_CHUNK` rows at least), then 
 attention blocks, then the logits. So the elementwise work runs in parallel too, and a
 thread whose core is busy makes the others wait without spinning (OpenBLAS's own threads
 spin at barriers: with the other core of a 2-core machine busy, 2 BLAS threads were
-several times slower than 1). How the rows are shared out changes a row's numbers by float32
+slower than 1). How the rows are shared out changes a row's numbers by float32
 rounding at most (BLAS may pick another kernel for fewer rows). Timings:
 ``benchmarks/results/bench_risk.md``.
 

@@ -4,8 +4,8 @@
 shared rows and branches); :class:`TorchLM` computes it with torch's CPU kernels on the
 same weights. With ``products="bfloat16"`` (the default) the blocks' four products (Q/K/V,
 output, gate/up, down) take bfloat16 inputs and weights, sum in float32 and round the result
-to bfloat16: on a CPU with bfloat16 matrix units (AVX512-BF16, AMX) oneDNN runs them several
-times faster than float32 BLAS (measured: ``benchmarks/results/bench_risk.md``). Everything
+to bfloat16: on a CPU with bfloat16 matrix units (AVX512-BF16, AMX) oneDNN runs them faster
+than float32 BLAS (measured: ``benchmarks/results/bench_risk.md``). Everything
 else stays float32: norms, RoPE, attention
 (``scaled_dot_product_attention``, causal over the shared rows, an explicit mask only for
 the branches' rows), the output matrix and log-softmax. ``products="float32"`` computes

@@ -315,7 +315,7 @@ class NumpyScorer(ContextScorer):
     def lm(self) -> NumpyLM | TorchLM:
         """The engine (:func:`~presidio_delink.llm.torch_lm.load_engine`: torch, with
         bfloat16 products, where the CPU has bfloat16, else numpy; the same pass, the
-        log-probabilities 0.01-0.02 nats apart on average)."""
+        log-probabilities a little apart: ``benchmarks/results/bench_risk.md``)."""
         if self._lm is None:
             from presidio_delink.llm.torch_lm import load_engine
 
