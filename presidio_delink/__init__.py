@@ -7,9 +7,8 @@ imports the errors and nothing heavy (no numpy, no index, no Presidio).
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from presidio_delink.errors import (
     BuildError,
@@ -21,6 +20,7 @@ from presidio_delink.errors import (
     LLMUnavailable,
     ModelFormatError,
 )
+from presidio_delink.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from presidio_delink.index import NgramIndex
@@ -65,14 +65,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its home module on first access, then keep it here."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, keep=globals())
+"""Import a public name from its home module on first access, then keep it here."""
 
 
 def __dir__() -> list[str]:

@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from presidio_delink.errors import ConfigError, InputError
 from presidio_delink.io import atomic_output, read_checked
+from presidio_delink.progress import doc_bar
 from presidio_delink.results import DelinkResult
 from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
@@ -324,12 +325,7 @@ def _records(
     summary: BatchSummary,
 ) -> Iterator[tuple[dict[str, Any], DelinkResult | None]]:
     """``(record, result)`` in input order; ``result`` None for a reused record."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, unit="doc", desc="delinking")
-    try:
+    with doc_bar(progress, total) as tick:
         for doc_id, text in read_checked(inputs):
             group = group_of(doc_id)
             digest = input_digest(doc_id, text, group)
@@ -343,11 +339,7 @@ def _records(
             else:
                 res = delinker.delink_one(doc_id, text, group)
                 yield record_of(res, auditor, group, made_by, digest), res
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
+            tick()
 
 
 def record_of(

@@ -71,7 +71,7 @@ from presidio_delink.llm.base import (
 )
 from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.rewriting import CANDIDATE, GENERALISED, Answers, Rewriting
-from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings
+from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting
 
 __all__ = ["DelinkLoop"]
 from presidio_delink.text import Tokenizer
@@ -136,25 +136,11 @@ class DelinkLoop(Rewriting):
         # Written words (inner hyphens and apostrophes kept): edits never split one.
         self._words = Tokenizer(fold="fine", placeholders=index.tokenizer.placeholders)
 
-    @property
-    def k(self) -> int:
-        return self.settings.k
-
-    @property
-    def arity(self) -> int:
-        return self.settings.arity
-
-    @property
-    def max_n(self) -> int | None:
-        return self.settings.max_n
-
-    @property
-    def passes(self) -> int:
-        return self.settings.passes
-
-    @property
-    def protect(self) -> str | None:
-        return self.settings.protect
+    k = Setting[int]()
+    arity = Setting[int]()
+    max_n = Setting[int | None]()
+    passes = Setting[int]()
+    protect = Setting[str | None]()
 
     def check(self, text: str) -> LinkageReport:
         """The linkage report of ``text`` at this loop's ``k``, arity and ``max_n``."""

@@ -37,6 +37,7 @@ from presidio_delink.batch import (
 )
 from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.io import atomic_output, read_checked
+from presidio_delink.progress import doc_bar
 from presidio_delink.results import DelinkResult
 
 __all__ = ["DelinkJob", "delink_distributed", "delink_part"]
@@ -202,18 +203,15 @@ def delink_distributed(
         futures = {
             pool.submit(job, cuts[i], cuts[i + 1], paths[i]): i for i in range(n_parts)
         }
-        bar = _bar(total, progress)
-        for fut in pool.as_completed(list(futures)):
-            i = futures[fut]
-            counts = fut.result()
-            for key in ("failed", "reused", "redone"):
-                setattr(summary, key, getattr(summary, key) + counts[key])
-            _copy_part(paths[i], journal)
-            copied.add(i)
-            if bar is not None:
-                bar.update(counts["written"])
-        if bar is not None:
-            bar.close()
+        with doc_bar(progress, total) as tick:
+            for fut in pool.as_completed(list(futures)):
+                i = futures[fut]
+                counts = fut.result()
+                for key in ("failed", "reused", "redone"):
+                    setattr(summary, key, getattr(summary, key) + counts[key])
+                _copy_part(paths[i], journal)
+                copied.add(i)
+                tick(counts["written"])
         _merge(paths, output, report, auditor, group_of, summary)
         done = True
     except BaseException as exc:
@@ -230,14 +228,6 @@ def delink_distributed(
         summary.audit_lines = auditor.lines()
         summary.flagged = auditor.flagged
     return summary
-
-
-def _bar(total: int, progress: bool) -> Any:
-    if not progress:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="doc", desc="delinking")
 
 
 def _copy_part(path: Path, journal: Journal) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 from presidio_delink.core import DelinkLoop
 from presidio_delink.errors import DelinkError, InputError, LLMError
 from presidio_delink.index import NgramIndex
-from presidio_delink.llm.base import Rewriter
+from presidio_delink.progress import doc_bar
 from presidio_delink.protect import ProtectStep
 from presidio_delink.results import AuditEntry, DelinkResult
-from presidio_delink.settings import DEFAULT_MAX_CHARS, DelinkSettings
+from presidio_delink.settings import DEFAULT_MAX_CHARS, DelinkSettings, Setting
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,9 @@ class Delinker(DelinkLoop):
         settings: what the run is (:class:`~presidio_delink.settings.DelinkSettings`:
             ``k``, ``arity``, ``passes``, ``protect``, ``max_chars``, ...); keyword
             ``overrides`` replace some of them by name (``Delinker(idx, k=5)``).
-        rewriter: the LLM backend (see :func:`presidio_delink.llm.make_rewriter`); None
-            means redaction only.  One without a
+        rewriter: (keyword of :class:`~presidio_delink.core.DelinkLoop`, as are
+            ``monitor``, ``fluency`` and ``ner``) the LLM backend (see
+            :func:`presidio_delink.llm.make_rewriter`); None means redaction only.  One without a
             :class:`~presidio_delink.llm.base.CircuitBreaker` gets one: after 3 failed
             calls in a row the backend counts as down for this Delinker's lifetime and
             the remaining spans are redacted without further calls.
@@ -69,25 +70,17 @@ class Delinker(DelinkLoop):
         index: NgramIndex,
         settings: DelinkSettings | None = None,
         *,
-        rewriter: Rewriter | None = None,
         analyzer: Any = None,
         risk_filter: Any = None,
-        monitor: Any = None,
-        fluency: Any = None,
-        ner: Any = None,
-        **overrides: Any,
+        **loop: Any,
     ) -> None:
-        super().__init__(
-            index, settings, rewriter=rewriter, monitor=monitor, fluency=fluency, ner=ner,
-            **overrides,
-        )
+        # rewriter, monitor, fluency, ner and the overrides are the loop's keywords
+        super().__init__(index, settings, **loop)
         self.analyzer = analyzer
         self.risk_filter = risk_filter
         self.protection = ProtectStep(self)
 
-    @property
-    def max_chars(self) -> int:
-        return self.settings.max_chars
+    max_chars = Setting[int]()
 
     # -- public -----------------------------------------------------------------------
     def delink(
@@ -166,18 +159,9 @@ class Delinker(DelinkLoop):
             progress: show a progress bar.
             group_of: a document id's source group (or None), for ``protect``.
         """
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(unit="doc", desc="delinking")
-        try:
+        with doc_bar(progress) as tick:
             for doc_id, text in docs:
                 yield self.delink_one(
                     doc_id, text, group_of(doc_id) if group_of is not None else None
                 )
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+                tick()

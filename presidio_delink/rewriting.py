@@ -43,7 +43,7 @@ from presidio_delink.llm.base import (
 )
 from presidio_delink.llm.prompt import example_texts, mark, with_options, with_refused
 from presidio_delink.results import DelinkResult
-from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings
+from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting
 from presidio_delink.text import Tokenizer
 
 __all__ = ["CANDIDATE", "GENERALISED", "Answers", "Rewriting"]
@@ -143,18 +143,10 @@ class Rewriting:
         links (False here: without an index the loop's next check decides)."""
         return False
 
-    @property
-    def strict(self) -> bool:
-        """Raise instead of redacting when the LLM fails (``settings.strict``)."""
-        return self.settings.strict
-
-    @property
-    def passage_chars(self) -> int:
-        return self.settings.passage_chars
-
-    @property
-    def passage_spans(self) -> int:
-        return self.settings.passage_spans
+    strict = Setting[bool]()
+    """Raise instead of redacting when the LLM fails (``settings.strict``)."""
+    passage_chars = Setting[int]()
+    passage_spans = Setting[int]()
 
     def rewrite_runs(
         self,

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from presidio_delink.errors import ConfigError
+
+T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_CROWD",
@@ -26,6 +28,7 @@ __all__ = [
     "PROTECT_MODES",
     "REWRITE_MODES",
     "DelinkSettings",
+    "Setting",
     "parse_modes",
 ]
 
@@ -188,3 +191,30 @@ def _known(values: Mapping[str, Any]) -> None:
             f"unknown delink setting(s) {', '.join(bad)}; known: "
             f"{', '.join(DelinkSettings.names())}"
         )
+
+
+class Setting(Generic[T]):
+    """A read-only attribute of a class with a ``settings`` (:class:`DelinkSettings`) that
+    reads the setting of the same name: ``k = Setting[int]()`` in the class body gives
+    ``obj.k == obj.settings.k``, so the classes that run with the settings do not each
+    restate a property per setting."""
+
+    name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> T | Setting[T]:
+        if obj is None:
+            return self
+        value: T = getattr(obj.settings, self.name)  # type: ignore[attr-defined]
+        return value
+
+    def __set__(self, obj: object, value: T) -> None:
+        raise AttributeError(f"{self.name} is a setting: replace the settings to change it")

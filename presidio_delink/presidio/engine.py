@@ -30,10 +30,10 @@ from presidio_anonymizer.entities import EngineResult, OperatorConfig, OperatorR
 from presidio_delink.core import DelinkLoop
 from presidio_delink.errors import DelinkError
 from presidio_delink.index import NgramIndex
-from presidio_delink.llm.base import Rewriter
 from presidio_delink.presidio.operator import DelinkOperator
 from presidio_delink.presidio.pii import anonymize_pii, pii_entities
 from presidio_delink.presidio.recognizer import ENTITY, LinkageRiskRecognizer
+from presidio_delink.progress import doc_bar
 from presidio_delink.protect import ProtectStep
 from presidio_delink.settings import DelinkSettings
 
@@ -68,12 +68,12 @@ class DelinkEngine:
         index: NgramIndex,
         settings: DelinkSettings | None = None,
         *,
-        rewriter: Rewriter | None = None,
         language: str = "en",
         pii_operators: dict[str, OperatorConfig] | None = None,
-        **overrides: Any,
+        **loop: Any,
     ) -> None:
-        self.loop = DelinkLoop(index, settings, rewriter=rewriter, **overrides)
+        # rewriter and the overrides are the loop's keywords
+        self.loop = DelinkLoop(index, settings, **loop)
         self.settings = st = self.loop.settings
         self.protection = ProtectStep(self.loop)
         # For users who analyse with it; the loop checks with linkage.analyze itself.
@@ -119,12 +119,7 @@ class DelinkEngine:
         each document delinked; results in input order."""
         texts = list(texts)
         batch = BatchAnalyzerEngine(self.analyzer)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(texts), unit="doc", desc="delinking")
-        try:
+        with doc_bar(progress, len(texts)) as tick:
             for i in range(0, len(texts), batch_size):
                 chunk = texts[i : i + batch_size]
                 found = batch.analyze_iterator(
@@ -132,11 +127,7 @@ class DelinkEngine:
                 )
                 for text, pii in zip(chunk, found, strict=True):
                     yield self._delink(text, self._pii_only(pii))
-                    if bar is not None:
-                        bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+                    tick()
 
     def anonymize_list(
         self, texts: Iterable[str], *, batch_size: int = 8, progress: bool = False

@@ -9,8 +9,8 @@
 
 Order.  The ranked protection removes whole terms (every occurrence of the words with
 the largest BM25 lead); many of the chains the containment protection would cut run
-through those words, so running it first leaves containment fewer words to cut, at half
-the CPU (measured on held-in documents only: ``benchmarks/README.md``, "--protect").
+through those words, so running it first leaves containment fewer words to cut, at less
+CPU (measured on held-in documents only: ``benchmarks/README.md``, "--protect").
 
 Where it runs.  Not inside the delink loop: the adapters (``Delinker``, the Presidio
 engine) run :class:`ProtectStep` on the loop's result, through the loop's public

@@ -40,11 +40,12 @@ N-gram can combine with others), so after each round the text is checked again a
 the index and whatever links is redacted by the pipeline's own rule (minimum stabbing
 set).  The guarantee (linkage-free at the delinker's ``k`` and arity) therefore holds.
 
-Escalation order.  Arity 2 and 3 change 66 to 70 % of the words of a TAB document (our
-count; 75-77 % in the outside check) and the cuts about 37 % in all, so ``arities``
+Escalation order.  Raising the delinker's arity changes about twice as many words of a
+TAB document as the cuts do (``benchmarks/results/bench_containment.md``), so ``arities``
 (tried first, when given) is empty by default.  Complexity: a round runs the variants
 until one fails (``O(L + C |D|)`` each, see the attack; seven when all hold) plus one
-linkage check; rounds are few (each cuts at least one run; 1-2 s per TAB document in all).
+linkage check; rounds are few (each cuts at least one run); the times on TAB are in the
+same file.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ first); once the whole text holds under every member, each failing sentence (its
 member).  Then the panel runs again.  Fixing a few members per round and scoring again,
 rather than every failing member at once, is what keeps the edits few: members share
 most of their evidence, so the words one member's cover takes lower the others' scores
-too, and a cover chosen for each member alone takes the union of what each needs (on
-held-in TAB train/dev texts with the query-tf and character n-gram readings in the panel,
-about 72 % of the words against 56 %).  For a pair, the terms
+too, and a cover chosen for each member alone takes the union of what each needs (far
+more words on held-in TAB train/dev texts: ``benchmarks/results/ranked_crowd.md``).  For
+a pair, the terms
 are taken in decreasing order of net lead per word, ``(w_src(t) - (1 - safety) w_comp(t)) /
 n_t``, until the estimated deficit ``s - (1 - safety) c`` is gone (a greedy knapsack cover:
 optimal in the fractional relaxation; whole terms, since an occurrence left behind keeps the

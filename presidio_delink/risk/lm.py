@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -64,6 +64,12 @@ Completion = Callable[[dict[str, Any]], dict[str, Any]]
 
 PREAMBLE = "Text:\n"
 """Fixed start of every prompt, so that a span at offset 0 still has a (shared) context."""
+
+
+Spans = Sequence[tuple[int, int]]
+"""``(start, end)`` character ranges of a text."""
+Masks = Sequence[tuple[int, int, str]]
+"""``(start, end, replacement)`` ranges replaced in a text."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +195,49 @@ def _token_entries(response: dict[str, Any]) -> list[tuple[str, bytes, float]]:
     return out
 
 
-class LogprobScorer:
+class ContextScorer:
+    """What both scorers share: the left context's window, and :meth:`score_spans` over
+    the engine's ``_scores`` (scores of some spans, in the order the engine computes them).
+
+    Args:
+        max_context_chars, step_chars: see :func:`context_start`.
+    """
+
+    def __init__(self, max_context_chars: int, step_chars: int) -> None:
+        _check_context(max_context_chars, step_chars)
+        self.max_context_chars = max_context_chars
+        self.step_chars = step_chars
+
+    def _context_start(self, text: str, at: int) -> int:
+        return context_start(text, at, self.max_context_chars, self.step_chars)
+
+    def score_spans(
+        self,
+        text: str,
+        spans: Sequence[tuple[int, int]],
+        masked: Sequence[tuple[int, int, str]] = (),
+    ) -> list[TokenScores]:
+        """Scores of each ``(start, end)`` span of ``text`` given its left context.
+
+        ``masked``: ``(start, end, replacement)`` ranges replaced in a span's context (those
+        that end at or before the span's first token begins; ranges are applied in order of
+        start, and one overlapping a range already replaced is left as it is).
+
+        Raises:
+            InputError: a span outside the text or empty, or a masked range outside it.
+        """
+        _check_spans(text, spans, masked)
+        out: list[TokenScores | None] = [None] * len(spans)
+        for i, sc in self._scores(text, spans, sorted(masked)):
+            out[i] = sc
+        return [s for s in out if s is not None]
+
+    def _scores(self, text: str, spans: Spans, masks: Masks) -> Iterator[tuple[int, TokenScores]]:
+        """``(span number, its scores)`` of every span (``masks``: sorted)."""
+        raise NotImplementedError
+
+
+class LogprobScorer(ContextScorer):
     """Scores spans of a text with a completion endpoint that takes a grammar.
 
     Args:
@@ -203,13 +251,8 @@ class LogprobScorer:
     def __init__(
         self, completion: Completion, max_context_chars: int = 6000, step_chars: int = 2000
     ) -> None:
-        _check_context(max_context_chars, step_chars)
+        super().__init__(max_context_chars, step_chars)
         self._completion = completion
-        self.max_context_chars = max_context_chars
-        self.step_chars = step_chars
-
-    def _context_start(self, text: str, at: int) -> int:
-        return context_start(text, at, self.max_context_chars, self.step_chars)
 
     def score(self, prefix: str, literal: str) -> TokenScores:
         """Log-probabilities of ``literal`` right after ``prefix`` (context in front)."""
@@ -240,31 +283,16 @@ class LogprobScorer:
             )
         return TokenScores(tuple(tokens), tuple(values))
 
-    def score_spans(
-        self,
-        text: str,
-        spans: Sequence[tuple[int, int]],
-        masked: Sequence[tuple[int, int, str]] = (),
-    ) -> list[TokenScores]:
-        """Scores of each ``(start, end)`` span of ``text`` given its left context.
-
-        ``masked``: ``(start, end, replacement)`` ranges replaced in the context (those that
-        end at or before the scored span begins; a range overlapping it is left as it is).
-        Spans are scored in text order, so the prompt cache is reused.
-        """
-        _check_spans(text, spans, masked)
-        order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1]))
-        masks = sorted(masked)
-        out: list[TokenScores | None] = [None] * len(spans)
-        for i in order:
+    def _scores(self, text: str, spans: Spans, masks: Masks) -> Iterator[tuple[int, TokenScores]]:
+        """One forced decoding per span, in text order, so the prompt cache is reused."""
+        for i in sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1])):
             start, end = spans[i]
             ws = _leading_space_start(text, start)
             ctx = self._context_start(text, ws)
-            out[i] = self.score(_masked_prefix(text, ctx, ws, masks), text[ws:end])
-        return [s for s in out if s is not None]
+            yield i, self.score(_masked_prefix(text, ctx, ws, masks), text[ws:end])
 
 
-class NumpyScorer:
+class NumpyScorer(ContextScorer):
     """Scores spans in one forward pass per text with the numpy engine (see the module
     docstring); the model is loaded on first use, once per process and file.
 
@@ -279,17 +307,15 @@ class NumpyScorer:
     def __init__(
         self, gguf_path: str | Path, max_context_chars: int = 6000, step_chars: int = 2000
     ) -> None:
-        _check_context(max_context_chars, step_chars)
+        super().__init__(max_context_chars, step_chars)
         self.gguf_path = gguf_path
-        self.max_context_chars = max_context_chars
-        self.step_chars = step_chars
         self._lm: NumpyLM | TorchLM | None = None
 
     @property
     def lm(self) -> NumpyLM | TorchLM:
         """The engine (:func:`~presidio_delink.llm.torch_lm.load_engine`: torch, with
         bfloat16 products, where the CPU has bfloat16, else numpy; the same pass, the
-        log-probabilities 0.01-0.02 nats apart on average)."""
+        log-probabilities a little apart: ``benchmarks/results/bench_risk.md``)."""
         if self._lm is None:
             from presidio_delink.llm.torch_lm import load_engine
 
@@ -317,34 +343,14 @@ class NumpyScorer:
                                                    for j, tid in enumerate(ids)])
         return TokenScores(tuple(t.piece for t in lit), tuple(float(v) for v in values))
 
-    def score_spans(
-        self,
-        text: str,
-        spans: Sequence[tuple[int, int]],
-        masked: Sequence[tuple[int, int, str]] = (),
-    ) -> list[TokenScores]:
-        """Scores of each ``(start, end)`` span of ``text`` given its left context.
-
-        ``masked``: ``(start, end, replacement)`` ranges replaced in a span's context (those
-        that end at or before the span's first token begins; ranges are applied in order of
-        start, and one overlapping a range already replaced is left as it is), as
-        :meth:`LogprobScorer.score_spans`.
-
-        Raises:
-            InputError: a span outside the text or empty, or a masked range outside it.
-        """
-        _check_spans(text, spans, masked)
+    def _scores(self, text: str, spans: Spans, masks: Masks) -> Iterator[tuple[int, TokenScores]]:
+        """One forward pass per context start (:meth:`_score_group`)."""
         groups: dict[int, list[int]] = {}
         for i, (start, _) in enumerate(spans):
-            ctx = context_start(text, _leading_space_start(text, start),
-                                self.max_context_chars, self.step_chars)
-            groups.setdefault(ctx, []).append(i)
-        out: list[TokenScores | None] = [None] * len(spans)
-        masks = sorted(masked)
+            groups.setdefault(self._context_start(text, _leading_space_start(text, start)),
+                              []).append(i)
         for ctx, members in groups.items():
-            for i, sc in self._score_group(text, spans, ctx, members, masks).items():
-                out[i] = sc
-        return [s for s in out if s is not None]
+            yield from self._score_group(text, spans, ctx, members, masks).items()
 
     def _score_group(
         self,
