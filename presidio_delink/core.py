@@ -84,10 +84,6 @@ log = logging.getLogger(__name__)
 AVOID_COST = 6
 #: Plans tried per pass by :meth:`DelinkLoop.settled_plan`.
 PLAN_ROUNDS = 3
-#: Determiners: the collection's determiners of the slot can stand in for one.
-DETERMINERS = frozenset(
-    {"the", "a", "an", "this", "that", "these", "those", "some", "any", "each", "every", "no"}
-)
 
 
 class DelinkLoop(Rewriting):
@@ -306,9 +302,12 @@ class DelinkLoop(Rewriting):
 
     def _hopeless(self, text: str) -> list[tuple[int, int]]:
         """Spans of the tokens no candidate can replace, avoided from the first plan on:
-        function words that are neither a determiner (the collection's determiners of
-        its slot stand in) nor one of the fixed stand-ins' words
+        function words that are neither an article or a demonstrative (the collection's
+        words of that kind in its slot stand in for one,
+        :data:`~presidio_delink.candidates.chooser.DETERMINER_KINDS`) nor one of the fixed
+        stand-ins' words
         (:data:`~presidio_delink.candidates.propose.SWAPS`)."""
+        from presidio_delink.candidates.chooser import DETERMINER_KINDS
         from presidio_delink.candidates.propose import SWAPS
 
         swappable = {w for table in SWAPS.values() for w in table}
@@ -318,7 +317,7 @@ class DelinkLoop(Rewriting):
             for t in s
             if (w := text[t.start : t.end].casefold()) in FUNCTION_WORDS
             and w not in swappable
-            and w not in DETERMINERS
+            and not any(w in kind for kind in DETERMINER_KINDS)
         ]
 
     # -- internals ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from presidio_delink import NgramIndex
 from presidio_delink.candidates import CandidateChooser, WordNet
 from presidio_delink.candidates.lexicon import LexCandidate, inflect
+from presidio_delink.candidates.propose import Word
 from presidio_delink.candidates.verify import Tagger, head_index, same_form
 from presidio_delink.edits import REDACTED, Run
 from presidio_delink.errors import ConfigError, LLMError
@@ -504,3 +505,21 @@ def test_function_words_without_stand_ins_are_avoided_from_the_first_plan(
     assert {"of", "him", "it"} <= hopeless
     # determiners (slot fillers) and words with fixed stand-ins stay open
     assert not hopeless & {"the", "because", "police", "town", "arrested"}
+
+
+def test_a_negation_or_quantifier_never_gets_another_determiner(tmp_path: Path) -> None:
+    docs = [
+        ("d1", "he said that the interest should be paid"),
+        ("d2", "she said that the interest should be paid later"),
+        ("d3", "it said that a interest should be paid"),
+        ("d4", "they said that a interest should be paid now"),
+        ("d5", "we said that no interest should be paid"),
+    ]
+    idx = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
+    ch = CandidateChooser(wordnet=FixedLexicon([]), scorer=FlatScorer(), index=idx, k=2)
+    for own, expected in (("no", set()), ("the", {"a"}), ("a", {"the"})):
+        text = f"I said that {own} interest should be paid"
+        a = text.index(f" {own} ") + 1
+        run = Run(a, a + len(own), 1)
+        got = ch._proposed(text, run, [Word(own, a, a + len(own), "DT")], None)  # noqa: SLF001
+        assert {c.text for c in got if c.source == "collection"} == expected, own

@@ -49,6 +49,7 @@ from presidio_delink.generalise import generalise
 
 __all__ = [
     "CLOSED",
+    "DETERMINER_KINDS",
     "FILLER",
     "MAX_CANDIDATES",
     "MAX_SCORED",
@@ -64,10 +65,19 @@ MAX_CANDIDATES = 12
 MAX_SCORED = 6
 #: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed.
 TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
-#: Penn tags of determiners: such a run may take another determiner that fills the same
-#: slot in ``k`` groups (``the`` -> ``a``).  Prepositions, conjunctions and adverbs never:
-#: measured, ``that`` -> ``by`` and ``and`` -> ``or`` change what the sentence says.
+#: Penn tags of determiners: such a run may take another determiner of its own kind
+#: (:data:`DETERMINER_KINDS`) that fills the same slot in ``k`` groups (``the`` -> ``a``).
+#: Prepositions, conjunctions and adverbs never: measured, ``that`` -> ``by`` and ``and``
+#: -> ``or`` change what the sentence says.
 CLOSED = frozenset({"DT", "PDT", "WDT"})
+#: The determiners that may stand in for each other: articles, and the demonstratives of
+#: one number.  A quantifier or a negation never (read in a run: "no interest should be
+#: paid" became "the interest should be paid").
+DETERMINER_KINDS = (
+    frozenset({"a", "an", "the"}),
+    frozenset({"this", "that"}),
+    frozenset({"these", "those"}),
+)
 #: The meaning prior of such a filler: below any lexicon word.
 FILLER = 0.2
 _WORD_RE = re.compile(r"\w+")
@@ -282,8 +292,9 @@ class CandidateChooser:
         if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
             left, right = self._neighbours(text, r)
             own = words[0].text.lower()
-            for f in sorted(collection_fillers(self.index, left, right, 1, self.k)):
-                if f != own and f.isalpha():
+            kind = next((k for k in DETERMINER_KINDS if own in k), frozenset())
+            for f in sorted(collection_fillers(self.index, left, right, 1, self.k) & kind):
+                if f != own:
                     cands.append(Candidate(_cased(f, words[0].text), "collection", FILLER))
         return cands[:MAX_CANDIDATES]
 
