@@ -422,3 +422,22 @@ def test_joint_cover_takes_single_occurrences_for_query_tf_members() -> None:
     assert sorted(_joint_cover(att, "", "src", [f], 0.5)) == [a, b, c]
     g = _Failure("fts5-unicode61-qtf", "text", (0, 11), 6.5, "comp", 3.0)
     assert sorted(_joint_cover(att, "", "src", [g], 0.0)) == [a, b]
+
+
+def test_joint_cover_does_not_tie_words_through_character_grams() -> None:
+    """A distinct-gram character member's gram occurs in different words: its
+    occurrences are not tied into one unit (that would join most of a text), they
+    count per occurrence."""
+    from presidio_delink.attacks.ranked import TermContribution as T
+    from presidio_delink.protect.ranked import _Failure, _joint_cover
+
+    a, b, c = (0, 3), (4, 7), (8, 11)
+    table = {("bm25-char4x-k2b1", "src"): [T("e th", ("the", "one"), (a, b), 4.0),
+                                           T(" xyz", ("xyz",), (c,), 1.0)]}
+    att = _FakeContributions(table)
+    f = _Failure("bm25-char4x-k2b1", "text", (0, 11), 1.9, "", 0.0)  # one occurrence does
+    assert _joint_cover(att, "", "src", [f], 0.0) == [a]
+    # a word member's term does tie them: both occurrences or nothing
+    table[("fts5-unicode61", "src")] = [T("the", ("the",), (a, b), 4.0)]
+    g = _Failure("fts5-unicode61", "text", (0, 11), 1.9, "", 0.0)
+    assert sorted(_joint_cover(att, "", "src", [g], 0.0)) == [a, b]

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from presidio_delink.attacks.fts5 import ALL_MEMBERS
+from presidio_delink.attacks.fts5 import ALL_MEMBERS, CHAR_NGRAMS, CROSS_NGRAMS
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.protect.common import Editor, ProtectOutcome, edit_spans, relink
@@ -233,8 +233,11 @@ def _joint_cover(
     attack: Any, text: str, group: str, fails: Sequence[_Failure], margin: float,
     step: float = 1.0,
 ) -> list[tuple[int, int]]:
-    """Word occurrences that bring every failing member's whole-text goal in reach at
-    once (see the module docstring, "Joint cover").
+    """Word occurrences that bring every failing member's whole-text goal nearer at once.
+
+    Why: fixing the worst members one at a time takes, for each, the words that lead
+    most under it; a word that leads under every member is worth more than one that
+    leads under one, and a cover of all of them at once can weigh that.
 
     The text's occurrences fall into *units*: the occurrences that share a term under
     some member that counts a term once (``applicant`` and ``applicants`` under Porter,
@@ -242,11 +245,15 @@ def _joint_cover(
     leaves the query only with all of them.  Each unit has, per member, its estimated
     gain: for a distinct-term member the net leads ``w_src - (1 - margin) w_comp`` of
     the terms it holds; for a ``qtf`` member the per-occurrence shares of its
-    occurrences (:func:`_choose_occurrences`).  Greedy: take the unit with the most
+    occurrences (:func:`_choose_occurrences`; so too a character n-gram member's, whose
+    gram occurs in many different words).  Greedy: take the unit with the most
     deficit covered per word, the deficit covered summed over members as a share of each
     member's own deficit (a unit's gain beyond what a member still lacks counts nothing;
     a negative gain counts where it opens a deficit), until every member's estimated
-    deficit is gone or no unit helps."""
+    deficit is down to ``1 - step`` of what it was, or no unit helps.  The estimate
+    holds the competitor fixed, while edits lower the other groups too and another
+    group can take its place: it errs on the side of taking too much, so a round
+    covers a ``step`` of the deficit and the panel scores the text again."""
     if not fails:
         return []
     parent: dict[tuple[int, int], tuple[int, int]] = {}
@@ -267,7 +274,11 @@ def _joint_cover(
             attack.contributions(text, f.member, f.competitor, query=f.query)
             if f.competitor else []
         )
-        qtf = ALL_MEMBERS[f.member].qtf
+        spec = ALL_MEMBERS[f.member]
+        # a distinct-term member over words ties its term's occurrences into one unit;
+        # a character n-gram's occurrences run through many different words (ties
+        # would join most of the text), so its terms count per occurrence, as qtf's do
+        qtf = spec.qtf or spec.tokenizer in CHAR_NGRAMS or spec.tokenizer in CROSS_NGRAMS
         net: dict[str, tuple[tuple[tuple[int, int], ...], float]] = {}
         for cs, factor in ((mine, 1.0), (theirs, -(1.0 - margin))):
             for c in cs:
@@ -370,6 +381,8 @@ def protect_ranked(
         cover: ``"joint"``: each round one cover of every failing member's whole-text
             goal at once (:func:`_joint_cover`); ``"worst"``: each of the worst
             ``whole_per_round`` members' own greedy cover.
+        joint_step: the share of each member's estimated deficit one round of the
+            joint cover takes (0 < joint_step <= 1).
 
     Returns:
         The protected text and what was changed; the text is linkage-free.
@@ -386,6 +399,8 @@ def protect_ranked(
         raise ConfigError(f"whole_per_round must be >= 1, got {whole_per_round!r}")
     if cover not in COVERS:
         raise ConfigError(f"cover must be one of {COVERS}, got {cover!r}")
+    if not 0 < joint_step <= 1:
+        raise ConfigError(f"joint_step must lie in (0, 1], got {joint_step!r}")
     index: NgramIndex = attack.index
     out = ProtectOutcome(text=text, marks=list(marks))
     for _ in range(max_rounds):
