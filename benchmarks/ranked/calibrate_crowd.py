@@ -31,7 +31,8 @@ frontier).
 Usage::
 
     python benchmarks/ranked/calibrate_crowd.py [--tab 30] [--grid 1,2,3,5]
-        [--panels base,qtf,...] [--sentence-crowd 1] [--json OUT]
+        [--panels base,qtf,...] [--safety 0.1,0.15] [--cover joint,worst]
+        [--sentence-crowd 1] [--json OUT]
 """
 
 from __future__ import annotations
@@ -102,9 +103,10 @@ def main() -> int:
     ap.add_argument("--panels", default="base", help=f"of {', '.join(PANELS)}")
     ap.add_argument("--per-round", default="",
                     help="whole-text goals fixed per round (comma list; default: shipped)")
-    ap.add_argument("--safety", default="", help="whole-text margins (comma list; default: shipped)")
-    ap.add_argument("--cover", default="", help="whole-text covers, joint / worst (comma list; "
-                    "default: shipped)")
+    ap.add_argument("--safety", default="",
+                    help="whole-text margins (comma list; default: shipped)")
+    ap.add_argument("--cover", default="",
+                    help="whole-text covers, joint / worst (comma list; default: shipped)")
     ap.add_argument("--sentence-crowd", type=int, default=None)
     ap.add_argument("--containment-crowd", type=int, default=None)
     ap.add_argument("--top1-rate", type=float, default=0.05)
