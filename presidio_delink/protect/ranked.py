@@ -301,14 +301,14 @@ def _joint_cover(
         # the goal: s <= (1 - margin) c and s < c
         deficits.append(max(f.source - (1.0 - margin) * f.score, f.source - f.score + 1e-9))
     units: dict[tuple[int, int], int] = {}
-    members: list[list[tuple[int, int]]] = []
+    unit_spans: list[list[tuple[int, int]]] = []
     for sp in sorted(parent):
         r = find(sp)
         if r not in units:
-            units[r] = len(members)
-            members.append([])
-        members[units[r]].append(sp)
-    gain = np.zeros((len(members), len(fails)))
+            units[r] = len(unit_spans)
+            unit_spans.append([])
+        unit_spans[units[r]].append(sp)
+    gain = np.zeros((len(unit_spans), len(fails)))
     for j, (terms, qtf) in enumerate(parts):
         for spans, v in terms:
             if qtf:
@@ -318,8 +318,8 @@ def _joint_cover(
                 gain[units[find(spans[0])], j] += v
     d0 = np.asarray(deficits)
     d = d0.copy()
-    cost = np.asarray([len(m) for m in members], dtype=np.float64)
-    left = np.ones(len(members), dtype=bool)
+    cost = np.asarray([len(x) for x in unit_spans], dtype=np.float64)
+    left = np.ones(len(unit_spans), dtype=bool)
     chosen: list[tuple[int, int]] = []
     target = np.where(d0 > 0, d0 * (1.0 - step), 0.0)
     while (d > target).any() and left.any():
@@ -330,7 +330,7 @@ def _joint_cover(
             break
         left[u] = False
         d -= gain[u]
-        chosen += members[u]
+        chosen += unit_spans[u]
     return chosen
 
 
