@@ -24,10 +24,14 @@ holds the corners of that space (``PROTECT_MEMBERS``: both group models, FTS5's 
 strong-tf, full-length-normalisation parameterisation), so the margin covers only what
 lies between and beyond them.
 
-Method.  Each round collects the failing (member, query) pairs and fixes the worst
-:data:`DEFAULT_WHOLE_PER_ROUND` members' whole-text goals (largest ratio ``s / c``
-first); once the whole text holds under every member, each failing sentence (its worst
-member).  Then the panel runs again.  Fixing a few members per round and scoring again,
+Method.  Each round collects the failing (member, query) pairs.  The whole text's goals
+are covered by :data:`DEFAULT_COVER`: the joint cover (:func:`_joint_cover`) takes, for
+every failing member at once, the words that cover the most of the members' deficits per
+word, half the estimated deficit a round; the ``"worst"`` cover fixes the worst
+:data:`DEFAULT_WHOLE_PER_ROUND` members' goals (largest ratio ``s / c`` first), each by
+the per-pair cover below.  Once the whole text holds under every member, each failing
+sentence is fixed (its worst member).  Then the panel runs again.  Fixing part of the
+deficit per round and scoring again,
 rather than every failing member at once, is what keeps the edits few: members share
 most of their evidence, so the words one member's cover takes lower the others' scores
 too, and a cover chosen for each member alone takes the union of what each needs (far
