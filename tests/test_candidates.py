@@ -14,6 +14,7 @@ import pytest
 
 from presidio_delink import NgramIndex
 from presidio_delink.candidates import CandidateChooser, WordNet
+from presidio_delink.candidates.chooser import fixed_expression
 from presidio_delink.candidates.lexicon import LexCandidate, inflect
 from presidio_delink.candidates.propose import Word
 from presidio_delink.candidates.verify import Tagger, head_index, same_form
@@ -523,3 +524,19 @@ def test_a_negation_or_quantifier_never_gets_another_determiner(tmp_path: Path) 
         run = Run(a, a + len(own), 1)
         got = ch._proposed(text, run, [Word(own, a, a + len(own), "DT")], None)  # noqa: SLF001
         assert {c.text for c in got if c.source == "collection"} == expected, own
+
+
+def test_a_word_of_a_fixed_expression_gets_no_lexicon_candidate(index: NgramIndex) -> None:
+    text = "As regards sentencing, the court held, in the event of an appeal, a new event."
+    for word, inside in (("regards", True), ("event", True), ("court", False)):
+        a = text.index(word)
+        assert (fixed_expression(text, a, a + len(word)) is not None) is inside, word
+    last = text.rindex("event")
+    assert fixed_expression(text, last, last + 5) is None  # "a new event": its own sense
+    ch = CandidateChooser(wordnet=FixedLexicon(["details"]), scorer=FlatScorer(), index=None)
+    a = text.index("regards")
+    got = ch._one(  # noqa: SLF001
+        text, Run(a, a + 7, 1), [Word("regards", a, a + 7, "NNS")], None,
+        lambda r, c: None, None,
+    )
+    assert got.text is None and got.refused == {"part of a fixed expression": 1}

@@ -51,11 +51,13 @@ __all__ = [
     "CLOSED",
     "DETERMINER_KINDS",
     "FILLER",
+    "FIXED_EXPRESSIONS",
     "MAX_CANDIDATES",
     "MAX_SCORED",
     "TITLES",
     "CandidateChooser",
     "Choice",
+    "fixed_expression",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,20 @@ DETERMINER_KINDS = (
 #: The meaning prior of such a filler: below any lexicon word.
 FILLER = 0.2
 _WORD_RE = re.compile(r"\w+")
+#: Phrases whose words are not used in their own sense: none of their words gets a
+#: lexicon candidate (:func:`fixed_expression`).  Read in the benchmark's outputs, and
+#: the like of them in judgments.
+FIXED_EXPRESSIONS = (
+    "as regards", "in the event", "as follows", "in the meantime", "in respect of",
+    "with regard to", "in regard to", "with respect to", "on the ground", "on the grounds",
+    "in the light of", "by virtue of", "in accordance with", "on behalf of", "in view of",
+    "in the course of", "in so far as", "insofar as", "as a result", "in particular",
+    "in any event", "at the time", "for the purposes of", "on the basis of", "by way of",
+)
+_FIXED_RE = re.compile(
+    r"\b(?:" + "|".join(re.escape(e).replace(r"\ ", r"\s+") for e in FIXED_EXPRESSIONS) + r")\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -211,6 +227,9 @@ class CandidateChooser:
         if not words or "".join(w.text for w in words) != "".join(span.split()):
             return Choice(None, None, None, 0, {"not whole words": 1},
                           writer=self.needs_writer(span, []))
+        if fixed_expression(text, r.start, r.end):
+            return Choice(None, None, None, 0, {"part of a fixed expression": 1},
+                          writer=self.needs_writer(span, [w.tag for w in words]))
         cands = self._proposed(text, r, words, label)
         ch = Choice(None, None, None, len(cands),
                     writer=self.needs_writer(span, [w.tag for w in words]))
@@ -341,6 +360,17 @@ class CandidateChooser:
         for c in cands:
             if " ".join(_norm(self.index, x) for x in _WORD_RE.findall(c.text)) in fills:
                 c.source, c.meaning = "collection", c.meaning + SLOT_BONUS
+
+
+def fixed_expression(text: str, start: int, end: int) -> str | None:
+    """The fixed expression of :data:`FIXED_EXPRESSIONS` that ``text[start:end]`` lies
+    inside (whole words, any case), else None: a word of one is not used in its own sense
+    there, and a synonym of that sense breaks it ("as regards sentencing" became "as
+    details sentencing"; "in the event" became "in the issue")."""
+    for m in _FIXED_RE.finditer(text, max(0, start - 40), min(len(text), end + 40)):
+        if m.start() <= start and end <= m.end():
+            return m.group(0)
+    return None
 
 
 def _cased(word: str, like: str) -> str:
