@@ -62,6 +62,7 @@ from presidio_delink.edits import (
     choose_tokens,
     runs,
     structure_costs,
+    tokens_within,
     whole_words,
 )
 from presidio_delink.index import NgramIndex
@@ -170,11 +171,8 @@ class DelinkLoop(Rewriting):
             (ivs if i < len(tokens) and tokens[i].end <= b else bare).append((a, b))
         costs = structure_costs(text, tokens)
         for a, b in avoid:
-            for i in range(bisect.bisect_left(starts, a), len(tokens)):
-                if tokens[i].start >= b:
-                    break
-                if tokens[i].end > a:
-                    costs[i] += AVOID_COST
+            for i in tokens_within(starts, a, b):
+                costs[i] += AVOID_COST
         chosen = choose_tokens(ivs, tokens, costs)
         optimum = len(chosen) + len(_union(bare))
         chosen = whole_words(chosen, tokens, self._words.tokens(text))

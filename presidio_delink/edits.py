@@ -111,6 +111,11 @@ word (a function word at a paragraph edge costs 3 + 4)."""
 _HEADING_LINE = re.compile(r"(?m)^[ \t]*([^\n]{1,80}?)[ \t]*$")
 
 
+def tokens_within(starts: Sequence[int], a: int, b: int) -> range:
+    """Indices of the tokens (their sorted ``starts``) that start in ``[a, b)``."""
+    return range(bisect.bisect_left(starts, a), bisect.bisect_left(starts, b))
+
+
 def structure_costs(text: str, tokens: Sequence[Token]) -> list[int]:
     """Per token, :data:`HEADING_COST` for a word of a heading (a line of at most 80
     characters with no lower-case letter and at least one letter, or one that ends
@@ -133,9 +138,7 @@ def structure_costs(text: str, tokens: Sequence[Token]) -> list[int]:
         if not any(c.islower() for c in line) or (alone and line[-1] not in ".!?;:,"):
             spans.append((m.start(1), m.end(1)))
     for a, b in spans:
-        for i in range(bisect.bisect_left(starts, a), len(tokens)):
-            if tokens[i].start >= b:
-                break
+        for i in tokens_within(starts, a, b):
             marked[i] = HEADING_COST
     for i, t in enumerate(tokens):
         gap_before = text[tokens[i - 1].end : t.start] if i else text[: t.start]

@@ -45,6 +45,17 @@ OPTIONS_SEP = "\u2063\u27e6choices\u27e7"
 """Separates a passage from the choices :func:`with_options` appends to it (as
 :data:`REFUSED_SEP`)."""
 
+def with_options(context: str, options: Mapping[str, Sequence[str]]) -> str:
+    """``context`` for a request in which some spans are to be chosen, not written:
+    ``options`` maps each such span to its candidates, each already verified by the caller.
+    The request lists them, and the answer's schema allows only one of them or
+    :data:`REDACTED` for that span (:func:`options_of`, :func:`response_schema`)."""
+    if not options:
+        return context
+    note = {span: list(opts) for span, opts in options.items() if opts}
+    return context + OPTIONS_SEP + json.dumps(note, ensure_ascii=False, separators=COMPACT)
+
+
 SYSTEM_PROMPT = (
     "You rewrite words of a de-identified document so that its rare phrases cannot be "
     "found by a search. "
@@ -94,11 +105,12 @@ _EXAMPLES: tuple[tuple[str, tuple[str, ...], dict[str, str]], ...] = (
 # The example of a request with choices (:func:`with_options`), shown only before such a
 # request: the right sense taken, none where each is wrong.
 _CHOICE_EXAMPLE: tuple[str, tuple[str, ...], dict[str, str]] = (
-    "The \u27e6applicants\u27e7 said that the \u27e6trial\u27e7 had been "
-    "\u27e6unfair\u27e7 \u27e6because\u27e7 of the delay."
-    "\u2063\u27e6choices\u27e7"
-    '{"applicants":["persons","campaigners"],"trial":["test","run"],'
-    '"unfair":["unjust","foul"],"because":["since"]}',
+    with_options(
+        "The \u27e6applicants\u27e7 said that the \u27e6trial\u27e7 had been "
+        "\u27e6unfair\u27e7 \u27e6because\u27e7 of the delay.",
+        {"applicants": ["persons", "campaigners"], "trial": ["test", "run"],
+         "unfair": ["unjust", "foul"], "because": ["since"]},
+    ),
     ("applicants", "trial", "unfair", "because"),
     {"applicants": "persons", "trial": REDACTED, "unfair": "unjust", "because": "since"},
 )
@@ -197,17 +209,6 @@ def with_refused(context: str, refused: Mapping[str, tuple[str, str]]) -> str:
     return context + REFUSED_SEP + json.dumps(note, ensure_ascii=False, separators=COMPACT)
 
 
-def with_options(context: str, options: Mapping[str, Sequence[str]]) -> str:
-    """``context`` for a request in which some spans are to be chosen, not written:
-    ``options`` maps each such span to its candidates, each already verified by the caller.
-    The request lists them, and the answer's schema allows only one of them or
-    :data:`REDACTED` for that span (:func:`options_of`, :func:`response_schema`)."""
-    if not options:
-        return context
-    note = {span: list(opts) for span, opts in options.items() if opts}
-    return context + OPTIONS_SEP + json.dumps(note, ensure_ascii=False, separators=COMPACT)
-
-
 def _split_options(context: str, spans: list[str]) -> tuple[str, dict[str, list[str]]]:
     """The passage and the choices of its requested spans (empty without a note)."""
     passage, sep, note = context.rpartition(OPTIONS_SEP)
@@ -229,8 +230,7 @@ def _split_options(context: str, spans: list[str]) -> tuple[str, dict[str, list[
 
 def options_of(context: str, spans: list[str]) -> dict[str, list[str]]:
     """The choices :func:`with_options` gave ``context``'s spans (``{}``: none)."""
-    head = context.rpartition(REFUSED_SEP)[0] if REFUSED_SEP in context else context
-    return _split_options(head, spans)[1]
+    return _split_options(_split_refused(context, spans)[0], spans)[1]
 
 
 def _split_refused(context: str, spans: list[str]) -> tuple[str, str]:
