@@ -170,7 +170,9 @@ class Rewriting:
         ``llm=False`` stops before the LLM: the runs it would be asked about get no
         answer (what the loop's planner asks, :meth:`~presidio_delink.core.DelinkLoop.plan`)."""
         out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
-        copy_grams = trigrams([text, *example_texts()], self.tokenizer)
+        copy_grams = trigrams(
+            [text, *example_texts(choices=self.settings.rewrite == "choose")], self.tokenizer
+        )
         known_lower = lower_words(text)
         bounds = sentence_bounds(text) or [(0, len(text))]
         taken: dict[int, list[str]] = {}  # words of rewrites accepted in each sentence

@@ -23,6 +23,8 @@ from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.llm.prompt import (
     MARK_CLOSE,
     MARK_OPEN,
+    OPTIONS_SEP,
+    example_texts,
     options_of,
     render_messages,
     response_schema,
@@ -540,3 +542,10 @@ def test_a_word_of_a_fixed_expression_gets_no_lexicon_candidate(index: NgramInde
         lambda r, c: None, None,
     )
     assert got.text is None and got.refused == {"part of a fixed expression": 1}
+
+
+def test_the_choices_example_counts_as_an_example_only_where_it_is_shown() -> None:
+    plain, with_choices = example_texts(), example_texts(choices=True)
+    passage = "The applicants said that the trial had been unfair because of the delay."
+    assert passage not in plain and passage in with_choices
+    assert not any(OPTIONS_SEP in t for t in with_choices)

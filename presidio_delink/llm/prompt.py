@@ -163,11 +163,13 @@ def unmark(text: str) -> str:
     return text.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
 
 
-def example_texts() -> list[str]:
-    """The few-shot passages and answers: a rewrite that copies from them is refused."""
+def example_texts(choices: bool = False) -> list[str]:
+    """The few-shot passages and answers: a rewrite that copies from them is refused.
+    ``choices``: also the example shown before a request with choices
+    (:func:`with_options`), its note of choices left out."""
     out = []
-    for context, _spans, answer in _EXAMPLES:
-        out.append(unmark(context))
+    for context, _spans, answer in [*_EXAMPLES, *([_CHOICE_EXAMPLE] if choices else [])]:
+        out.append(unmark(context.partition(OPTIONS_SEP)[0]))
         out += [c for c in answer.values() if c != REDACTED]
     return out
 
