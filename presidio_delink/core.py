@@ -15,7 +15,7 @@ groups.  One *pass*:
    (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
    and ``passage_spans`` spans per request), one request per passage, up to
    ``llm_concurrency`` in flight, answers used in document order;
-3. *validate*: each answer passes :func:`~presidio_delink.edits.pick` (no PII back, no
+3. *validate*: each answer passes :func:`~presidio_delink.edits.rejection` (no PII back, no
    copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
 4. *apply* all runs at once, then *verify* (``check`` again).
 
@@ -182,7 +182,6 @@ class DelinkLoop(Rewriting):
     def run(
         self,
         text: str,
-        doc_id: str = "",
         forbidden: Sequence[str] = (),
         *,
         res: DelinkResult | None = None,
@@ -192,9 +191,9 @@ class DelinkLoop(Rewriting):
 
         Args:
             text: the text.
-            doc_id: its id, for the result and the log.
             forbidden: strings a rewrite may not put back (removed PII).
-            res: a result to fill (its figures are added to); a new one by default.
+            res: a result to fill (its figures are added to; its ``id`` names the
+                document in the log); a new one, without an id, by default.
             marks: labelled spans of ``text`` carried to the output (``res.marks``).
 
         Raises:
@@ -202,7 +201,7 @@ class DelinkLoop(Rewriting):
         """
         t0 = time.perf_counter()
         if res is None:
-            res = DelinkResult(id=doc_id, text=None, input_text=text, passes=0, linkable_after=True)
+            res = DelinkResult(id="", text=None, input_text=text, passes=0, linkable_after=True)
         forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
         # Look-alike letters written as the Latin letters they imitate (one for one, so
         # every offset and mark stays): what every view and a folding search read alike.
@@ -250,7 +249,7 @@ class DelinkLoop(Rewriting):
         res.seconds += time.perf_counter() - t0
         log.info(
             "document %s: %d passes, %d words rewritten, %d redacted, %d LLM calls",
-            doc_id,
+            res.id,
             res.passes,
             res.words_rewritten,
             res.words_redacted,

@@ -10,9 +10,8 @@ from __future__ import annotations
 import bisect
 import collections
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from presidio_delink.confusables import skeleton_word
 from presidio_delink.text import Token, Tokenizer
@@ -588,25 +587,17 @@ def candidate_list(value: object) -> list[str]:
     return list(dict.fromkeys(v.strip() for v in items if isinstance(v, str) and v.strip()))
 
 
-def pick(
-    span: str,
-    value: object,
-    tokenizer: Tokenizer,
-    forbidden: Iterable[str] = (),
-    siblings: Iterable[str] = (),
-    context: str | None = None,
-    **checks: Any,
-) -> tuple[str | None, str]:
-    """The first of the candidates in ``value`` that :func:`rejection` accepts.
+def pick(value: object, reject: Callable[[str], str | None]) -> tuple[str | None, str]:
+    """The first of the candidates in ``value`` (:func:`candidate_list`) that ``reject``
+    accepts (it says None; :func:`rejection` with the span's checks).
 
     Returns:
         ``(replacement, "")``, or ``(None, why the last candidate was refused)`` (``"no
         answer"`` when there is none).
     """
     why = "no answer"
-    forbidden, siblings = list(forbidden), list(siblings)
     for cand in candidate_list(value):
-        reason = rejection(span, cand, tokenizer, forbidden, siblings, context, **checks)
+        reason = reject(cand)
         if reason is None:
             return cand, ""
         why = reason

@@ -67,6 +67,7 @@ import numpy as np
 from presidio_delink.combinations import Acc, Combination, Combos, add_flagged, combinations
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
+from presidio_delink.index.view_index import KeyWalk
 from presidio_delink.text import Token, Tokenizer
 
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
@@ -444,7 +445,8 @@ def _flag_views(
             walked: dict[str, list[str]] = {}
             for view in group:
                 keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
-                lows = index.link_lows(view, keys, lengths, k, _extended(views, view, walked))
+                walk = KeyWalk(keys, lengths, k, _extended(views, view, walked))
+                lows = index.link_lows(view, walk)
                 walked[view.name] = keys
                 at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
                 cands[view.name] += [
@@ -555,7 +557,7 @@ def _walk_views(
             ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
             keys, lengths = _queries(reading.words, ends, 0, len(reading.words), mx)
             extends = _extended(views, view, {n: w.keys for n, w in walks.items()})
-            dfs, entries = index.link_dfs(view, keys, lengths, k, extends)
+            dfs, entries = index.link_dfs(view, KeyWalk(keys, lengths, k, extends))
             bounds = list(zip([0, *ends], ends, strict=False))  # each segment's tokens
             walks[view.name] = _Walk(
                 [reading.tokens[a:b] for a, b in bounds],

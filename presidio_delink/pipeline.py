@@ -123,7 +123,7 @@ class Delinker(DelinkLoop):
             forbidden += removed
         res.input_text = current
         res.seconds = time.perf_counter() - t0
-        res = self.run(current, doc_id, forbidden, res=res)
+        res = self.run(current, forbidden, res=res)
         return self.protection(res, group, forbidden)
 
     def delink_one(self, doc_id: str, text: str, group: str | None = None) -> DelinkResult:

@@ -22,6 +22,7 @@ from presidio_delink.edits import (
     neighbours,
     passage_groups,
     pick,
+    rejection,
     sentence_bounds,
     trigrams,
 )
@@ -162,7 +163,7 @@ class Rewriting:
         (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
         one LLM call per passage (:func:`passage_groups`, up to ``llm_concurrency`` in
         flight), then one more for the spans whose answer was refused; every candidate is
-        validated by :func:`pick`, in document order.  Without a rewriter only the
+        validated by :func:`rejection`, in document order.  Without a rewriter only the
         generalisations are tried (the protection's edits use that).
 
         ``origins``: ``(start, end, input words)`` of earlier passes' rewrites in
@@ -194,20 +195,17 @@ class Rewriting:
                 *taken.get(si, []),
             ]
             new, why = None, "no answer"
-            for cand in self._repaired(text, r, value, res):
-                new, why = pick(
-                    text[r.start : r.end],
-                    cand,
-                    self.tokenizer,
-                    forbidden,
-                    siblings,
-                    context,
-                    copy_grams=copy_grams,
-                    around=neighbours(text, r.start, r.end),
-                    known_lower=known_lower,
-                    sentence_words=around,
-                    taken_words=frozenset(taken.get(si, ())),
+            span, taken_words = text[r.start : r.end], frozenset(taken.get(si, ()))
+
+            def reject(cand: str) -> str | None:
+                return rejection(
+                    span, cand, self.tokenizer, forbidden, siblings, context,
+                    copy_grams=copy_grams, around=neighbours(text, r.start, r.end),
+                    known_lower=known_lower, sentence_words=around, taken_words=taken_words,
                 )
+
+            for cand in self._repaired(text, r, value, res):
+                new, why = pick(cand, reject)
                 if new is not None and new != REDACTED and self.known_word is not None:
                     bad = unknown_word(new, text, self.known_word)
                     if bad is not None:

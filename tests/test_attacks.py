@@ -20,7 +20,7 @@ from presidio_delink.attacks.semantic import SemanticMonitor
 from presidio_delink.cli import main
 from presidio_delink.errors import ConfigError
 from presidio_delink.linkage import analyze
-from presidio_delink.protect import protect_containment
+from presidio_delink.protect import Guarantee, ProtectJob, protect_containment
 
 
 # -- a generated collection: random words plus recurring formulas --------------------------
@@ -205,7 +205,7 @@ def test_protect_containment_breaks_the_chains_and_stays_linkage_free(
     res = Delinker(index, k=2, arity=1).delink(query, doc_id)
     assert res.text is not None
     assert rank_of(attack.rank(res.text), doc_id) == 1  # search-based delinking is not enough
-    out = protect_containment(res.text, doc_id, attack, k=2, arity=1)
+    out = protect_containment(ProtectJob(res.text, doc_id, Guarantee(2, 1)), attack)
     assert rank_of(attack.rank(out.text), doc_id) != 1
     assert out.source_rank != 1
     assert not analyze(index, out.text, k=2, arity=1).linkable

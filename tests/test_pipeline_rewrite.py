@@ -150,12 +150,12 @@ def test_neighbours() -> None:
 def test_pick_takes_the_first_candidate_that_passes() -> None:
     assert candidate_list([" a ", "", 3, "b", "a"]) == ["a", "b"]
     assert candidate_list("x") == ["x"] and candidate_list(None) == []
-    new, why = pick("Kilkenny", ["Kilkenny", "Dublin", "the county"], TOK, context=DOC,
-                    around=("to", "council"))
+    new, why = pick(["Kilkenny", "Dublin", "the county"], lambda c: rejection(
+        "Kilkenny", c, TOK, context=DOC, around=("to", "council")))
     assert (new, why) == ("the county", "")
-    new, why = pick("Kilkenny", ["Kilkenny", "Dublin"], TOK, context=DOC)
+    new, why = pick(["Kilkenny", "Dublin"], lambda c: rejection("Kilkenny", c, TOK, context=DOC))
     assert new is None and why == "introduces a new name"
-    assert pick("x", None, TOK) == (None, "no answer")
+    assert pick(None, lambda c: rejection("x", c, TOK)) == (None, "no answer")
 
 
 # -- passages -----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from presidio_delink.errors import ConfigError
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import Delinker
 from presidio_delink.protect import Protector, parse_modes, variants
+from presidio_delink.protect.common import Guarantee, ProtectJob
 from presidio_delink.protect.containment import rule_scores
 from presidio_delink.protect.ranked import DEFAULT_RANKED_SAFETY, edit_spans, protect_ranked
 
@@ -165,12 +166,12 @@ def test_protect_ranked_alone_stops_at_the_goal(index: NgramIndex) -> None:
     doc_id, text = INPUTS[0]
     res = d.delink(text, doc_id)
     assert res.text is not None
-    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1)
+    out = protect_ranked(ProtectJob(res.text, doc_id, Guarantee(2, 1)), ranked)
     assert out.rounds > 0 and out.words_cut > 0
     assert ranked.scores(out.text).source_rank(doc_id) != 1
     assert not analyze(index, out.text, k=2, arity=1).linkable
     with pytest.raises(ConfigError, match="safety"):
-        protect_ranked(res.text, doc_id, ranked, k=2, arity=1, safety=1.0)
+        protect_ranked(ProtectJob(res.text, doc_id, Guarantee(2, 1)), ranked, safety=1.0)
 
 
 @pytest.mark.parametrize("crowd", [1, 3])
@@ -180,7 +181,7 @@ def test_protect_ranked_puts_a_crowd_above_the_source(index: NgramIndex, crowd: 
     doc_id, text = INPUTS[0]
     res = d.delink(text, doc_id)
     assert res.text is not None
-    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=crowd)
+    out = protect_ranked(ProtectJob(res.text, doc_id, Guarantee(2, 1)), ranked, crowd=crowd)
     ps = ranked.scores(out.text)
     gi = ranked.group_ordinal(doc_id)
     for i, (_m, q) in enumerate(ps.keys):
@@ -192,7 +193,7 @@ def test_protect_ranked_puts_a_crowd_above_the_source(index: NgramIndex, crowd: 
         assert src <= 0 or above >= crowd, (ps.keys[i], above)
     assert not analyze(index, out.text, k=2, arity=1).linkable
     with pytest.raises(ConfigError, match="crowd"):
-        protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=0)
+        protect_ranked(ProtectJob(res.text, doc_id, Guarantee(2, 1)), ranked, crowd=0)
 
 
 def test_a_larger_crowd_costs_words_and_ranks_the_source_lower(index: NgramIndex) -> None:
@@ -335,7 +336,7 @@ def test_protect_ranked_with_query_tf_and_char_members(index: NgramIndex) -> Non
     before = ranked.scores(res.text)
     assert any(before.rank_of(i, doc_id) == 1 for i, (_m, q) in enumerate(before.keys)
                if q == "text")
-    out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, min_terms=5)
+    out = protect_ranked(ProtectJob(res.text, doc_id, Guarantee(2, 1)), ranked, min_terms=5)
     ps = ranked.scores(out.text)
     for i, (_m, q) in enumerate(ps.keys):
         if q == "text":
@@ -359,13 +360,14 @@ def test_a_few_members_per_round_cut_fewer_words_than_every_members_cover(
         for doc_id, text in INPUTS[:4]:
             res = d.delink(text, doc_id)
             assert res.text is not None
-            out = protect_ranked(res.text, doc_id, ranked, k=2, arity=1, crowd=2,
-                                 whole_per_round=per, cover="worst")
+            job = ProtectJob(res.text, doc_id, Guarantee(2, 1))
+            out = protect_ranked(job, ranked, crowd=2, whole_per_round=per, cover="worst")
             assert not _failures(ranked, out.text, doc_id, DEFAULT_RANKED_SAFETY, 0.0, 1, 2, 1)
             cut[per] += out.words_cut + out.words_relinked
     assert cut[2] < cut[100], cut
     with pytest.raises(ConfigError, match="whole_per_round"):
-        protect_ranked(INPUTS[0][1], INPUTS[0][0], ranked, k=2, arity=1, whole_per_round=0)
+        job = ProtectJob(INPUTS[0][1], INPUTS[0][0], Guarantee(2, 1))
+        protect_ranked(job, ranked, whole_per_round=0)
 
 
 class _FakeContributions:
@@ -454,6 +456,6 @@ def test_cover_and_step_are_validated(index: NgramIndex) -> None:
     ranked = RankedAttack(index)
     doc_id, text = INPUTS[0]
     with pytest.raises(ConfigError, match="cover"):
-        protect_ranked(text, doc_id, ranked, k=2, arity=1, cover="union")
+        protect_ranked(ProtectJob(text, doc_id, Guarantee(2, 1)), ranked, cover="union")
     with pytest.raises(ConfigError, match="joint_step"):
-        protect_ranked(text, doc_id, ranked, k=2, arity=1, joint_step=0.0)
+        protect_ranked(ProtectJob(text, doc_id, Guarantee(2, 1)), ranked, joint_step=0.0)

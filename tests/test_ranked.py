@@ -521,6 +521,7 @@ def test_protection_panel_removes_a_case_found_only_as_one_document() -> None:
     holds that group model and removes it; the audit's panel alone leaves it first."""
     from presidio_delink.linkage import analyze
     from presidio_delink.pipeline import Delinker
+    from presidio_delink.protect.common import Guarantee, ProtectJob
     from presidio_delink.protect.ranked import protect_ranked
 
     rng = random.Random(5)
@@ -547,9 +548,9 @@ def test_protection_panel_removes_a_case_found_only_as_one_document() -> None:
 
     assert not first(four, res.text)  # per document, case B leads under every member
     assert {"fts5-unicode61-case", "fts5-porter-stop-case"} <= first(wide, res.text)
-    kept = protect_ranked(res.text, "caseA", four, k=2, arity=1, safety=0.0)
+    kept = protect_ranked(ProtectJob(res.text, "caseA", Guarantee(2, 1)), four, safety=0.0)
     assert kept.rounds == 0 and "fts5-unicode61-case" in first(wide, kept.text)
-    out = protect_ranked(res.text, "caseA", wide, k=2, arity=1, safety=0.0)
+    out = protect_ranked(ProtectJob(res.text, "caseA", Guarantee(2, 1)), wide, safety=0.0)
     assert out.rounds >= 1 and not first(wide, out.text)
     assert not wide.scores(out.text).first_by("caseA")  # nor any sentence
     assert not analyze(idx, out.text, k=2, arity=1).linkable

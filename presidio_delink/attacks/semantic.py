@@ -25,7 +25,7 @@ with the ``N x dim`` collection matrix, ``O(N dim)``.  The collection is embedde
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,18 +38,20 @@ __all__ = ["DEFAULT_MARGIN", "Encoder", "SemanticMonitor"]
 DEFAULT_MARGIN = 0.05
 
 
+#: ``encode_cached(ids, texts, cache_dir, progress)``: the vectors of ``texts``, kept in
+#: ``cache_dir`` (None: not kept) by the ids and the texts.
+EncodeCached = Callable[
+    [Sequence[str], Sequence[str], str | os.PathLike[str] | None, bool | None], np.ndarray
+]
+
+
 class Encoder(Protocol):
     """What the attack needs of an embedding model (``eval.embeddings.Embedder`` fits)."""
 
     def encode(self, texts: Sequence[str], progress: bool | None = False) -> np.ndarray: ...
 
-    def encode_cached(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        cache_dir: str | os.PathLike[str] | None,
-        progress: bool | None = False,
-    ) -> np.ndarray: ...
+    @property
+    def encode_cached(self) -> EncodeCached: ...
 
 
 class SemanticMonitor:

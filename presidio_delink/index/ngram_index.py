@@ -46,7 +46,7 @@ from presidio_delink.index.format import (
     write_private,
 )
 from presidio_delink.index.shard import FoldDocs, Layered, Partition
-from presidio_delink.index.view_index import Lows, ViewIndex
+from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex
 from presidio_delink.index.vocab import Vocabulary
 from presidio_delink.text import Tokenizer
 from presidio_delink.views import VIEWS
@@ -334,20 +334,16 @@ class NgramIndex:
         return np.flatnonzero(np.isin(self.group_of, want)).tolist()
 
     def link_dfs(
-        self,
-        view: ViewIndex,
-        keys: Sequence[str],
-        lengths: Sequence[int],
-        below: int,
-        extends: Sequence[str] | None = None,
+        self, view: ViewIndex, walk: KeyWalk
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`ViewIndex.walk_keys` in *group* frequencies where it matters: every
-        value below ``below`` is below it in groups, every value at or above it is (the row
-        stops at the first value below ``below``).  A row cut short by groups has no entry
+        value below ``walk.below`` is below it in groups, every value at or above it is
+        (the row stops at the first value below).  A row cut short by groups has no entry
         (the caller looks it up again)."""
+        keys, below = walk.keys, walk.below
         if below < 2:
             return view.prefix_walk([k.split(" ") for k in keys], below)
-        rows, last = view.walk_keys(keys, lengths, below, extends)
+        rows, last = view.walk_keys(keys, walk.lengths, below, walk.extends)
         if self.group_of is None:
             return rows, last
         settled = (below - 1) * self.max_group_size + 1
@@ -362,20 +358,13 @@ class NgramIndex:
                         break
         return rows, last
 
-    def link_lows(
-        self,
-        view: ViewIndex,
-        keys: Sequence[str],
-        lengths: Sequence[int],
-        below: int,
-        extends: Sequence[str] | None = None,
-    ) -> Lows:
+    def link_lows(self, view: ViewIndex, walk: KeyWalk) -> Lows:
         """What an arity-1 check needs of :meth:`link_dfs` (see
         :meth:`ViewIndex.walk_lows`)."""
-        if below >= 2 and self.group_of is None:
-            return view.walk_lows(keys, lengths, below, extends)
-        rows, last = self.link_dfs(view, keys, lengths, below, extends)
-        return Lows.of_rows(rows, last, below)
+        if walk.below >= 2 and self.group_of is None:
+            return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends)
+        rows, last = self.link_dfs(view, walk)
+        return Lows.of_rows(rows, last, walk.below)
 
     # -- primary-view queries (one N-gram, raw text or normalised words) --------------
     def words_of(self, phrase: str, view: str | None = None) -> list[str]:

@@ -42,6 +42,19 @@ class _Hits:
         return (int(self.part[q]), self.handles[f]) if f >= 0 else None
 
 
+@dataclass(frozen=True)
+class KeyWalk:
+    """One walk of a view's trie (:meth:`~.ngram_index.NgramIndex.link_dfs`): the query
+    keys (space-joined words), how many words of each to walk, the frequency ``below``
+    which an N-gram links, and the keys another view of the same words already walked
+    (``extends``; None: none)."""
+
+    keys: Sequence[str]
+    lengths: Sequence[int]
+    below: int
+    extends: Sequence[str] | None = None
+
+
 @dataclass
 class Lows:
     """:meth:`ViewIndex.walk_lows`: per query, ``good`` (prefixes at or above the

@@ -19,7 +19,7 @@ interface (:class:`.common.LoopAPI`).
 Edits.  The chosen words go to :class:`.editor.LoopEditor` first: a deterministic
 generalisation, or the configured LLM's rewrite, each validated by the pipeline's
 checks and refused when it writes the word again; the rest are redacted, and after
-:data:`.ranked.DEFAULT_REWRITE_ROUNDS` rounds every further edit is a redaction.
+:data:`.common.DEFAULT_REWRITE_ROUNDS` rounds every further edit is a redaction.
 
 Every edit is verified against the index (what an edit made linkable is redacted by the
 pipeline's rule), and the attacks run again on the edited text, so the output stays
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.protect.common import LoopAPI, ProtectOutcome
+from presidio_delink.protect.common import Guarantee, LoopAPI, ProtectJob, ProtectOutcome
 from presidio_delink.protect.containment import (
     DEFAULT_SAFETY,
     protect_containment,
@@ -49,7 +49,9 @@ __all__ = [
     "DEFAULT_CONTAINMENT_CROWD",
     "DEFAULT_SAFETY",
     "MODES",
+    "Guarantee",
     "LoopAPI",
+    "ProtectJob",
     "ProtectOutcome",
     "ProtectStep",
     "Protector",
@@ -168,15 +170,16 @@ class Protector:
             from presidio_delink.protect.editor import LoopEditor
 
             editor = LoopEditor(d, res, forbidden)
+        keep = Guarantee.of(st)
         total = 0
         for _ in range(self.max_rounds):
             changed = 0
             for mode in self.modes:
+                job = ProtectJob(res.text, group, keep, res.marks, editor)
                 if mode == "containment":
                     out = protect_containment(
-                        res.text, group, self.containment, k=st.k, arity=st.arity,
-                        max_n=st.max_n, marks=res.marks, editor=editor,
-                        safety=self.containment_safety, crowd=self.containment_crowd,
+                        job, self.containment, safety=self.containment_safety,
+                        crowd=self.containment_crowd,
                     )
                 else:
                     from presidio_delink.protect import ranked as pr
@@ -186,8 +189,7 @@ class Protector:
 
                         self.ranked = RankedAttack(d.index, k=st.k, members=PROTECT_MEMBERS)
                     out = pr.protect_ranked(
-                        res.text, group, self.ranked, k=st.k, arity=st.arity, max_n=st.max_n,
-                        marks=res.marks, editor=editor, safety=self.ranked_safety,
+                        job, self.ranked, safety=self.ranked_safety,
                         sentence_safety=self.sentence_safety, crowd=self.crowd,
                         sentence_crowd=self.sentence_crowd,
                         whole_per_round=self.whole_per_round, cover=self.cover,

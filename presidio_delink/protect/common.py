@@ -1,4 +1,5 @@
-"""What both protections share: the outcome record, the one edit step, the relink rule,
+"""What both protections share: the job (:class:`ProtectJob`: the text, its source, the
+guarantee to keep, the editor), the outcome record, the one edit step, the relink rule,
 and the interface of the delink loop they use.
 
 The protections choose word occurrences; :func:`edit_spans` is the one place where they
@@ -9,7 +10,7 @@ what they release stays linkage-free at the loop's ``k`` and arity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,7 +20,22 @@ from presidio_delink.linkage import analyze
 from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.settings import DelinkSettings
 
-__all__ = ["Editor", "LoopAPI", "ProtectOutcome", "edit_spans", "relink"]
+__all__ = [
+    "DEFAULT_REWRITE_ROUNDS", "Editor", "Guarantee", "LoopAPI", "ProtectJob", "ProtectOutcome",
+    "edit_spans", "relink",
+]
+
+#: Rounds in which the protections ask their editor before they only redact.
+DEFAULT_REWRITE_ROUNDS = 3
+
+
+#: What the protections ask of the loop's rewriter: ``(text, runs, forbidden, result)``
+#: to validated replacements of the runs (a generalisation, a candidate or the LLM's
+#: answer), ``{(start, end): (replacement or None, reason)}``.
+RewriteRuns = Callable[
+    [str, list[Run], list[str], DelinkResult],
+    dict[tuple[int, int], tuple[str | None, str | None]],
+]
 
 
 class LoopAPI(Protocol):
@@ -30,16 +46,9 @@ class LoopAPI(Protocol):
     settings: DelinkSettings
     monitor: Any
 
-    def rewrite_runs(
-        self,
-        text: str,
-        rs: list[Run],
-        forbidden: list[str],
-        res: DelinkResult,
-        origins: Sequence[tuple[int, int, str]] = (),
-    ) -> dict[tuple[int, int], tuple[str | None, str | None]]:
-        """Validated replacements of the runs (a generalisation, a candidate or the
-        LLM's answer), ``{(start, end): (replacement or None, reason)}``."""
+    @property
+    def rewrite_runs(self) -> RewriteRuns:
+        """The loop's :meth:`~presidio_delink.rewriting.Rewriting.rewrite_runs`."""
         ...
 
 
@@ -54,6 +63,21 @@ class Editor(Protocol):
         for what it can rewrite; a key may cover several adjacent spans (a run); the
         spans it does not cover are redacted."""
         ...
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The phrase guarantee a protection keeps: the text stays linkage-free at ``k`` and
+    ``arity``, for N-grams up to ``max_n`` (None: the index's longest)."""
+
+    k: int
+    arity: int = 1
+    max_n: int | None = None
+
+    @classmethod
+    def of(cls, settings: DelinkSettings) -> Guarantee:
+        """The delink loop's own guarantee."""
+        return cls(settings.k, settings.arity, settings.max_n)
 
 
 @dataclass
@@ -129,10 +153,10 @@ def edit_spans(
     return text, marks2, [audit[i] for i in order], red, rew
 
 
-def relink(out: ProtectOutcome, index: NgramIndex, k: int, arity: int, max_n: int | None) -> None:
+def relink(out: ProtectOutcome, index: NgramIndex, keep: Guarantee) -> None:
     """Redact what a cut made linkable (the pipeline's rule), until nothing links."""
     for _ in range(1000):
-        rep = analyze(index, out.text, k=k, arity=arity, max_n=max_n)
+        rep = analyze(index, out.text, k=keep.k, arity=keep.arity, max_n=keep.max_n)
         if not rep.linkable:
             return
         segs = index.tokenizer.segments(out.text)
@@ -142,3 +166,45 @@ def relink(out: ProtectOutcome, index: NgramIndex, k: int, arity: int, max_n: in
         out.words_relinked += len(chosen)
         out.text, out.marks = apply(out.text, edits, out.marks)
     raise AssertionError("a redaction loop did not terminate")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class ProtectJob:
+    """One text for a protection to edit, and what every protection keeps while it does.
+
+    Args:
+        text: the pipeline's output (linkage-free under ``keep``).
+        group: the source's group id (``NgramIndex.doc_groups``).
+        keep: the phrase guarantee every edit keeps (:func:`relink`).
+        marks: the pipeline's edit marks, carried along.
+        editor: proposes rewrites of the chosen words (:class:`.editor.LoopEditor`;
+            default: redaction), asked in the first ``rewrite_rounds`` rounds; later
+            rounds redact (a rewrite that brought new evidence for the source is
+            redacted then, so the loop ends).
+    """
+
+    text: str
+    group: str
+    keep: Guarantee
+    marks: Sequence[tuple[int, int, str]] = ()
+    editor: Editor | None = None
+    rewrite_rounds: int = DEFAULT_REWRITE_ROUNDS
+
+    def outcome(self) -> ProtectOutcome:
+        """The outcome before any round: the text and marks as given."""
+        return ProtectOutcome(text=self.text, marks=list(self.marks))
+
+    def edit(
+        self, out: ProtectOutcome, index: NgramIndex, spans: Sequence[tuple[int, int]],
+        reason: str,
+    ) -> None:
+        """One round of ``out``: :func:`edit_spans` of ``spans`` (the editor asked in the
+        first ``rewrite_rounds`` rounds), then :func:`relink`."""
+        editor = self.editor if out.rounds <= self.rewrite_rounds else None
+        out.text, out.marks, audit, red, rew = edit_spans(
+            out.text, spans, out.marks, editor, reason=reason
+        )
+        out.audit.extend(audit)
+        out.words_cut += red
+        out.words_rewritten += rew
+        relink(out, index, self.keep)

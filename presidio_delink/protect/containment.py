@@ -52,12 +52,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
 from presidio_delink.errors import ConfigError
-from presidio_delink.protect.common import ProtectOutcome, edit_spans, relink
+from presidio_delink.protect.common import ProtectJob, ProtectOutcome
 
 log = logging.getLogger(__name__)
 
@@ -167,36 +166,23 @@ def _like(attack: ContainmentAttack, **kw: int) -> ContainmentAttack:
 
 
 def protect_containment(
-    text: str,
-    group: str,
+    job: ProtectJob,
     attack: ContainmentAttack,
     *,
-    k: int,
-    arity: int,
-    max_n: int | None = None,
     safety: float = DEFAULT_SAFETY,
     max_rounds: int = 200,
-    marks: Sequence[tuple[int, int, str]] = (),
     also: Sequence[ContainmentAttack] | None = None,
-    editor: Any = None,
-    rewrite_rounds: int = 3,
     crowd: int = 1,
 ) -> ProtectOutcome:
-    """Edit a linkage-free ``text`` until ``attack`` no longer ranks ``group`` first.
+    """Edit ``job.text`` until ``attack`` no longer ranks ``job.group`` first.
 
     Args:
-        text: the pipeline's output (linkage-free at ``k``/``arity``).
-        group: the source's group id (``NgramIndex.doc_groups``).
+        job: the text, its source, the guarantee to keep and the editor.
         attack: the containment attack (its index is the one checked).
-        k, arity, max_n: the linkage guarantee to keep.
         safety: relative margin below the competitor to reach (0 <= safety < 1).
         max_rounds: bound on attack rounds.
-        marks: the pipeline's edit marks, carried along.
         also: further attacks (same index) that must not rank the source first either;
             default: the other :func:`variants` of ``attack``.
-        editor: proposes rewrites of the cut words (:class:`.editor.LoopEditor`;
-            default: redaction), asked in the first ``rewrite_rounds`` rounds.
-        rewrite_rounds: rounds in which the editor is asked; later rounds redact.
         crowd: the crowd rule (>= 1): the source below the ``crowd``-th best other
             group under every rule and variant (1: not the argmax).
 
@@ -207,8 +193,8 @@ def protect_containment(
         raise ConfigError(f"safety must lie in [0, 1), got {safety!r}")
     if crowd < 1:
         raise ConfigError(f"crowd must be >= 1, got {crowd!r}")
-    index = attack.index
-    out = ProtectOutcome(text=text, marks=list(marks))
+    index, group = attack.index, job.group
+    out = job.outcome()
     attacks = [attack, *(also if also is not None else variants(attack)[1:])]
     for _ in range(max_rounds):
         for att in attacks:
@@ -227,17 +213,8 @@ def protect_containment(
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
             break
         chosen = [i for i in chosen if i < len(tokens)]
-        out.text, out.marks, audit, red, rew = edit_spans(
-            out.text,
-            [(tokens[i].start, tokens[i].end) for i in chosen],
-            out.marks,
-            editor if out.rounds <= rewrite_rounds else None,
-            reason="containment chain",
-        )
-        out.audit.extend(audit)
-        out.words_cut += red
-        out.words_rewritten += rew
-        relink(out, index, k, arity, max_n)
+        job.edit(out, index, [(tokens[i].start, tokens[i].end) for i in chosen],
+                 "containment chain")
     ranking = attack.scores(out.text)
     out.source_rank = rank_of(ranking, group)
     return out

@@ -6,7 +6,7 @@ The protections (:mod:`.ranked`, :mod:`.containment`) choose word occurrences to
 a deterministic generalisation
 (:mod:`presidio_delink.generalise`) where one applies and passes the checks, else the
 configured LLM (one request per passage), each answer validated by the loop's checks
-(:func:`presidio_delink.edits.pick`: no removed PII put back, no copy of the span, ...).
+(:func:`presidio_delink.edits.rejection`: no removed PII put back, no copy of the span, ...).
 Without an LLM only the generalisations are tried.
 
 Definitions.  Chosen words separated by nothing but spaces, within one segment, form one

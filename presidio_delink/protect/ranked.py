@@ -61,14 +61,20 @@ import numpy as np
 from presidio_delink.attacks.fts5 import ALL_MEMBERS, CHAR_NGRAMS, CROSS_NGRAMS
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
-from presidio_delink.protect.common import Editor, ProtectOutcome, edit_spans, relink
+from presidio_delink.protect.common import (
+    DEFAULT_REWRITE_ROUNDS,
+    Editor,
+    ProtectJob,
+    ProtectOutcome,
+    edit_spans,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "COVERS", "DEFAULT_COVER", "DEFAULT_JOINT_STEP", "DEFAULT_RANKED_SAFETY",
     "DEFAULT_REWRITE_ROUNDS", "DEFAULT_SENTENCE_CROWD", "DEFAULT_SENTENCE_SAFETY",
-    "DEFAULT_WHOLE_PER_ROUND", "Editor",
+    "DEFAULT_WHOLE_PER_ROUND", "Editor", "ProtectJob",
     "edit_spans", "protect_ranked",
 ]
 
@@ -108,8 +114,6 @@ DEFAULT_COVER = "joint"
 #: a held-in text, 1.0 took 444 of its 568 words where 0.5 took 262 and worst-first 258:
 #: the estimate holds the competitor fixed and errs high).
 DEFAULT_JOINT_STEP = 0.5
-#: Rounds in which the protections ask their editor before they only redact.
-DEFAULT_REWRITE_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -339,36 +343,27 @@ def _joint_cover(
 
 
 def protect_ranked(
-    text: str,
-    group: str,
+    job: ProtectJob,
     attack: Any,
     *,
-    k: int,
-    arity: int,
-    max_n: int | None = None,
     safety: float = DEFAULT_RANKED_SAFETY,
     sentence_safety: float | None = None,
     min_terms: int | None = None,
     max_rounds: int = 80,
-    marks: Sequence[tuple[int, int, str]] = (),
-    editor: Editor | None = None,
-    rewrite_rounds: int = DEFAULT_REWRITE_ROUNDS,
     crowd: int = 1,
     sentence_crowd: int | None = None,
     whole_per_round: int = DEFAULT_WHOLE_PER_ROUND,
     cover: str = DEFAULT_COVER,
     joint_step: float = DEFAULT_JOINT_STEP,
 ) -> ProtectOutcome:
-    """Edit a linkage-free ``text`` until every member of ``attack`` (a
+    """Edit the linkage-free ``job.text`` until every member of ``attack`` (a
     :class:`~presidio_delink.attacks.ranked.RankedAttack` over the delinker's index) puts
-    at least ``crowd`` other groups above ``group``, by ``safety``, for the whole text
+    at least ``crowd`` other groups above ``job.group``, by ``safety``, for the whole text
     (``sentence_crowd`` for any sentence; 1: the source off first place).
 
     Args:
-        text: the pipeline's output (linkage-free at ``k``/``arity``).
-        group: the source's group id.
+        job: the text, its source, the guarantee to keep and the editor.
         attack: the ranked attack (its index is the one checked).
-        k, arity, max_n: the linkage guarantee to keep.
         safety: whole-text margin: the source's score at most ``1 - safety`` times the
             best other group's (0 <= safety < 1).
         sentence_safety: the same for sentence queries (default
@@ -376,11 +371,6 @@ def protect_ranked(
         min_terms: sentences with fewer terms (for a member) are left as they are
             (default 1: every sentence, as the audit's cautious reading counts them).
         max_rounds: bound on panel rounds.
-        marks: the pipeline's edit marks, carried along.
-        editor: proposes rewrites of the chosen words (default: redaction).
-        rewrite_rounds: rounds in which the editor is asked; later rounds redact (a
-            rewrite that brought new evidence for the source is redacted then, so the
-            loop ends).
         crowd: the crowd rule for the whole text (>= 1): the source at most
             ``1 - safety`` times the ``crowd``-th best other group's score.
         sentence_crowd: the same for sentences (default :data:`DEFAULT_SENTENCE_CROWD`,
@@ -411,7 +401,8 @@ def protect_ranked(
     if not 0 < joint_step <= 1:
         raise ConfigError(f"joint_step must lie in (0, 1], got {joint_step!r}")
     index: NgramIndex = attack.index
-    out = ProtectOutcome(text=text, marks=list(marks))
+    group = job.group
+    out = job.outcome()
     for _ in range(max_rounds):
         fails = _failures(attack, out.text, group, safety, ss, min_terms, crowd, sc)
         if not fails:
@@ -433,13 +424,7 @@ def protect_ranked(
             done_queries.add(f.query)
         if not taken:  # nothing left that leads (cannot happen while the source leads)
             break
-        out.text, out.marks, audit, red, rew = edit_spans(
-            out.text, sorted(taken), out.marks, editor if out.rounds <= rewrite_rounds else None
-        )
-        out.audit.extend(audit)
-        out.words_cut += red
-        out.words_rewritten += rew
-        relink(out, index, k, arity, max_n)
+        job.edit(out, index, sorted(taken), "ranked term")
     else:
         log.warning("ranked protection stopped after %d rounds", max_rounds)
     return out
