@@ -90,11 +90,16 @@ def _opened(job: DelinkJob) -> tuple[Any, Any, Callable[[str], str | None]]:
 
 def delink_part(job: DelinkJob, start: int, stop: int, part: Path) -> dict[str, int]:
     """Delink input records ``start`` to ``stop`` (0-based, in input order) into ``part``
-    (JSONL, written and flushed record by record); counts of what it did."""
+    (JSONL); counts of what it did.
+
+    The records are written and flushed one by one to a file of this attempt
+    (:func:`_attempts`), renamed to ``part`` once complete: a scheduler that runs the part
+    again (its worker died after it finished) never truncates a part being read."""
     delinker, auditor, group_of = _opened(job)
     journal = Journal(job.journal, "read") if job.journal is not None else None
     counts = {"written": 0, "failed": 0, "reused": 0, "redone": 0}
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    attempt = part.with_name(f"{part.name}.{os.getpid()}-{os.urandom(4).hex()}{_ATTEMPT}")
+    fd = os.open(attempt, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         for i, (doc_id, text) in enumerate(read_checked(job.inputs)):
             if i >= stop:
@@ -113,6 +118,7 @@ def delink_part(job: DelinkJob, start: int, stop: int, part: Path) -> dict[str, 
             out.flush()
             counts["written"] += 1
             counts["failed"] += bool(rec.get("failed"))
+    os.replace(attempt, part)
     if journal is not None:
         counts["redone"] = journal.stale
     return counts
@@ -216,8 +222,9 @@ def delink_distributed(
         done = True
     except BaseException as exc:
         for i, path in enumerate(paths):  # what unfinished parts wrote is kept too
-            if i not in copied and path.exists():
-                _copy_part(path, journal)
+            if i not in copied:
+                for got in [path] if path.exists() else _attempts(path):
+                    _copy_part(got, journal)
         exc.batch_kept = journal.written  # type: ignore[attr-defined]
         raise
     finally:
@@ -228,6 +235,15 @@ def delink_distributed(
         summary.audit_lines = auditor.lines()
         summary.flagged = auditor.flagged
     return summary
+
+
+#: The suffix of a part's file while an attempt writes it (:func:`delink_part`).
+_ATTEMPT = ".attempt"
+
+
+def _attempts(part: Path) -> list[Path]:
+    """The files of ``part``'s unfinished attempts."""
+    return sorted(part.parent.glob(f"{part.name}.*{_ATTEMPT}"))
 
 
 def _copy_part(path: Path, journal: Journal) -> None:

@@ -156,6 +156,41 @@ def test_one_failing_document_does_not_fail_its_part(
     assert all(not r["failed"] for r in recs if not r["id"].endswith("~2"))
 
 
+def test_a_part_run_again_never_truncates_the_finished_one(
+    index_dir: Path, many: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dask runs a finished part again when the worker holding its result dies, while the
+    driver may be reading that part's file (to the journal, or into the output): the run
+    again, here killed after one document, leaves the finished file whole."""
+    from presidio_delink import distributed_delink as dd
+    from presidio_delink.batch import LLMOptions, PIIOptions, batch_fingerprint
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.settings import DelinkSettings
+
+    settings, llm, pii = DelinkSettings(k=2), LLMOptions("none"), PIIOptions()
+    idx = NgramIndex.load(index_dir)
+    job = dd.DelinkJob(index_dir, None, settings, llm, pii, (many,), None,
+                       batch_fingerprint(idx, settings, llm, pii), None, audit=False)
+    part = tmp_path / "part-00000.jsonl"
+    assert dd.delink_part(job, 0, 4, part)["written"] == 4
+    whole = records(part)
+    real, calls = dd._delinked, {"n": 0}
+
+    def dies_at_the_second(*args):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt  # the worker killed
+        return real(*args)
+
+    monkeypatch.setattr(dd, "_delinked", dies_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        dd.delink_part(job, 0, 4, part)
+    assert records(part) == whole
+    # what the dead attempt wrote is kept beside it, for a stopped run's journal
+    (attempt,) = dd._attempts(part)
+    assert records(attempt) == whole[:1]
+
+
 def test_a_worker_killed_mid_part_loses_nothing(
     index_dir: Path, many: Path, tmp_path: Path
 ) -> None:
@@ -192,7 +227,8 @@ def test_a_worker_killed_mid_part_loses_nothing(
             killed = False
             deadline = time.monotonic() + 300
             while run.is_alive() and not killed and time.monotonic() < deadline:
-                written = [p for p in parts.glob("part-*.jsonl") if p.stat().st_size] \
+                # a part's file is renamed once complete: count the ones being written too
+                written = [p for p in parts.glob("part-*") if p.stat().st_size] \
                     if parts.exists() else []
                 if len(written) >= 2 and not two.exists():
                     pid = sorted(client.run(os.getpid).values())[0]
