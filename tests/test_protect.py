@@ -276,6 +276,22 @@ def test_loop_editor_rewrites_through_the_loops_checks(index: NgramIndex) -> Non
     assert RankedAttack(index).scores(res.text).source_rank(doc_id) != 1
 
 
+def test_protection_labels_the_candidates_it_takes(index: NgramIndex) -> None:
+    """Under ``rewrite="candidates"`` without an LLM, the protection's rewrites are verified
+    candidates, and its audit says so and whose they are: never the LLM's."""
+    d = Delinker(index, k=2, arity=1, rewrite="candidates")
+    doc_id, text = min(INPUTS, key=lambda x: len(x[1]))
+    res = d.delink(text, doc_id)
+    Protector(d, "all").protect(res, doc_id)
+    assert res.text is not None and not analyze(index, res.text, k=2, arity=1).linkable
+    mine = [a for a in res.audit if a.pass_no == 0]
+    assert mine and res.llm_calls == 0 and not res.choices
+    assert {a.method for a in mine} <= {"candidate", "generalised", "redacted"}
+    took = [a for a in mine if a.method == "candidate"]
+    assert took and all(a.source in ("lexicon", "collection") for a in took)
+    assert all(a.source is None for a in mine if a.method == "redacted")
+
+
 def test_variants_share_words_and_score_as_fresh_attacks(index: NgramIndex) -> None:
     """The protection's variants share one vocabulary and the encoded documents; their
     scores are those of attacks built alone, also after a vocabulary reset."""

@@ -58,10 +58,10 @@ class Editor(Protocol):
 
     def propose(
         self, text: str, spans: Sequence[tuple[int, int]]
-    ) -> Mapping[tuple[int, int], str | tuple[str, str]]:
-        """``{(start, end): replacement}`` or ``{(start, end): (replacement, method)}``
-        for what it can rewrite; a key may cover several adjacent spans (a run); the
-        spans it does not cover are redacted."""
+    ) -> Mapping[tuple[int, int], str | tuple[str, str, str | None]]:
+        """``{(start, end): replacement}`` or ``{(start, end): (replacement, method,
+        source)}`` (the audit's) for what it can rewrite; a key may cover several
+        adjacent spans (a run); the spans it does not cover are redacted."""
         ...
 
 
@@ -119,7 +119,9 @@ def edit_spans(
     red = rew = 0
     done: set[tuple[int, int]] = set()
     for (a, b), value in sorted(proposals.items()):
-        new, method = (value, "generalised") if isinstance(value, str) else value
+        new, method, source = (
+            (value, "generalised", "generalisation") if isinstance(value, str) else value
+        )
         inside = [s for s in todo if a <= s[0] and s[1] <= b and s not in done]
         old = text[a:b]
         if not inside or not new.strip() or any(
@@ -135,6 +137,7 @@ def edit_spans(
             AuditEntry(
                 original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,
                 method=method, n_words=len(inside), reason=reason, start=a, end=b,
+                source=source,
             )
         )
     for a, b in todo:

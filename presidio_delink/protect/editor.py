@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from presidio_delink.edits import REDACTED, Run
 from presidio_delink.protect.common import LoopAPI
 from presidio_delink.results import DelinkResult
+from presidio_delink.rewriting import CANDIDATE, GENERALISED
 
 __all__ = ["LoopEditor", "runs_of", "shares_term"]
 
@@ -77,20 +78,29 @@ class LoopEditor:
 
     def propose(
         self, text: str, spans: Sequence[tuple[int, int]]
-    ) -> dict[tuple[int, int], tuple[str, str]]:
-        """``{(start, end) of a run: (replacement, method)}`` for the runs it rewrote;
-        ``method`` is ``"generalised"`` (deterministic) or ``"llm"``."""
+    ) -> dict[tuple[int, int], tuple[str, str, str | None]]:
+        """``{(start, end) of a run: (replacement, method, source)}`` for the runs it
+        rewrote; ``method`` is ``"generalised"`` (deterministic), ``"candidate"`` (a
+        verified candidate, :mod:`presidio_delink.candidates`; ``source`` says whose) or
+        ``"llm"``."""
         rs = [Run(a, b, n) for a, b, n in runs_of(text, spans)]
         if not rs:
             return {}
         answers = self.loop.rewrite_runs(text, rs, self.forbidden, self.res)
-        out: dict[tuple[int, int], tuple[str, str]] = {}
+        out: dict[tuple[int, int], tuple[str, str, str | None]] = {}
         for r in rs:
             new, reason = answers.get((r.start, r.end), (None, None))
+            choice = self.res.choices.pop((r.start, r.end), None)
             if new is None or new == REDACTED or not new.strip():
                 continue
             if shares_term(text[r.start : r.end], new):
                 self.res.refusals["keeps the term"] = self.res.refusals.get("keeps the term", 0) + 1
                 continue
-            out[(r.start, r.end)] = (new, "generalised" if reason == "generalised" else "llm")
+            if reason == CANDIDATE:
+                source = choice.source if choice is not None else None
+                out[(r.start, r.end)] = (new, "candidate", source)
+            elif reason == GENERALISED:
+                out[(r.start, r.end)] = (new, "generalised", "generalisation")
+            else:
+                out[(r.start, r.end)] = (new, "llm", "llm")
         return out
