@@ -34,7 +34,7 @@ from presidio_delink.errors import ConfigError, InputError
 from presidio_delink.io import atomic_output, read_checked
 from presidio_delink.progress import doc_bar
 from presidio_delink.results import DelinkResult
-from presidio_delink.settings import DEFAULT_SPACY_MODEL
+from presidio_delink.settings import DEFAULT_SPACY_MODEL, rewrite_for
 
 __all__ = [
     "BatchSummary",
@@ -531,6 +531,7 @@ def batch_fingerprint(
     from presidio_delink.llm.prompt import TEMPLATE_ID
 
     with_llm = llm.spec.strip().lower() != "none"
+    settings = settings.replace(rewrite=rewrite_for(settings.rewrite, with_llm))  # the mode run
     return run_fingerprint(
         index, settings, llm=llm.spec if with_llm else "none",
         template=TEMPLATE_ID if with_llm else None,

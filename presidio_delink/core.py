@@ -72,7 +72,7 @@ from presidio_delink.llm.base import (
 )
 from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.rewriting import CANDIDATE, GENERALISED, Answers, Rewriting
-from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting
+from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting, rewrite_for
 
 __all__ = ["DelinkLoop"]
 from presidio_delink.text import Tokenizer
@@ -118,6 +118,7 @@ class DelinkLoop(Rewriting):
         **overrides: Any,
     ) -> None:
         settings = (settings or DelinkSettings()).replace(**overrides)
+        settings = settings.replace(rewrite=rewrite_for(settings.rewrite, rewriter is not None))
         # validates max_n against the index (and k, arity again)
         analyze(index, "", k=settings.k, arity=settings.arity, max_n=settings.max_n)
         super().__init__(

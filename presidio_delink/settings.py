@@ -27,6 +27,7 @@ __all__ = [
     "MASK_POLICIES",
     "PROTECT_MODES",
     "REWRITE_MODES",
+    "rewrite_for",
     "DelinkSettings",
     "Setting",
     "parse_modes",
@@ -55,12 +56,26 @@ MASK_POLICIES = ("all", "risk")
 #: cheap sources, verifies them and lets a scorer choose; ``"choose"`` does the same and
 #: lets the LLM choose among the verified ones (the scorer's choice without an LLM);
 #: ``"generate"`` asks the LLM to write each replacement.  In the first two the LLM
-#: writes only names and phrases no candidate fits.
+#: writes only names and phrases no candidate fits.  Without an LLM, ``"generate"``
+#: keeps the generalisations only (the rest is redacted).
 REWRITE_MODES = ("candidates", "choose", "generate")
 #: The modes that use :mod:`presidio_delink.candidates`.
 CANDIDATE_MODES = ("candidates", "choose")
-#: The default of :attr:`DelinkSettings.rewrite`.
-DEFAULT_REWRITE = "generate"
+#: The default of :attr:`DelinkSettings.rewrite`: None, the loop's choice by whether it
+#: has an LLM (:func:`rewrite_for`).
+DEFAULT_REWRITE: str | None = None
+
+
+def rewrite_for(rewrite: str | None, with_llm: bool) -> str:
+    """The rewrite mode a loop runs: ``rewrite``, or by default ``"candidates"`` with an
+    LLM (it chooses among verified candidates and writes only names and phrases none fits:
+    fewer wrong word forms, about a quarter of free generation's CPU, in
+    ``benchmarks/results/rewrite_candidates.md``) and ``"generate"`` without one
+    (generalisations, else redaction: no model to load, milliseconds a document; name
+    ``"candidates"`` to choose among candidates offline)."""
+    if rewrite is not None:
+        return rewrite
+    return "candidates" if with_llm else "generate"
 
 
 def parse_modes(spec: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -100,7 +115,8 @@ class DelinkSettings:
         max_chars: longer documents are refused.
         mask_policy: which PII spans the PII step masks (``"all"`` or ``"risk"``).
         rewrite: ``"candidates"``, ``"choose"`` or ``"generate"`` (see
-            :data:`REWRITE_MODES`).
+            :data:`REWRITE_MODES`); None (the default): by whether the loop has an LLM
+            (:func:`rewrite_for`).
         crowd: the crowd rule's size (>= 1; see :data:`DEFAULT_CROWD`): the audit
             flags a source ranked within the first ``crowd`` places, and ``--protect``
             edits until ``crowd`` other groups score above the source by its margin
@@ -118,7 +134,7 @@ class DelinkSettings:
     protect: str | None = None
     max_chars: int = DEFAULT_MAX_CHARS
     mask_policy: str = "all"
-    rewrite: str = DEFAULT_REWRITE
+    rewrite: str | None = DEFAULT_REWRITE
     crowd: int = DEFAULT_CROWD
 
     def __post_init__(self) -> None:
@@ -152,7 +168,7 @@ class DelinkSettings:
             raise ConfigError(
                 f"mask_policy must be one of {', '.join(MASK_POLICIES)}, got {self.mask_policy!r}"
             )
-        if self.rewrite not in REWRITE_MODES:
+        if self.rewrite is not None and self.rewrite not in REWRITE_MODES:
             raise ConfigError(
                 f"rewrite must be one of {', '.join(REWRITE_MODES)}, got {self.rewrite!r}"
             )

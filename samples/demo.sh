@@ -3,7 +3,8 @@
 # `--llm embedded`; see docs/llm.md):
 #  1. index the reference collection (40 TAB documents);
 #  2. check the 5 de-identified samples against it (they link: exit code 1 is expected);
-#  3. delink the two shortest of them (deterministic generalisations, LLM rewrites, verified
+#  3. delink the two shortest of them (deterministic generalisations, verified candidates, the
+#     LLM writing the names and phrases no candidate fits, verified
 #     redaction fallback) -> samples/out/delinked.jsonl, with an HTML report
 #     samples/out/report.html, and print a few before/after sentences; the audit says how
 #     ranked (BM25) and near-verbatim search still rank the sources (exit code 3 when they
@@ -46,7 +47,7 @@ import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     print(f"  {r['id']}: linkable_after={r['linkable_after']}, {r['words']} words, "
-          f"{r['words_rewritten']} rewritten (LLM or generalisation), {r['words_redacted']} redacted "
+          f"{r['words_rewritten']} rewritten (candidate, generalisation or LLM), {r['words_redacted']} redacted "
           f"(optimum {r['optimum_words']}), {r['llm_calls']} LLM calls, "
           f"{r['prompt_tokens']} prompt / {r['generated_tokens']} generated tokens, "
           f"{r['seconds']:.1f} s")

@@ -35,7 +35,7 @@ def make_review_files(folder: Path, index: Any, deid: list[tuple[str, str]]) -> 
     from presidio_delink.attacks.containment import ContainmentAttack
     from presidio_delink.pipeline import Delinker
 
-    delinker = Delinker(index, k=2, rewriter=Generaliser(), passes=1)
+    delinker = Delinker(index, k=2, rewrite="generate", rewriter=Generaliser(), passes=1)
     containment = ContainmentAttack(index, k=2)
     group_of = dict(zip(index.doc_ids, index.doc_groups, strict=True))
     records, inputs = [], []

@@ -250,6 +250,27 @@ def test_rewrite_setting_is_validated() -> None:
         DelinkSettings(rewrite="freely")
 
 
+def test_the_default_is_candidates_with_an_llm_and_plain_without(index: NgramIndex) -> None:
+    """With an LLM the loop chooses among candidates (the LLM writes names and phrases);
+    without one it keeps to generalisations and redaction (no model to load); a mode
+    named is kept either way, and the run's fingerprint names the mode run."""
+    from presidio_delink.batch import LLMOptions, PIIOptions, batch_fingerprint
+
+    assert DelinkSettings().rewrite is None
+    assert Delinker(index, k=2).settings.rewrite == "generate"
+    assert Delinker(index, k=2, rewriter=Recorder()).settings.rewrite == "candidates"
+    for mode in ("candidates", "choose", "generate"):
+        assert Delinker(index, k=2, rewrite=mode).settings.rewrite == mode
+        assert Delinker(index, k=2, rewriter=Recorder(), rewrite=mode).settings.rewrite == mode
+
+    def fp(llm: str, rewrite: str | None) -> str:
+        return batch_fingerprint(index, DelinkSettings(rewrite=rewrite), LLMOptions(llm),
+                                 PIIOptions())
+
+    assert fp("embedded", None) == fp("embedded", "candidates") != fp("embedded", "generate")
+    assert fp("none", None) == fp("none", "generate") != fp("none", "candidates")
+
+
 def test_cli_has_the_rewrite_option() -> None:
     from click.testing import CliRunner
 

@@ -61,9 +61,9 @@ def group_of(index: NgramIndex, doc_id: str) -> str:
 def test_engine_and_pipeline_give_the_same_text(
     analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid, llm: bool  # type: ignore[no-untyped-def]
 ) -> None:
-    d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=Varied() if llm else None)
+    d = Delinker(sample_index, k=2, analyzer=analyzer, rewrite="generate", rewriter=Varied() if llm else None)
     e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2,
-                     rewriter=Varied() if llm else None)
+                     rewrite="generate", rewriter=Varied() if llm else None)
     for doc_id, text in sample_deid:
         res = d.delink(text, doc_id)
         out = e.anonymize(text)
@@ -83,10 +83,10 @@ def test_engine_and_pipeline_give_the_same_text(
 def test_engine_and_pipeline_agree_under_protect(
     analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid  # type: ignore[no-untyped-def]
 ) -> None:
-    d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=Varied(), protect="containment")
-    e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewriter=Varied(),
+    d = Delinker(sample_index, k=2, analyzer=analyzer, rewrite="generate", rewriter=Varied(), protect="containment")
+    e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewrite="generate", rewriter=Varied(),
                      protect="containment")
-    plain = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=Varied())
+    plain = Delinker(sample_index, k=2, analyzer=analyzer, rewrite="generate", rewriter=Varied())
     cut = 0
     for doc_id, text in sample_deid[:3]:
         g = group_of(sample_index, doc_id)
@@ -211,8 +211,8 @@ def test_engine_equals_pipeline_with_the_embedded_smollm2(
     rws = [Recorded(EmbeddedRewriter(smollm2, timeout=1800, n_threads=1)) for _ in range(2)]
     try:
         for protect in (None, "containment"):
-            d = Delinker(sample_index, k=2, analyzer=analyzer, rewriter=rws[0], protect=protect)
-            e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewriter=rws[1],
+            d = Delinker(sample_index, k=2, analyzer=analyzer, rewrite="generate", rewriter=rws[0], protect=protect)
+            e = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, rewrite="generate", rewriter=rws[1],
                              protect=protect)
             llm = 0
             for doc_id, text in sample_deid:
@@ -290,7 +290,7 @@ def test_audit_entries_name_the_flagged_ngram_and_their_offsets(
         def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
             return {s: "some matter" for s in spans[::2]}
 
-    d = Delinker(sample_index, k=2, rewriter=Half())  # type: ignore[arg-type]
+    d = Delinker(sample_index, k=2, rewrite="generate", rewriter=Half())  # type: ignore[arg-type]
     seen = 0
     for doc_id, text in sample_deid[:3]:
         res = d.delink(text, doc_id)

@@ -67,7 +67,7 @@ def test_workers_give_the_one_process_output(
     index_dir: Path, many: Path, tmp_path: Path, setting: str, fake_llm: str
 ) -> None:
     args = {"none": ["--llm", "none"], "protect": ["--llm", "none", "--protect", "all"],
-            "fake": ["--llm", fake_llm]}[setting]
+            "fake": ["--llm", fake_llm, "--rewrite", "generate"]}[setting]
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     code1, out1 = delink(index_dir, many, one, *args)
     code2, out2 = delink(index_dir, many, two, *args, "--workers", "2")
@@ -215,13 +215,13 @@ def test_a_worker_killed_mid_part_loses_nothing(
     parts = tmp_path / "two.jsonl.parts"
     with OllamaCompatServer(Slow(), model="fake") as srv:
         llm = f"openai:{srv.url}#fake"
-        assert delink(index_dir, many, one, "--llm", llm)[0] in (0, 3)
+        assert delink(index_dir, many, one, "--llm", llm, "--rewrite", "generate")[0] in (0, 3)
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None, host="127.0.0.1") as cluster, \
                 distributed.Client(cluster) as client:
             got: dict[str, tuple[int, str]] = {}
             run = threading.Thread(target=lambda: got.update(r=delink(
-                index_dir, many, two, "--llm", llm, "--dask-scheduler",
+                index_dir, many, two, "--llm", llm, "--rewrite", "generate", "--dask-scheduler",
                 cluster.scheduler_address)))
             run.start()
             killed = False

@@ -364,8 +364,8 @@ def test_remote_llm_hosts_are_refused(
 def _llm_args(kind: str, url: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     if kind == "ollama":
         monkeypatch.setenv("OLLAMA_HOST", url)
-        return ["--llm", "ollama:m"]
-    return ["--llm", f"openai:{url}#m"]
+        return ["--llm", "ollama:m", "--rewrite", "generate"]
+    return ["--llm", f"openai:{url}#m", "--rewrite", "generate"]
 
 
 def _assert_linkage_free(index: NgramIndex, out: Path, docs: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -678,7 +678,7 @@ def test_part_of_removed_pii_does_not_come_back(
     engine = _PiiEngine(reply)
     with OllamaCompatServer(engine, model="m") as srv:
         monkeypatch.setenv("OLLAMA_HOST", srv.url)
-        res = run("delink", "--index", index_dir, "--llm", "ollama:m", "--redact-pii",
+        res = run("delink", "--index", index_dir, "--llm", "ollama:m", "--rewrite", "generate", "--redact-pii",
                   "--no-progress", src, "-o", out)
     assert res.exit_code == 0, res.output
     rec = json.loads(out.read_text(encoding="utf-8"))

@@ -93,7 +93,7 @@ def test_the_spec_builds_a_pool_and_the_cli_spreads_over_two_servers(
     with OllamaCompatServer(e1, model="m") as s1, OllamaCompatServer(e2, model="m") as s2:
         res = CliRunner().invoke(main, [
             "delink", "--index", str(idx), "--no-progress", "--llm",
-            f"openai:{s1.url},{s2.url}#m", "--llm-concurrency", "2",
+            f"openai:{s1.url},{s2.url}#m", "--llm-concurrency", "2", "--rewrite", "generate",
             str(SAMPLES / "deidentified.jsonl"), "-o", str(tmp_path / "o.jsonl")])
     assert res.exit_code in (0, 3), res.output
     assert e1.requests and e2.requests
@@ -120,7 +120,7 @@ def test_two_real_llama_cpp_servers_one_going_down_loses_nothing(
             LlamaServer(gguf, "test-key-0123456789") as s2:
         rw = make_rewriter(f"openai:{s1.url},{s2.url}#smollm2", per_server=1, timeout=300)
         pool = rw.inner.inner  # type: ignore[union-attr]
-        d = Delinker(idx, k=2, rewriter=rw, llm_concurrency=2, passes=1)
+        d = Delinker(idx, k=2, rewrite="generate", rewriter=rw, llm_concurrency=2, passes=1)
         first = d.delink(docs[0][1], docs[0][0])
         assert all(n > 0 for n in pool.calls), pool.calls  # both served
         s2.kill()  # a server goes down mid-run

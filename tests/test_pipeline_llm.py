@@ -53,7 +53,7 @@ def check_result(index: NgramIndex, res) -> None:  # type: ignore[no-untyped-def
 
 
 def test_embedded_pipeline(engine: EmbeddedRewriter, sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
-    res = Delinker(sample_index, k=2, rewriter=engine, passes=1).delink(short_doc(sample_deid))
+    res = Delinker(sample_index, k=2, rewrite="generate", rewriter=engine, passes=1).delink(short_doc(sample_deid))
     check_result(sample_index, res)
 
 
@@ -63,7 +63,7 @@ def test_ollama_client_pipeline(engine: EmbeddedRewriter, sample_index: NgramInd
         assert server.url.startswith("http://127.0.0.1:")
         monkeypatch.setenv("OLLAMA_HOST", server.url)
         rw = make_rewriter(f"ollama:{MODEL}")
-        res = Delinker(sample_index, k=2, rewriter=rw, passes=1).delink(short_doc(sample_deid))
+        res = Delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=1).delink(short_doc(sample_deid))
         check_result(sample_index, res)
         paths = {r["path"] if isinstance(r, dict) else r for r in server.requests}
         assert any("/api/chat" in str(p) for p in paths)

@@ -212,7 +212,7 @@ def test_pipeline_takes_the_good_candidate_and_marks_spans(
     sample_index: NgramIndex, sample_deid
 ) -> None:  # type: ignore[no-untyped-def]
     rw = Candidates()
-    d = Delinker(sample_index, k=2, rewriter=rw, passes=1)
+    d = Delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=1)
     doc_id, text = sample_deid[0]
     res = d.delink(text, doc_id)
     assert not res.failed and res.text is not None
@@ -239,7 +239,7 @@ def test_concurrency_keeps_document_order_and_bounds(sample_index: NgramIndex, s
     outs = {}
     for n in (1, 3):
         rw = Candidates(delay=0.02)
-        d = Delinker(sample_index, k=2, rewriter=rw, passes=2, llm_concurrency=n)
+        d = Delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=2, llm_concurrency=n)
         outs[n] = [d.delink(t, i) for i, t in sample_deid[:2]]
         assert rw.max_in_flight <= n
         if n > 1:
@@ -253,7 +253,7 @@ def test_concurrency_keeps_document_order_and_bounds(sample_index: NgramIndex, s
 def test_llm_concurrency_is_validated(sample_index: NgramIndex) -> None:
     with pytest.raises(ConfigError, match="llm_concurrency"):
         Delinker(sample_index, llm_concurrency=0)
-    assert Delinker(sample_index, rewriter=Candidates()).llm_concurrency == 1
+    assert Delinker(sample_index, rewrite="generate", rewriter=Candidates()).llm_concurrency == 1
 
 
 def test_default_concurrency_per_backend() -> None:
@@ -377,7 +377,7 @@ def test_http_clients_send_requests_concurrently(
             if kind == "ollama"
             else OpenAICompatRewriter(srv.url, "m", timeout=30)
         )
-        d = Delinker(sample_index, k=2, rewriter=rw, passes=1)
+        d = Delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=1)
         assert d.llm_concurrency == 4
         res = d.delink(sample_deid[0][1], sample_deid[0][0])
         rw.close()

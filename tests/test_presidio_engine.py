@@ -79,7 +79,7 @@ def assert_engine_output(index: NgramIndex, out, k: int = 2, arity: int = 1) -> 
 def test_engine_on_the_samples(analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid,
                                llm: bool) -> None:  # type: ignore[no-untyped-def]
     rw = Counting() if llm else None
-    engine = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, arity=1, rewriter=rw)
+    engine = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=2, arity=1, rewrite="generate", rewriter=rw)
     outs = engine.anonymize_list([t for _, t in sample_deid], batch_size=2)
     assert len(outs) == len(sample_deid)
     for out in outs:
@@ -95,7 +95,7 @@ def test_engine_on_the_samples(analyzer: AnalyzerEngine, sample_index: NgramInde
 
 def test_engine_arity_2(analyzer: AnalyzerEngine, sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
     engine = DelinkEngine(analyzer, AnonymizerEngine(), sample_index, k=3, arity=2,
-                          rewriter=Counting())
+                          rewrite="generate", rewriter=Counting())
     out = engine.anonymize(sample_deid[2][1][:4000])
     assert_engine_output(sample_index, out, k=3, arity=2)
 

@@ -263,7 +263,7 @@ def test_loop_editor_rewrites_through_the_loops_checks(index: NgramIndex) -> Non
         def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
             return {s: "matter" for s in spans}
 
-    d = Delinker(index, k=2, arity=1, rewriter=Neutral())
+    d = Delinker(index, k=2, arity=1, rewrite="generate", rewriter=Neutral())
     prot = Protector(d, "all")
     doc_id, text = INPUTS[0]
     res = d.delink(text, doc_id)

@@ -51,7 +51,7 @@ class Budgeted:
 
 def test_second_request_only_for_refused_spans(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
     rw = Budgeted()
-    res = _delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=1).delink(sample_deid[0][1])
     assert not res.failed and not analyze(sample_index, res.text or "", k=2).linkable
     first = [(c, s) for c, s in rw.requests if REFUSED_SEP not in c]
     again = [(c, s) for c, s in rw.requests if REFUSED_SEP in c]
@@ -93,7 +93,7 @@ def test_no_second_request_when_every_answer_passes(
             return {s: _word(len(self.requests), i) for i, s in enumerate(spans)}
 
     rw = Good()
-    res = _delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=1).delink(sample_deid[0][1])
     assert rw.requests and all(REFUSED_SEP not in c for c, _s in rw.requests)
     # each span is asked about once, in one request per passage
     spans = [s for _c, s in rw.requests for s in s]
@@ -109,7 +109,7 @@ def test_a_number_for_a_number_is_never_applied(
         def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
             return {s: answer for s in spans}
 
-    res = _delinker(sample_index, k=2, rewriter=Numbers(), passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewrite="generate", rewriter=Numbers(), passes=1).delink(sample_deid[0][1])
     assert not [a for a in res.audit if a.method == "llm"]
     assert answer not in (res.text or "").split()
 
@@ -120,7 +120,7 @@ def test_ner_labels_give_typed_generalisations(sample_index: NgramIndex, sample_
     i = text.index(span)
 
     def run(entity: tuple[int, int]) -> dict[str, str]:
-        d = _delinker(sample_index, k=2, rewriter=Budgeted(), passes=1,
+        d = _delinker(sample_index, k=2, rewrite="generate", rewriter=Budgeted(), passes=1,
                      ner=lambda t: [(*entity, "GPE")] if t == text else [])
         res = d.delink(text)
         assert not res.failed
@@ -154,7 +154,7 @@ def test_a_second_answer_may_not_copy_a_span_of_the_first_request(
             return out
 
     rw = Copier()
-    res = _delinker(sample_index, k=2, rewriter=rw, passes=1).delink(sample_deid[0][1])
+    res = _delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=1).delink(sample_deid[0][1])
     assert hasattr(rw, "copier") and any(REFUSED_SEP in c for c, _s in rw.requests)
     copied = [a for a in res.audit if a.original == rw.copier and a.replacement == rw.neighbour]
     assert not copied, copied
@@ -182,7 +182,7 @@ def test_a_later_pass_asks_about_the_inputs_words_not_its_own_answer(
             return out
 
     rw = Linking()
-    res = _delinker(sample_index, k=2, rewriter=rw, passes=2).delink(text)
+    res = _delinker(sample_index, k=2, rewrite="generate", rewriter=rw, passes=2).delink(text)
     assert not res.failed and rare not in (res.text or "")
     again = [a for a in res.audit if a.pass_no == 2 and a.original == rare]
     assert len(again) == 1 and again[0].method == "llm", again

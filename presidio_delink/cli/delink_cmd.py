@@ -121,7 +121,8 @@ from presidio_delink.settings import (
     "synonyms, hypernyms and generalisations by how the sentence reads (the LLM writes "
     "only names and phrases none fits; with --llm none it redacts there); 'choose' "
     "lets the LLM choose among the verified ones; 'generate' asks the LLM to write "
-    "every replacement.",
+    "every replacement (with --llm none: generalisations only).  Default: 'candidates' "
+    "with an LLM, 'generate' with --llm none (no model to load).",
 )
 @number_opt(
     "--crowd",
