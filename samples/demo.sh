@@ -11,7 +11,7 @@
 #     rank them first);
 #  4. check the output again: nothing links (exit code 0);
 #  5. release: samples/out/public.jsonl holds only the ids and texts that may be shared.
-# Takes about 5 minutes on 2 quiet cores (longer on a busy machine: the LLM calls dominate).
+# Takes about 2 minutes after install on 2 quiet cores (longer on a busy machine).
 # DEMO_DOCS=N delinks the N shortest samples instead. Writes only into samples/out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
