@@ -141,7 +141,8 @@ def render(
         "document); where the collection is grouped (all documents of one case or person) "
         "and the groups decide, by the number of groups, which k counts (groups=1 (df=3): "
         "three documents, all of one group). "
-        "Right: the output, LLM rewrites in green, redactions in grey.</p>",
+        "Right: the output, rewrites (candidates, generalisations, the LLM's) in green, "
+        "redactions in grey.</p>",
         "<p class='fail'>Sensitive: this page shows the input and the phrases removed from "
         "it, which link to the source. Do not publish it; `presidio-delink release` writes "
         "the texts that may be shared.</p>",
