@@ -47,7 +47,7 @@ from presidio_delink.results import DelinkResult
 from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting
 from presidio_delink.text import Tokenizer
 
-__all__ = ["CANDIDATE", "GENERALISED", "Answers", "Rewriting"]
+__all__ = ["AGAIN", "CANDIDATE", "GENERALISED", "Answers", "Rewriting"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ GENERALISED = "generalised"
 CANDIDATE = "candidate"
 """Marks a candidate chosen by :class:`~presidio_delink.candidates.CandidateChooser` in
 :meth:`Rewriting.rewrite_runs` (its source, score and refusals are in ``res.choices``)."""
+AGAIN = "an earlier rewrite: no candidate for a candidate"
+"""Why a run that is an earlier pass's rewrite is redacted under the candidate modes
+without an LLM (:meth:`Rewriting.rewrite_runs`)."""
 MAX_OPTIONS = 4
 """Under ``rewrite="choose"``, the most verified candidates of a run the LLM chooses among
 (the scorer's best first): each costs a few prompt tokens, and the scorer's order past the
@@ -244,14 +247,25 @@ class Rewriting:
                     continue
             pending.append(r)
         options: dict[Run, list[str]] = {}
+        at = {(a, b): o for a, b, o in origins}
         if self.chooser is not None and pending:
-            pending, options = self._chosen(text, pending, bounds, check, out, res, llm)
+            # an earlier pass's rewrite gets no candidate: a stand-in for a stand-in
+            # drifts ("four" -> "several" -> "individual"); the LLM, shown the input's
+            # words, may write it, else it is redacted
+            again = [r for r in pending
+                     if at.get((r.start, r.end), text[r.start : r.end]) != text[r.start : r.end]]
+            fresh = [r for r in pending if r not in again]
+            pending, options = self._chosen(text, fresh, bounds, check, out, res, llm)
+            if self.rewriter is not None:
+                pending = sorted([*pending, *again], key=lambda r: r.start)
+            else:
+                for r in again:
+                    out[(r.start, r.end)] = (None, AGAIN)
         if self.rewriter is None or not pending or not llm:
             return out
         usage = find_usage(self.rewriter)
         before = usage.snapshot() if usage is not None else None
         asked_with: dict[Run, list[str]] = {}  # each run's first request's other spans
-        at = {(a, b): o for a, b, o in origins}
         shown = {
             r: at[(r.start, r.end)]
             for r in pending

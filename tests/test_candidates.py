@@ -271,6 +271,48 @@ def test_the_default_is_candidates_with_an_llm_and_plain_without(index: NgramInd
     assert fp("none", None) == fp("none", "generate") != fp("none", "candidates")
 
 
+def test_an_earlier_rewrite_gets_no_candidate_of_its_own() -> None:
+    """A stand-in for a stand-in drifts ("four" -> "several" -> "individual"): a run that
+    is an earlier pass's rewrite is not given to the chooser; without an LLM it is
+    redacted, saying why, and with one the LLM is asked, shown the input's words."""
+    from presidio_delink.candidates.chooser import Choice
+    from presidio_delink.results import DelinkResult
+    from presidio_delink.rewriting import AGAIN, CANDIDATE, Rewriting
+    from presidio_delink.text import Tokenizer
+
+    class Passes:
+        def reason(self, *args: Any) -> None:
+            return None
+
+    class Chooser:
+        form_check = Passes()
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def choose(self, text, rs, accept, links, options=1):  # type: ignore[no-untyped-def]
+            self.asked += [text[r.start : r.end] for r in rs]
+            return {(r.start, r.end): Choice("various", "lexicon", 0.0, 1) for r in rs}
+
+    text = "The applicants were detained for several days."
+    a = text.index("several")
+    run = Run(a, a + len("several"), 1)
+
+    def rewrite(rewriter: Any, origins: list[tuple[int, int, str]]) -> tuple[Any, Chooser]:
+        ch = Chooser()
+        step = Rewriting(rewriter, Tokenizer(), DelinkSettings(rewrite="candidates"), chooser=ch)
+        res = DelinkResult(id="", text=None, input_text=text, passes=0, linkable_after=True)
+        return step.rewrite_runs(text, [run], [], res, origins), ch
+
+    out, ch = rewrite(None, [])
+    assert out[(run.start, run.end)] == ("various", CANDIDATE) and ch.asked == ["several"]
+    out, ch = rewrite(None, [(run.start, run.end, "four")])
+    assert out[(run.start, run.end)] == (None, AGAIN) and ch.asked == []
+    llm = Recorder()
+    out, ch = rewrite(llm, [(run.start, run.end, "four")])
+    assert ch.asked == [] and llm.asked == [["four"]]
+
+
 def test_cli_has_the_rewrite_option() -> None:
     from click.testing import CliRunner
 
