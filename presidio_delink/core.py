@@ -71,7 +71,7 @@ from presidio_delink.llm.base import (
     Rewriter,
 )
 from presidio_delink.results import AuditEntry, DelinkResult
-from presidio_delink.rewriting import CANDIDATE, GENERALISED, Answers, Rewriting
+from presidio_delink.rewriting import Answers, Rewriting, audit_method, audit_source
 from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting, rewrite_for
 
 __all__ = ["DelinkLoop"]
@@ -353,11 +353,9 @@ class DelinkLoop(Rewriting):
         for r in rs:
             original = text[r.start : r.end]
             new, reason = answers.get((r.start, r.end), (None, None))
-            method = "llm" if new is not None and new != REDACTED else "redacted"
-            if method == "llm" and reason == GENERALISED:
-                method, reason = "generalised", None
-            elif method == "llm" and reason == CANDIDATE:
-                method, reason = "candidate", None
+            method = audit_method(reason) if new is not None and new != REDACTED else "redacted"
+            if method in ("generalised", "candidate"):
+                reason = None
             ch = res.choices.pop((r.start, r.end), None)
             replacement = new if new is not None else REDACTED
             if method != "redacted":
@@ -380,7 +378,7 @@ class DelinkLoop(Rewriting):
                     end=r.end,
                     view=f.view if f else "",
                     groups=f.groups if f else 0,
-                    source=_source(method, ch),
+                    source=audit_source(method, ch),
                     score=ch.score if ch is not None and method == "candidate" else None,
                     candidates=ch.proposed if ch is not None else 0,
                     refused=dict(ch.refused) if ch is not None else {},
@@ -389,13 +387,6 @@ class DelinkLoop(Rewriting):
             edits.append((r.start, r.end, replacement))
         res.choices.clear()
         return edits
-
-
-def _source(method: str, ch: Any) -> str | None:
-    """The audit's ``source`` of an edit's replacement (None: redacted)."""
-    if method == "candidate":
-        return str(ch.source) if ch is not None else "lexicon"
-    return {"generalised": "generalisation", "llm": "llm"}.get(method)
 
 
 def _carried(

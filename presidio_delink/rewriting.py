@@ -47,7 +47,9 @@ from presidio_delink.results import DelinkResult
 from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting
 from presidio_delink.text import Tokenizer
 
-__all__ = ["AGAIN", "CANDIDATE", "GENERALISED", "Answers", "Rewriting"]
+__all__ = [
+    "AGAIN", "CANDIDATE", "GENERALISED", "Answers", "Rewriting", "audit_method", "audit_source",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,22 @@ CANDIDATE = "candidate"
 AGAIN = "an earlier rewrite: no candidate for a candidate"
 """Why a run that is an earlier pass's rewrite is redacted under the candidate modes
 without an LLM (:meth:`Rewriting.rewrite_runs`)."""
+
+
+def audit_method(reason: str | None) -> str:
+    """The audit's ``method`` of an accepted answer of :meth:`Rewriting.rewrite_runs`, by
+    the reason it came with: ``"generalised"``, ``"candidate"`` or ``"llm"``."""
+    return {GENERALISED: "generalised", CANDIDATE: "candidate"}.get(reason or "", "llm")
+
+
+def audit_source(method: str, choice: Any) -> str | None:
+    """The audit's ``source`` of an edit's replacement (None: redacted): for a candidate,
+    its chooser's ``choice`` says whose."""
+    if method == "candidate":
+        return str(choice.source) if choice is not None else "lexicon"
+    return {"generalised": "generalisation", "llm": "llm"}.get(method)
+
+
 MAX_OPTIONS = 4
 """Under ``rewrite="choose"``, the most verified candidates of a run the LLM chooses among
 (the scorer's best first): each costs a few prompt tokens, and the scorer's order past the
@@ -199,11 +217,12 @@ class Rewriting:
             ]
             new, why = None, "no answer"
             span, taken_words = text[r.start : r.end], frozenset(taken.get(si, ()))
+            next_to = neighbours(text, r.start, r.end)
 
             def reject(cand: str) -> str | None:
                 return rejection(
                     span, cand, self.tokenizer, forbidden, siblings, context,
-                    copy_grams=copy_grams, around=neighbours(text, r.start, r.end),
+                    copy_grams=copy_grams, around=next_to,
                     known_lower=known_lower, sentence_words=around, taken_words=taken_words,
                 )
 
@@ -248,29 +267,29 @@ class Rewriting:
             pending.append(r)
         options: dict[Run, list[str]] = {}
         at = {(a, b): o for a, b, o in origins}
+        # the runs that are an earlier pass's rewrite, by the input's words they replaced
+        earlier = {
+            r: at[(r.start, r.end)]
+            for r in pending
+            if (r.start, r.end) in at and at[(r.start, r.end)] != text[r.start : r.end]
+        }
         if self.chooser is not None and pending:
             # an earlier pass's rewrite gets no candidate: a stand-in for a stand-in
             # drifts ("four" -> "several" -> "individual"); the LLM, shown the input's
             # words, may write it, else it is redacted
-            again = [r for r in pending
-                     if at.get((r.start, r.end), text[r.start : r.end]) != text[r.start : r.end]]
-            fresh = [r for r in pending if r not in again]
+            fresh = [r for r in pending if r not in earlier]
             pending, options = self._chosen(text, fresh, bounds, check, out, res, llm)
             if self.rewriter is not None:
-                pending = sorted([*pending, *again], key=lambda r: r.start)
+                pending = sorted([*pending, *earlier], key=lambda r: r.start)
             else:
-                for r in again:
+                for r in earlier:
                     out[(r.start, r.end)] = (None, AGAIN)
         if self.rewriter is None or not pending or not llm:
             return out
         usage = find_usage(self.rewriter)
         before = usage.snapshot() if usage is not None else None
         asked_with: dict[Run, list[str]] = {}  # each run's first request's other spans
-        shown = {
-            r: at[(r.start, r.end)]
-            for r in pending
-            if (r.start, r.end) in at and at[(r.start, r.end)] != text[r.start : r.end]
-        }
+        shown = {r: words for r, words in earlier.items() if r in pending}
         # the earlier answer, named as refused in the first request: it still links
         before_now = {r: (text[r.start : r.end], "still links") for r in shown}
         refused = self._llm_round(

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from presidio_delink.edits import REDACTED, Run
 from presidio_delink.protect.common import LoopAPI
 from presidio_delink.results import DelinkResult
-from presidio_delink.rewriting import CANDIDATE, GENERALISED
+from presidio_delink.rewriting import audit_method, audit_source
 
 __all__ = ["LoopEditor", "runs_of", "shares_term"]
 
@@ -96,11 +96,6 @@ class LoopEditor:
             if shares_term(text[r.start : r.end], new):
                 self.res.refusals["keeps the term"] = self.res.refusals.get("keeps the term", 0) + 1
                 continue
-            if reason == CANDIDATE:
-                source = choice.source if choice is not None else None
-                out[(r.start, r.end)] = (new, "candidate", source)
-            elif reason == GENERALISED:
-                out[(r.start, r.end)] = (new, "generalised", "generalisation")
-            else:
-                out[(r.start, r.end)] = (new, "llm", "llm")
+            method = audit_method(reason)
+            out[(r.start, r.end)] = (new, method, audit_source(method, choice))
         return out
