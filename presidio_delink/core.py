@@ -60,6 +60,7 @@ from presidio_delink.edits import (
     apply,
     carry,
     choose_tokens,
+    dropped,
     runs,
     structure_costs,
     tokens_within,
@@ -384,7 +385,8 @@ class DelinkLoop(Rewriting):
                     refused=dict(ch.refused) if ch is not None else {},
                 )
             )
-            edits.append((r.start, r.end, replacement))
+            edits.append(dropped(text, r.start, r.end) if replacement == "" else
+                         (r.start, r.end, replacement))
         res.choices.clear()
         return edits
 
@@ -399,7 +401,7 @@ def _carried(
     out: list[tuple[int, int, str]] = []
     delta = 0
     for a, b, new in sorted(edits):
-        if new != REDACTED:
+        if new != REDACTED and new:
             out.append((a + delta, a + delta + len(new), at.get((a, b), text[a:b])))
         delta += len(new) - (b - a)
     return sorted(out + carry(origins, edits))

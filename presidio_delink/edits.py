@@ -379,11 +379,23 @@ def apply(
         parts.append(text[pos:a])
         parts.append(new)
         label = "redacted" if new == REDACTED else "llm"
-        new_marks.append((a + delta, a + delta + len(new), label))
+        if new:  # a word left out leaves nothing to mark
+            new_marks.append((a + delta, a + delta + len(new), label))
         delta += len(new) - (b - a)
         pos = b
     parts.append(text[pos:])
     return "".join(parts), sorted(new_marks + carry(marks, edits))
+
+
+def dropped(text: str, start: int, end: int) -> tuple[int, int, str]:
+    """The edit that leaves ``text[start:end]`` out (a modifier dropped:
+    :mod:`presidio_delink.candidates.drop`): its words and the space after them, or
+    before them where none follows."""
+    if text[end : end + 1] == " ":
+        return start, end + 1, ""
+    if start > 0 and text[start - 1] == " ":
+        return start - 1, end, ""
+    return start, end, ""
 
 
 def carry(

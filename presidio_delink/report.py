@@ -181,9 +181,14 @@ def render(
                 parts.append(
                     f"<tr><td>{e.pass_no}</td><td>{html.escape(e.original)}</td>"
                     f"<td>{_count(e.groups, e.df)}</td>"
-                    f"<td>{e.arity}</td><td>{html.escape(e.replacement)}</td><td>{e.method}</td>"
+                    f"<td>{e.arity}</td><td>{_replacement(e.replacement)}</td><td>{e.method}</td>"
                     f"<td>{html.escape(e.reason or '')}</td></tr>"
                 )
             parts.append("</table></details>")
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _replacement(new: str) -> str:
+    """An audit entry's replacement as shown; a modifier left out has none."""
+    return html.escape(new) if new else "<i>(left out)</i>"

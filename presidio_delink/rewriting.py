@@ -345,6 +345,11 @@ class Rewriting:
                     key = f"candidates: {why}"
                     res.refusals[key] = res.refusals.get(key, 0) + n
                 res.choices[(r.start, r.end)] = ch
+            if ch is not None and ch.text == "":
+                # a modifier left out (:mod:`presidio_delink.candidates.drop`): no words
+                # for the answer checks to read; the chooser checked its neighbours
+                out[(r.start, r.end)] = ("", CANDIDATE)
+                continue
             if ask and llm and ch is not None and ch.options:
                 left.append(r)
                 options[r] = [o[0] for o in ch.options]

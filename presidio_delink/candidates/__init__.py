@@ -2,9 +2,10 @@
 loop's checks and the original's word form, score the survivors in context, and choose.
 
 :class:`CandidateChooser` is used by :meth:`presidio_delink.rewriting.Rewriting.rewrite_runs`
-when ``DelinkSettings.rewrite == "candidates"``; the LLM writes only for runs where no
-candidate survives.  Modules: :mod:`.lexicon` (WordNet, inflection), :mod:`.propose`,
-:mod:`.verify`, :mod:`.score`, :mod:`.chooser`.
+when ``DelinkSettings.rewrite == "candidates"``; where no candidate survives, a modifier
+may be left out (:mod:`.drop`), and the LLM writes only for the runs left.  Modules:
+:mod:`.lexicon` (WordNet, inflection), :mod:`.propose`, :mod:`.verify`, :mod:`.score`,
+:mod:`.drop`, :mod:`.chooser`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ For each run (the loop's words that must change), :class:`CandidateChooser`:
 4. *checks linkage* of the best ones in order (the caller's ``links``: the candidate's
    window against the index), taking the first that links nowhere below ``k``.
 
-A run where nothing survives gets no choice: the caller asks the LLM to write one only
-for a run of several words or a name (:attr:`Choice.writer`), and
+A one-word run where nothing survives may be left out, if it is a modifier the sentence
+reads as well without (:mod:`.drop`: the choice's text is ``""``, its source
+``generalisation``).  A run still without a choice gets none: the caller asks the LLM to
+write one only for a run of several words or a name (:attr:`Choice.writer`), and
 redacts the rest.  Every choice says its source, its score, how many candidates were
 proposed and how many each check refused (:class:`Choice`), for the audit record.  The
 loop verifies the whole text again afterwards, so the guarantee never rests on these
@@ -31,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from presidio_delink.candidates.drop import DROP_MARGIN, droppable
 from presidio_delink.candidates.lexicon import WordNet
 from presidio_delink.candidates.propose import (
     SAME_USE,
@@ -206,7 +209,9 @@ class CandidateChooser:
                 words = [Word(text[a:b], a, b, t) for a, b, t in toks
                          if a < r.end and b > r.start]
                 label = next((lab for a, b, lab in ents if (a, b) == key), None)
-                seen[(*key, options)] = self._one(text, r, words, label, accept, links, options)
+                seen[(*key, options)] = self._one(
+                    text, r, words, label, accept, links, options, toks
+                )
             out[key] = seen[(*key, options)]
         return out
 
@@ -219,6 +224,7 @@ class CandidateChooser:
         accept: Accept,
         links: Links | None,
         options: int = 1,
+        toks: Sequence[tuple[int, int, str]] = (),
     ) -> Choice:
         span = text[r.start : r.end]
         if words and not any(c.isspace() for c in span) and len(words) > 1:
@@ -261,9 +267,38 @@ class CandidateChooser:
             ch.options.append((c.text, c.source, c.score))
             if len(ch.options) >= options:
                 break
+        if not ch.options and len(words) == 1:
+            self._drop(text, r, toks, links, ch)
         if ch.options:
             ch.text, ch.source, ch.score = ch.options[0]
         return ch
+
+    def _drop(
+        self,
+        text: str,
+        r: Run,
+        toks: Sequence[tuple[int, int, str]],
+        links: Links | None,
+        ch: Choice,
+    ) -> None:
+        """Where no candidate survived: the run left out (:mod:`.drop`), if it is a
+        modifier the sentence reads as well without and leaving it out links nowhere."""
+        i = next((j for j, (a, b, _t) in enumerate(toks) if (a, b) == (r.start, r.end)), None)
+        if i is None or droppable(text, toks, i) is not None:
+            return
+        ch.proposed += 1
+        left, right = contexts(text, r.start, r.end)
+        word = (" " if r.start > 0 and text[r.start - 1].isspace() else "") + text[r.start : r.end]
+        with_it, without, alone = self.scorer.score(left, [word + right, right, word], "", False)
+        # log p(next words | left) without the word, against with it
+        score = without - (with_it - alone)
+        if score < -DROP_MARGIN:
+            _refuse(ch, "the next words read worse without it", 1)
+            return
+        if links is not None and links(text[: r.start] + text[r.end + 1 :], r.start, r.start):
+            _refuse(ch, "links below k", 1)
+            return
+        ch.options.append(("", "generalisation", round(score, 3)))
 
     def _used_otherwise(self, word: str, c: Candidate) -> bool:
         """A WordNet word whose company in the collection is nearly disjoint from the

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from presidio_delink.edits import REDACTED, Run, apply, runs, stabbing_tokens
+from presidio_delink.edits import REDACTED, Run, apply, dropped, runs, stabbing_tokens
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.results import AuditEntry, DelinkResult
@@ -124,7 +124,7 @@ def edit_spans(
         )
         inside = [s for s in todo if a <= s[0] and s[1] <= b and s not in done]
         old = text[a:b]
-        if not inside or not new.strip() or any(
+        if not inside or (not new.strip() and new != "") or any(
             w in new.casefold().split() for w in old.casefold().split()
         ):
             continue
@@ -132,7 +132,7 @@ def edit_spans(
             continue
         done.update(inside)
         rew += len(inside)
-        edits.append((a, b, new))
+        edits.append(dropped(text, a, b) if new == "" else (a, b, new))
         audit.append(
             AuditEntry(
                 original=old, df=0, arity=0, ngram="", replacement=new, pass_no=0,

@@ -4,7 +4,8 @@ The protections (:mod:`.ranked`, :mod:`.containment`) choose word occurrences to
 :class:`LoopEditor` hands them to the delink loop's own rewriting step
 (:meth:`presidio_delink.rewriting.Rewriting.rewrite_runs`, through :class:`.common.LoopAPI`):
 a deterministic generalisation
-(:mod:`presidio_delink.generalise`) where one applies and passes the checks, else the
+(:mod:`presidio_delink.generalise`) where one applies and passes the checks, a verified
+candidate under the candidate modes (a modifier may be left out: the answer ``""``), else the
 configured LLM (one request per passage), each answer validated by the loop's checks
 (:func:`presidio_delink.edits.rejection`: no removed PII put back, no copy of the span, ...).
 Without an LLM only the generalisations are tried.
@@ -91,8 +92,8 @@ class LoopEditor:
         for r in rs:
             new, reason = answers.get((r.start, r.end), (None, None))
             choice = self.res.choices.pop((r.start, r.end), None)
-            if new is None or new == REDACTED or not new.strip():
-                continue
+            if new is None or new == REDACTED or (not new.strip() and new != ""):
+                continue  # "": a modifier left out
             if shares_term(text[r.start : r.end], new):
                 self.res.refusals["keeps the term"] = self.res.refusals.get("keeps the term", 0) + 1
                 continue

@@ -1,0 +1,154 @@
+"""A modifier left out (presidio_delink.candidates.drop): which words may go, the
+log-probability check that what follows still reads, and the loop's edit that removes the
+word with one space and counts it as a generalisation, not a redaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from presidio_delink import NgramIndex
+from presidio_delink.candidates import CandidateChooser
+from presidio_delink.candidates.drop import droppable
+from presidio_delink.candidates.lexicon import LexCandidate
+from presidio_delink.edits import REDACTED, Run
+from presidio_delink.linkage import analyze
+from presidio_delink.pipeline import Delinker
+from presidio_delink.report import render
+from presidio_delink.settings import DEFAULT_SPACY_MODEL
+
+spacy = pytest.importorskip("spacy")
+needs_spacy_model = pytest.mark.skipif(
+    not spacy.util.is_package(DEFAULT_SPACY_MODEL), reason="spaCy model not installed"
+)
+
+
+def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
+    """``(start, end, tag)`` of the space-separated words of ``text``, tagged as given."""
+    out, pos = [], 0
+    for word, tag in zip(text.split(), tags.split(), strict=True):
+        a = text.index(word, pos)
+        out.append((a, a + len(word), tag))
+        pos = a + len(word)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "tags", "i", "ok"),
+    [
+        ("the constitutional complaint was lodged", "DT JJ NN VBD VBN", 1, True),
+        ("the alleged offence was committed", "DT JJ NN VBD VBN", 1, False),  # a hedge
+        ("the second applicant was arrested", "DT JJ NN VBD VBN", 1, False),  # which one
+        ("an armed gang attacked", "DT JJ NN VBD", 1, False),  # "an gang"
+        ("a serious criminal offence", "DT JJ JJ NN", 1, True),  # "a criminal offence"
+        ("into police custody today", "IN NN NN NN", 1, True),
+        ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 1, True),
+        ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 2, False),  # inside a name
+        ("and Mrs Price said", "CC NNP NNP VBD", 1, False),  # a title
+        ("the applicants again appealed", "DT NNS RB VBD", 2, True),
+        ("the applicants never appealed", "DT NNS RB VBD", 2, False),  # a negation
+        ("the detention was unlawful today", "DT NN VBD JJ NN", 3, False),  # predicative
+        ("the detention was unlawful", "DT NN VBD JJ", 3, False),  # last word
+        ("his unlawful detention ended", "PRP$ JJ NN VBD", 1, True),
+        ("he was arrested", "PRP VBD VBN", 2, False),
+    ],
+)
+def test_which_modifiers_may_be_left_out(text: str, tags: str, i: int, ok: bool) -> None:
+    assert (droppable(text, tokens(text, tags), i) is None) is ok
+
+
+def test_a_word_beside_punctuation_stays() -> None:
+    text = "Subsequently, serious charges were brought"
+    toks = [(0, 12, "RB"), (14, 21, "JJ"), (22, 29, "NNS"), (30, 34, "VBD"), (35, 42, "VBN")]
+    assert droppable(text, toks, 1) == "not between two words"  # the comma before it
+    assert droppable(text, toks, 0) == "not between two words"  # opens the sentence
+
+
+class Scorer:
+    """Returns fixed log-probabilities: (with the word and what follows, what follows
+    alone, the word alone)."""
+
+    passes = 0
+
+    def __init__(self, with_it: float, without: float, alone: float) -> None:
+        self.values = [with_it, without, alone]
+
+    def score(self, left: str, options: list[str], right: str, spaced: bool) -> list[float]:
+        self.passes += 1
+        assert len(options) == 3 and options[1].startswith(" man")
+        return list(self.values)
+
+
+class NoLexicon:
+    available = True
+
+    def candidates(self, word: str, tag: str) -> list[LexCandidate]:
+        return []
+
+
+TEXT = "the judge sent the young man to prison"
+COLLECTION = [
+    ("d1", "the judge sent the man to prison"),
+    ("d2", "the judge sent the man to prison again"),
+    ("d3", "a young woman"),
+]
+
+
+@needs_spacy_model
+@pytest.mark.parametrize(
+    ("scores", "dropped"),
+    [
+        ((-12.0, -4.0, -9.0), True),  # what follows: -4 without, -3 with: 1 nat worse
+        ((-12.0, -10.0, -9.0), False),  # 7 nats worse: a phrase the gap breaks
+    ],
+)
+def test_the_chooser_leaves_a_modifier_out_only_where_what_follows_reads(
+    scores: tuple[float, float, float], dropped: bool
+) -> None:
+    a = TEXT.index("young")
+    r = Run(a, a + len("young"), 1)
+    ch = CandidateChooser(wordnet=NoLexicon(), scorer=Scorer(*scores))  # type: ignore[arg-type]
+    got = ch.choose(TEXT, [r], lambda _r, _c: None)[(r.start, r.end)]
+    if dropped:
+        assert (got.text, got.source) == ("", "generalisation")
+        assert got.proposed == 1
+    else:
+        assert got.text is None
+        assert got.refused == {"the next words read worse without it": 1}
+
+
+@needs_spacy_model
+def test_a_drop_that_still_links_is_refused() -> None:
+    a = TEXT.index("young")
+    r = Run(a, a + len("young"), 1)
+    ch = CandidateChooser(wordnet=NoLexicon(), scorer=Scorer(-12.0, -4.0, -9.0))  # type: ignore[arg-type]
+    seen = []
+
+    def links(new: str, start: int, end: int) -> bool:
+        seen.append((new, start, end))
+        return True
+
+    got = ch.choose(TEXT, [r], lambda _r, _c: None, links)[(r.start, r.end)]
+    assert got.text is None and got.refused == {"links below k": 1}
+    assert seen == [("the judge sent the man to prison", a, a)]
+
+
+@needs_spacy_model
+def test_the_loop_removes_the_word_and_one_space(tmp_path: Path) -> None:
+    idx = NgramIndex.build(COLLECTION, tmp_path / "idx", max_n=3)
+    assert analyze(idx, TEXT, k=2).linkable
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon and scorer
+        wordnet=NoLexicon(), scorer=Scorer(-12.0, -4.0, -9.0), index=idx, k=2  # type: ignore[arg-type]
+    )
+    res = d.delink(TEXT, "t")
+    assert res.text == "the judge sent the man to prison"
+    assert not res.linkable_after
+    (entry,) = res.audit
+    assert (entry.original, entry.replacement) == ("young", "")
+    assert entry.method == "candidate" and entry.source == "generalisation"
+    assert res.words_rewritten == 1 and res.words_redacted == 0
+    assert REDACTED not in res.text
+    assert all(b > a for a, b, _label in res.marks)  # nothing left to mark
+    assert "<td>young</td>" in render([res]) and "(left out)" in render([res])
