@@ -63,7 +63,7 @@ CANDIDATE = "candidate"
 :meth:`Rewriting.rewrite_runs` (its source, score and refusals are in ``res.choices``)."""
 AGAIN = "an earlier rewrite: no candidate for a candidate"
 """Why a run that is an earlier pass's rewrite is redacted under the candidate modes
-without an LLM (:meth:`Rewriting.rewrite_runs`)."""
+without an LLM, or with one for a single word (:meth:`Rewriting.rewrite_runs`)."""
 
 
 def audit_method(reason: str | None) -> str:
@@ -279,11 +279,15 @@ class Rewriting:
             # words, may write it, else it is redacted
             fresh = [r for r in pending if r not in earlier]
             pending, options = self._chosen(text, fresh, bounds, check, out, res, llm)
-            if self.rewriter is not None:
-                pending = sorted([*pending, *earlier], key=lambda r: r.start)
-            else:
-                for r in earlier:
+            for r in earlier:
+                # the LLM writes phrases only (``CandidateChooser.needs_writer``)
+                if self.rewriter is not None and self.chooser.needs_writer(
+                    text[r.start : r.end], []
+                ):
+                    pending.append(r)
+                else:
                     out[(r.start, r.end)] = (None, AGAIN)
+            pending.sort(key=lambda r: r.start)
         if self.rewriter is None or not pending or not llm:
             return out
         usage = find_usage(self.rewriter)

@@ -56,7 +56,7 @@ MASK_POLICIES = ("all", "risk")
 #: cheap sources, verifies them and lets a scorer choose; ``"choose"`` does the same and
 #: lets the LLM choose among the verified ones (the scorer's choice without an LLM);
 #: ``"generate"`` asks the LLM to write each replacement.  In the first two the LLM
-#: writes only names and phrases no candidate fits.  Without an LLM, ``"generate"``
+#: writes only the phrases (runs of several words) no candidate fits.  Without an LLM, ``"generate"``
 #: keeps the generalisations only (the rest is redacted).
 REWRITE_MODES = ("candidates", "choose", "generate")
 #: The modes that use :mod:`presidio_delink.candidates`.
@@ -68,7 +68,7 @@ DEFAULT_REWRITE: str | None = None
 
 def rewrite_for(rewrite: str | None, with_llm: bool) -> str:
     """The rewrite mode a loop runs: ``rewrite``, or by default ``"candidates"`` with an
-    LLM (it chooses among verified candidates and writes only names and phrases none fits:
+    LLM (it chooses among verified candidates and writes only phrases none fits:
     fewer wrong word forms, about a quarter of free generation's CPU, in
     ``benchmarks/results/rewrite_candidates.md``) and ``"generate"`` without one
     (generalisations, else redaction: no model to load, milliseconds a document; name

@@ -195,13 +195,12 @@ def test_the_loop_checks_refuse_before_scoring(tagger: Tagger) -> None:
     assert scorer.passes == 0  # nothing survived to be scored
 
 
-def test_needs_writer_only_for_phrases_and_names() -> None:
-    assert CandidateChooser.needs_writer("Sinop", ["NNP"])  # a name
+def test_needs_writer_only_for_phrases() -> None:
+    assert not CandidateChooser.needs_writer("Sinop", ["NNP"])  # a name: redacted
     assert CandidateChooser.needs_writer("acquitted them", ["VBD", "PRP"])  # two words
     assert not CandidateChooser.needs_writer("acquitted", ["VBD"])  # one common word
-    # a capital that opens a sentence makes no name: the tag decides
-    assert not CandidateChooser.needs_writer("During", ["IN"])
-    assert CandidateChooser.needs_writer("Sinop", [])  # untagged: the capital decides
+    assert not CandidateChooser.needs_writer("Sinop", [])  # untagged: one word
+    assert CandidateChooser.needs_writer("feel unwell", [])
 
 
 # -- the loop -------------------------------------------------------------------------------
@@ -251,7 +250,7 @@ def test_rewrite_setting_is_validated() -> None:
 
 
 def test_the_default_is_candidates_with_an_llm_and_plain_without(index: NgramIndex) -> None:
-    """With an LLM the loop chooses among candidates (the LLM writes names and phrases);
+    """With an LLM the loop chooses among candidates (the LLM writes phrases);
     without one it keeps to generalisations and redaction (no model to load); a mode
     named is kept either way, and the run's fingerprint names the mode run."""
     from presidio_delink.batch import LLMOptions, PIIOptions, batch_fingerprint
@@ -273,8 +272,9 @@ def test_the_default_is_candidates_with_an_llm_and_plain_without(index: NgramInd
 
 def test_an_earlier_rewrite_gets_no_candidate_of_its_own() -> None:
     """A stand-in for a stand-in drifts ("four" -> "several" -> "individual"): a run that
-    is an earlier pass's rewrite is not given to the chooser; without an LLM it is
-    redacted, saying why, and with one the LLM is asked, shown the input's words."""
+    is an earlier pass's rewrite is not given to the chooser; without an LLM, or with one
+    for a single word, it is redacted, saying why; the LLM is asked about a phrase, shown
+    the input's words."""
     from presidio_delink.candidates.chooser import Choice
     from presidio_delink.results import DelinkResult
     from presidio_delink.rewriting import AGAIN, CANDIDATE, Rewriting
@@ -286,6 +286,7 @@ def test_an_earlier_rewrite_gets_no_candidate_of_its_own() -> None:
 
     class Chooser:
         form_check = Passes()
+        needs_writer = staticmethod(CandidateChooser.needs_writer)
 
         def __init__(self) -> None:
             self.asked: list[str] = []
@@ -310,7 +311,11 @@ def test_an_earlier_rewrite_gets_no_candidate_of_its_own() -> None:
     assert out[(run.start, run.end)] == (None, AGAIN) and ch.asked == []
     llm = Recorder()
     out, ch = rewrite(llm, [(run.start, run.end, "four")])
-    assert ch.asked == [] and llm.asked == [["four"]]
+    assert out[(run.start, run.end)] == (None, AGAIN) and llm.asked == []  # one word
+    b = text.index("for several")
+    run = Run(b, b + len("for several"), 2)
+    out, ch = rewrite(llm, [(run.start, run.end, "during four")])
+    assert ch.asked == [] and llm.asked == [["during four"]]
 
 
 def test_cli_has_the_rewrite_option() -> None:

@@ -160,15 +160,14 @@ class CandidateChooser:
     @staticmethod
     def needs_writer(span: str, tags: Sequence[str]) -> bool:
         """Whether a run no candidate fits is worth asking the LLM to write: a run of
-        several words (an idiom) or a name (a proper noun's tag; without tags, a capital
-        letter), which needs a category.  A single common word is redacted instead: the
-        lexicon's words were its best stand-ins, and a free answer for it is the likeliest
-        to change its form or fact."""
-        if len(span.split()) > 1 or len(tags) > 1:
-            return True
-        if tags:
-            return tags[0].startswith("NNP")
-        return span[:1].isupper()
+        several words (an idiom: ``feel unwell``, ``last date``).  One word is left out or
+        redacted instead.  A common word's best stand-ins were the lexicon's, and a free
+        answer for it is the likeliest to change its form or fact.  A one-word name inside
+        a longer name got a category that broke the name or a wrong fact in 10 of 14
+        answers read (``in the city Lubelskie Prison``, ``a Note of motion``,
+        ``Advocate attorney``: ``benchmarks/results/rewrite_candidates.md``), at most of
+        the LLM's cost; a whole name has its typed generalisation."""
+        return len(span.split()) > 1 or len(tags) > 1
 
     def choose(
         self,

@@ -119,7 +119,7 @@ from presidio_delink.settings import (
     default=DEFAULT_REWRITE,
     help="How a linkable run is rewritten: 'candidates' chooses among verified "
     "synonyms, hypernyms and generalisations by how the sentence reads (the LLM writes "
-    "only names and phrases none fits; with --llm none it redacts there); 'choose' "
+    "only phrases of several words none fits; with --llm none it redacts there); 'choose' "
     "lets the LLM choose among the verified ones; 'generate' asks the LLM to write "
     "every replacement (with --llm none: generalisations only).  Default: 'candidates' "
     "with an LLM, 'generate' with --llm none (no model to load).",
