@@ -56,8 +56,8 @@ MASK_POLICIES = ("all", "risk")
 #: cheap sources, verifies them and lets a scorer choose; ``"choose"`` does the same and
 #: lets the LLM choose among the verified ones (the scorer's choice without an LLM);
 #: ``"generate"`` asks the LLM to write each replacement.  In the first two the LLM
-#: writes only the phrases (runs of several words) no candidate fits.  Without an LLM, ``"generate"``
-#: keeps the generalisations only (the rest is redacted).
+#: writes only the phrases (runs of several words) no candidate fits.  Without an LLM,
+#: ``"generate"`` keeps the generalisations only (the rest is redacted).
 REWRITE_MODES = ("candidates", "choose", "generate")
 #: The modes that use :mod:`presidio_delink.candidates`.
 CANDIDATE_MODES = ("candidates", "choose")
