@@ -309,6 +309,10 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         summary[name]["sources"] = dict(
             _count(a.source or "redacted" for r in rs for a in r.audit)
         )
+        # words left out (a dropped modifier: an empty replacement), counted apart
+        summary[name]["words_left_out"] = sum(
+            a.n_words for r in rs for a in r.audit if a.method != "redacted" and not a.replacement
+        )
     if scorer_passes:
         summary["llm"]["lm_scoring_passes_mean"] = statistics.fmean(scorer_passes)
     if "generate" in results:
