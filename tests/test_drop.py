@@ -16,6 +16,7 @@ from presidio_delink.edits import REDACTED, Run
 from presidio_delink.linkage import analyze
 from presidio_delink.pipeline import Delinker
 from presidio_delink.report import render
+from presidio_delink.review.document import build_chunks, joined
 from presidio_delink.settings import DEFAULT_SPACY_MODEL
 
 spacy = pytest.importorskip("spacy")
@@ -152,3 +153,10 @@ def test_the_loop_removes_the_word_and_one_space(tmp_path: Path) -> None:
     assert REDACTED not in res.text
     assert all(b > a for a, b, _label in res.marks)  # nothing left to mark
     assert "<td>young</td>" in render([res]) and "(left out)" in render([res])
+    # the review app aligns it as an edit that removed the word, explained by the audit
+    rec = res.to_json()
+    chunks = build_chunks(rec["text"], rec["audit"], TEXT)
+    assert joined(chunks) == res.text
+    (edit,) = [c for c in chunks if c.kind != "same"]
+    assert edit.before.strip() == "young" and edit.proposed == ""
+    assert edit.method == "candidate"
