@@ -44,6 +44,14 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("an armed gang attacked", "DT JJ NN VBD", 1, False),  # "an gang"
         ("a serious criminal offence", "DT JJ JJ NN", 1, True),  # "a criminal offence"
         ("into police custody today", "IN NN NN NN", 1, True),
+        ("to frame grounds of appeal", "TO NN NNS IN NN", 1, False),  # a verb read as noun
+        ("mental health facilities were", "JJ NN NNS VBD", 1, False),  # "mental facilities"
+        ("for open conditions there", "IN JJ NNS RB", 1, False),  # a term of art
+        ("a sentence of life imprisonment", "DT NN IN NN NN", 3, False),
+        ("for the applicant Mr Smith", "IN DT NN NNP NNP", 2, False),  # a name follows
+        ("the Directorate General refused", "DT NNP NNP VBD", 1, False),  # "the General"
+        ("the Tax Authority wrote", "DT NNP NNP VBD", 1, True),
+        ("the Asylum and Immigration Tribunal", "DT NNP CC NNP NNP", 3, False),
         ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 1, True),
         ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 2, False),  # inside a name
         ("and Mrs Price said", "CC NNP NNP VBD", 1, False),  # a title

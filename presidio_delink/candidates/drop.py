@@ -9,9 +9,13 @@ and its claims without it (:func:`droppable`):
   for its article), never one of :data:`KEEP_ADJECTIVES`: negations, hedges and words
   that say which one (``the alleged offence``, ``the second applicant``, ``the same
   court``);
-* a noun before a noun (``police statements`` -> ``statements``);
-* a proper noun that opens a longer name or modifies a noun (``the Erzincan Martial Law
-  Court`` -> ``the Martial Law Court``; not ``Martial``), never a title (``Mrs``);
+* a noun before a lower-case noun (``police statements`` -> ``statements``), not one of
+  :data:`KEEP_NOUNS` (``life imprisonment``) nor after an adjective (``mental health
+  facilities``);
+* a proper noun that opens a longer name (``the Erzincan Martial Law Court`` -> ``the
+  Martial Law Court``; not ``Martial``, nor after ``and`` or ``of``), never a title
+  (``Mrs``), where what is left still names the kind of thing (two or more capitalised
+  words, or one of :data:`NAME_HEADS`: ``the Directorate General`` keeps its first word);
 * an adverb of :data:`DROP_ADVERBS` (``subsequently``, ``later``) between two words.
 
 The word must sit between two words of its sentence (no punctuation either side: a
@@ -56,6 +60,20 @@ seventh eighth ninth tenth new old present current respective particular certain
 whole entire main principal total partial full maximum minimum late early mere alternative
 opposite contrary different separate single double joint individual no non unknown known
 prior subsequent initial final interim provisional temporary permanent minor major
+open closed private public secret mental physical indefinite definite limited unlimited
+""")
+#: Nouns whose absence changes what the head names (``life imprisonment``, ``family
+#: life``, ``death penalty``).
+KEEP_NOUNS = _words("life death family health")
+#: The last words of a name that stand for it alone once its first word is left out
+#: (``the Koszalin District Court`` -> ``the District Court``, ``the Tax Authority`` ->
+#: ``the Authority``); a name of two words whose second is not one keeps its first
+#: (``the Directorate General`` -> ``the General`` names someone else).
+NAME_HEADS = _words("""
+Court Courts Tribunal Prison Office Council Ministry Board Commission Committee Authority
+Act Code Centre Center Agency Department Service Police Chamber Ombudsman Section
+University Hospital Bank Company Directorate Inspectorate Prosecutor Prosecutors
+Assembly Parliament Government Administration Registry Institute Unit
 """)
 #: Adverbs that may be left out between two words: time and manner, never a negation,
 #: a hedge or a degree (``allegedly``, ``never``, ``only``, ``partly`` change the claim).
@@ -81,16 +99,25 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         return "not a plain word"
     low = word.casefold()
     if tag == "JJ":
-        # attributive, not after a verb ("was unlawful today" says the detention was)
-        ok = (nt in _NOUNS or nt == "JJ") and not pt.startswith(("VB", "RB", "MD"))
+        # attributive, not after a verb ("was unlawful today" says the detention was),
+        # before a common noun
+        ok = (nt in ("NN", "NNS", "JJ")) and nxt.islower()
+        ok = ok and not pt.startswith(("VB", "RB", "MD"))
         ok = ok and low not in KEEP_ADJECTIVES and not low.startswith("non")
     elif tag == "NN":
-        ok = nt in ("NN", "NNS") and word.islower()
+        # a noun before a lower-case noun, not after an adjective that may be its own
+        # ("mental health facilities"), nor a verb the tagger read as a noun ("to frame
+        # grounds of appeal")
+        ok = nt in ("NN", "NNS") and word.islower() and nxt.islower()
+        ok = ok and low not in KEEP_NOUNS and pt not in ("JJ", "TO", "MD")
     elif tag in ("NNP", "NNPS"):
         # the first word of a name only: "the Erzincan Martial Law Court" may lose
-        # "Erzincan", not "Martial"
+        # "Erzincan", not "Martial"; not after "and" or "of" (a longer name:
+        # "the Asylum and Immigration Tribunal")
         ok = nt in _NOUNS and word[:1].isupper() and nxt[:1].isupper()
         ok = ok and word.rstrip(".") not in _TITLES and not text[pa:pb][:1].isupper()
+        ok = ok and pt != "CC" and text[pa:pb] != "of"
+        ok = ok and (nxt in NAME_HEADS or _capitalised_after(text, toks, i + 1))
     elif tag == "RB":
         ok = low in DROP_ADVERBS
     else:
@@ -103,6 +130,15 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
     if text[pa:pb].casefold() == nxt.casefold():
         return "would double a word"
     return None
+
+
+def _capitalised_after(text: str, toks: Sequence[tuple[int, int, str]], j: int) -> bool:
+    """Whether the word ``toks[j]`` is followed, after one space, by another capitalised
+    word: the name goes on."""
+    if j + 1 >= len(toks):
+        return False
+    (_a, b, _t), (na, nb, _nt) = toks[j], toks[j + 1]
+    return text[b:na] == " " and text[na:nb][:1].isupper()
 
 
 def _article(word: str) -> str:
