@@ -45,6 +45,7 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("a serious criminal offence", "DT JJ JJ NN", 1, True),  # "a criminal offence"
         ("into police custody today", "IN NN NN NN", 1, True),
         ("to frame grounds of appeal", "TO NN NNS IN NN", 1, False),  # a verb read as noun
+        ("the contractor effecting removal", "DT NN NN NN", 1, False),  # the same
         ("mental health facilities were", "JJ NN NNS VBD", 1, False),  # "mental facilities"
         ("for open conditions there", "IN JJ NNS RB", 1, False),  # a term of art
         ("a sentence of life imprisonment", "DT NN IN NN NN", 3, False),

@@ -110,6 +110,9 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         # grounds of appeal")
         ok = nt in ("NN", "NNS") and word.islower() and nxt.islower()
         ok = ok and low not in KEEP_NOUNS and pt not in ("JJ", "TO", "MD")
+        # nor before an "-ing" word, most often a verb read as a noun ("the contractor
+        # effecting removal")
+        ok = ok and not nxt.endswith("ing")
     elif tag in ("NNP", "NNPS"):
         # the first word of a name only: "the Erzincan Martial Law Court" may lose
         # "Erzincan", not "Martial"; not after "and" or "of" (a longer name:
