@@ -54,7 +54,8 @@ for line in open(sys.argv[1]):
     shown = 0
     for a in r["audit"]:
         if a["method"] != "redacted" and shown < 8:
-            print(f"    {a['method']:11} {a['original']!r} -> {a['replacement']!r}")
+            new = repr(a["replacement"]) if a["replacement"] else "(left out)"
+            print(f"    {a['method']:11} {a['original']!r} -> {new}")
             shown += 1
 PY
 echo "== after: the output checked again"
