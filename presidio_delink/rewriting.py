@@ -276,10 +276,16 @@ class Rewriting:
         if self.chooser is not None and pending:
             # an earlier pass's rewrite gets no candidate: a stand-in for a stand-in
             # drifts ("four" -> "several" -> "individual"); the LLM, shown the input's
-            # words, may write it, else it is redacted
-            fresh = [r for r in pending if r not in earlier]
+            # words, may write it, else it is redacted.  So does a run inside one, or
+            # across its edge: "two" -> "a few", then "few" left out, read "a civilian
+            # authorities"
+            inside = [
+                r for r in pending
+                if r not in earlier and any(a < r.end and r.start < b for a, b, _o in origins)
+            ]
+            fresh = [r for r in pending if r not in earlier and r not in inside]
             pending, options = self._chosen(text, fresh, bounds, check, out, res, llm)
-            for r in earlier:
+            for r in [*earlier, *inside]:
                 # the LLM writes phrases only (``CandidateChooser.needs_writer``)
                 if self.rewriter is not None and self.chooser.needs_writer(
                     text[r.start : r.end], []

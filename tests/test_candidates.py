@@ -316,6 +316,11 @@ def test_an_earlier_rewrite_gets_no_candidate_of_its_own() -> None:
     run = Run(b, b + len("for several"), 2)
     out, ch = rewrite(llm, [(run.start, run.end, "during four")])
     assert ch.asked == [] and llm.asked == [["during four"]]
+    # a run inside an earlier rewrite ("few" of "a few") gets no candidate either: left
+    # out, it had read "a civilian authorities"
+    run = Run(a, a + len("several"), 1)
+    out, ch = rewrite(None, [(b, b + len("for several"), "during four")])
+    assert out[(run.start, run.end)] == (None, AGAIN) and ch.asked == []
 
 
 def test_cli_has_the_rewrite_option() -> None:
