@@ -51,7 +51,10 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("a sentence of life imprisonment", "DT NN IN NN NN", 3, False),
         ("for the applicant Mr Smith", "IN DT NN NNP NNP", 2, False),  # a name follows
         ("the Directorate General refused", "DT NNP NNP VBD", 1, False),  # "the General"
-        ("the Tax Authority wrote", "DT NNP NNP VBD", 1, True),
+        ("the Tax Authority wrote", "DT NNP NNP VBD", 1, False),  # one word left
+        ("the High Court Registry wrote", "DT NNP NNP NNP VBD", 1, False),  # a rank
+        ("the Warsaw District Court wrote", "DT NNP NNP NNP VBD", 1, True),
+        ("a “gross sexual intrusion” here", "DT JJ JJ NN RB", 2, False),  # quoted
         ("the Asylum and Immigration Tribunal", "DT NNP CC NNP NNP", 3, False),
         ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 1, True),
         ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 2, False),  # inside a name

@@ -14,12 +14,14 @@ and its claims without it (:func:`droppable`):
   facilities``);
 * a proper noun that opens a longer name (``the Erzincan Martial Law Court`` -> ``the
   Martial Law Court``; not ``Martial``, nor after ``and`` or ``of``), never a title
-  (``Mrs``), where what is left still names the kind of thing (two or more capitalised
-  words, or one of :data:`NAME_HEADS`: ``the Directorate General`` keeps its first word);
+  (``Mrs``) nor a rank (:data:`RANKS`), where two capitalised words or more are left
+  (``the Directorate General`` -> ``the General`` names someone else, ``the High Court``
+  -> ``the Court`` another court);
 * an adverb of :data:`DROP_ADVERBS` (``subsequently``, ``later``) between two words.
 
 The word must sit between two words of its sentence (no punctuation either side: a
-dropped opener would leave ``, he was``), and an indefinite article before it must still
+dropped opener would leave ``, he was``), outside a quotation (a quote is not edited
+silently), and an indefinite article before it must still
 fit the next word (``a serious offence`` is refused: it would need ``an``).  The chooser
 then asks the log-probability engine whether what follows still reads as well without
 the word (:data:`DROP_MARGIN`): a modifier that a phrase cannot lose (``a high speed car
@@ -65,16 +67,10 @@ open closed private public secret mental physical indefinite definite limited un
 #: Nouns whose absence changes what the head names (``life imprisonment``, ``family
 #: life``, ``death penalty``).
 KEEP_NOUNS = _words("life death family health")
-#: The last words of a name that stand for it alone once its first word is left out
-#: (``the Koszalin District Court`` -> ``the District Court``, ``the Tax Authority`` ->
-#: ``the Authority``); a name of two words whose second is not one keeps its first
-#: (``the Directorate General`` -> ``the General`` names someone else).
-NAME_HEADS = _words("""
-Court Courts Tribunal Prison Office Council Ministry Board Commission Committee Authority
-Act Code Centre Center Agency Department Service Police Chamber Ombudsman Section
-University Hospital Bank Company Directorate Inspectorate Prosecutor Prosecutors
-Assembly Parliament Government Administration Registry Institute Unit
-""")
+#: First words of a name that rank or scope it: without them the rest names another
+#: body (``the Supreme Court of Appeal`` is not ``the Court of Appeal``; ``the Grand
+#: Chamber`` is not a Chamber).
+RANKS = _words("Supreme High Higher Lower Upper Grand Constitutional Federal Central")
 #: Adverbs that may be left out between two words: time and manner, never a negation,
 #: a hedge or a degree (``allegedly``, ``never``, ``only``, ``partly`` change the claim).
 DROP_ADVERBS = _words("""
@@ -119,8 +115,10 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         # "the Asylum and Immigration Tribunal")
         ok = nt in _NOUNS and word[:1].isupper() and nxt[:1].isupper()
         ok = ok and word.rstrip(".") not in _TITLES and not text[pa:pb][:1].isupper()
-        ok = ok and pt != "CC" and text[pa:pb] != "of"
-        ok = ok and (nxt in NAME_HEADS or _capitalised_after(text, toks, i + 1))
+        ok = ok and pt != "CC" and text[pa:pb] != "of" and word not in RANKS
+        # two capitalised words left at least: "the High Court" -> "the Court" would name
+        # another court (in a judgment of the ECHR, the ECHR itself)
+        ok = ok and _capitalised_after(text, toks, i + 1)
     elif tag == "RB":
         ok = low in DROP_ADVERBS
     else:
@@ -132,7 +130,15 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         return "its article would not fit the next word"
     if text[pa:pb].casefold() == nxt.casefold():
         return "would double a word"
+    if _quoted(text, a):
+        return "inside a quotation"
     return None
+
+
+def _quoted(text: str, at: int) -> bool:
+    """Whether ``text[at]`` lies inside a quotation opened earlier in its paragraph."""
+    para = text[text.rfind("\n", 0, at) + 1 : at]
+    return para.count("“") > para.count("”") or para.count('"') % 2 == 1
 
 
 def _capitalised_after(text: str, toks: Sequence[tuple[int, int, str]], j: int) -> bool:
