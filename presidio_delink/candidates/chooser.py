@@ -38,6 +38,7 @@ from presidio_delink.candidates.lexicon import WordNet
 from presidio_delink.candidates.propose import (
     SAME_USE,
     SLOT_BONUS,
+    TITLES,
     Candidate,
     Neighbours,
     Word,
@@ -47,7 +48,7 @@ from presidio_delink.candidates.propose import (
 )
 from presidio_delink.candidates.score import FLOOR, MARGIN, MEANING_WEIGHT, LMScorer, contexts
 from presidio_delink.candidates.verify import FormCheck, Tagger
-from presidio_delink.edits import Run
+from presidio_delink.edits import Run, dropped
 from presidio_delink.generalise import generalise
 
 __all__ = [
@@ -68,8 +69,6 @@ log = logging.getLogger(__name__)
 MAX_CANDIDATES = 12
 #: At most this many verified candidates are scored (best prior first).
 MAX_SCORED = 6
-#: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed.
-TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
 #: Penn tags of determiners: such a run may take another determiner of its own kind
 #: (:data:`DETERMINER_KINDS`) that fills the same slot in ``k`` groups (``the`` -> ``a``).
 #: Prepositions, conjunctions and adverbs never: measured, ``that`` -> ``by`` and ``and``
@@ -294,7 +293,8 @@ class CandidateChooser:
         if score < -DROP_MARGIN:
             _refuse(ch, "the next words read worse without it", 1)
             return
-        if links is not None and links(text[: r.start] + text[r.end + 1 :], r.start, r.start):
+        a, b, _new = dropped(text, r.start, r.end)  # the edit the loop will apply
+        if links is not None and links(text[:a] + text[b:], a, a):
             _refuse(ch, "links below k", 1)
             return
         ch.options.append(("", "generalisation", round(score, 3)))

@@ -37,8 +37,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["DROP_ADVERBS", "DROP_MARGIN", "KEEP_ADJECTIVES", "droppable"]
+from presidio_delink.candidates.propose import TITLES
 
+__all__ = [
+    "DROP_ADVERBS", "DROP_MARGIN", "KEEP_ADJECTIVES", "KEEP_NOUNS", "RANKS", "droppable",
+]
 
 
 def _words(s: str) -> frozenset[str]:
@@ -78,7 +81,7 @@ subsequently later again also then thereafter meanwhile eventually finally immed
 promptly duly fully formally officially personally initially originally recently shortly
 briefly repeatedly expressly specifically explicitly separately jointly
 """)
-_TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge", "Lord", "Lady"})
+_TITLES = TITLES | {"Lord", "Lady"}
 _NOUNS = frozenset({"NN", "NNS", "NNP", "NNPS"})
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "SENSE_DECAY",
     "SLOT_BONUS",
     "SWAPS",
+    "TITLES",
     "Candidate",
     "Neighbours",
     "Word",
@@ -74,6 +75,10 @@ PER_WORD = 3
 MAX_COMBINATIONS = 12
 MAX_DOCS = 150
 SAME_USE = 0.02
+#: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed
+#: (:class:`~.chooser.CandidateChooser`), never left out (:mod:`.drop`, with ``Lord``
+#: and ``Lady``).
+TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
 SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
     "PRP$": {"their": ("the",), "his": ("the",), "her": ("the",), "its": ("the",)},
     "IN": {
