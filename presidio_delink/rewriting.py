@@ -155,6 +155,14 @@ class Rewriting:
                 )
         return self._chooser
 
+    def proposable(self, text: str, spans: Sequence[tuple[int, int]]) -> list[bool] | None:
+        """Whether each one-word span may get a candidate under the candidate modes
+        (:meth:`CandidateChooser.proposable <presidio_delink.candidates.CandidateChooser.
+        proposable>`: the protections' cover prefers such words); None under
+        ``"generate"``, where no such estimate is made (every word costs the same)."""
+        ch = self.chooser
+        return None if ch is None else ch.proposable(text, spans, self.known_word)
+
     def _form_checks(self) -> list[Any]:
         """Under ``"candidates"``, every answer (the LLM's too) keeps the span's word form."""
         ch = self.chooser

@@ -622,3 +622,40 @@ def test_the_choices_example_counts_as_an_example_only_where_it_is_shown() -> No
     passage = "The applicants said that the trial had been unfair because of the delay."
     assert passage not in plain and passage in with_choices
     assert not any(OPTIONS_SEP in t for t in with_choices)
+
+
+@needs_wordnet
+@needs_spacy_model
+def test_proposable_is_the_first_step_of_choosing(tagger: Tagger) -> None:
+    """The protections' cheap estimate: a content word with a lexicon word and a number
+    with a generalisation are proposable; function words, a name's last word and a
+    word inside a fixed expression are not; a span that is not one tagged word is not."""
+    ch = CandidateChooser(scorer=FlatScorer(), tagger=tagger)  # type: ignore[arg-type]
+    text = ("The applicant lodged an appeal with the Izmir Court on 12 May 1999, but it was "
+            "dismissed in the light of the facts.")
+    words = ["applicant", "appeal", "12", "dismissed", "The", "with", "Court", "light"]
+    spans = [(text.index(w), text.index(w) + len(w)) for w in words]
+    spans.append((text.index("lodged"), text.index("lodged") + 9))  # "lodged an"
+    got = dict(zip(words + ["two words"], ch.proposable(text, spans), strict=True))
+    assert got == {"applicant": True, "appeal": True, "12": True, "dismissed": True,
+                   "The": False, "with": False, "Court": False, "light": False,
+                   "two words": False}
+    # what it passes, choose() gets candidates for; what it refuses gets none
+    r = Run(spans[1][0], spans[1][1], 1)
+    assert ch.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)].proposed > 0
+    r = Run(spans[5][0], spans[5][1], 1)
+    assert ch.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)].proposed == 0
+
+
+def test_prepositional_participles_take_prepositions_and_too_is_never_proposed() -> None:
+    """``concerning`` tagged as a verb takes a preposition's stand-ins, never a verb's
+    synonym ("referring the duration"); ``too`` never stands in for ``also``."""
+    from presidio_delink.candidates.lexicon import TOO_GENERAL
+    from presidio_delink.candidates.propose import Word, lexicon_candidates, swaps
+
+    w = Word("concerning", 0, 10, "VBG")
+    assert [c.text for c in swaps(w)] == ["regarding", "about"]
+    assert lexicon_candidates(FixedLexicon(["referring"]), [w]) == []  # type: ignore[arg-type]
+    assert "too" in TOO_GENERAL
+    if WordNet().available:
+        assert "too" not in [c.text for c in WordNet().candidates("also", "RB")]

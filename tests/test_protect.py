@@ -475,3 +475,96 @@ def test_cover_and_step_are_validated(index: NgramIndex) -> None:
         protect_ranked(ProtectJob(text, doc_id, Guarantee(2, 1)), ranked, cover="union")
     with pytest.raises(ConfigError, match="joint_step"):
         protect_ranked(ProtectJob(text, doc_id, Guarantee(2, 1)), ranked, joint_step=0.0)
+
+
+def test_joint_cover_prefers_words_the_editor_can_rewrite() -> None:
+    """At equal gain, the unit of rewritable words is taken; a word the editor would
+    redact is taken where its gain per word beats the cost (``redaction_cost``)."""
+    from presidio_delink.attacks.ranked import TermContribution as T
+    from presidio_delink.protect.ranked import _Failure, _joint_cover
+
+    a, b = (0, 3), (4, 7)
+    table = {("fts5-unicode61", "src"): [T("x", ("x",), (a,), 3.0), T("y", ("y",), (b,), 3.0)]}
+    att = _FakeContributions(table)
+    f = _Failure("fts5-unicode61", "text", (0, 7), 2.9, "", 0.0)  # one term is enough
+    assert _joint_cover(att, "", "src", [f], 0.0) == [a]  # ties by position without costs
+    prefer_b = lambda spans: {sp: (1.0 if sp == b else 2.0) for sp in spans}  # noqa: E731
+    assert _joint_cover(att, "", "src", [f], 0.0, cost_of=prefer_b) == [b]
+    # a deficit of 6.5 that x covers alone (6.5 / 2 per unit of cost) and y only in part
+    # (3 / 1): x is taken although it would be redacted, and nothing more
+    table[("fts5-unicode61", "src")] = [T("x", ("x",), (a,), 7.0), T("y", ("y",), (b,), 3.0)]
+    g = _Failure("fts5-unicode61", "text", (0, 7), 6.5, "", 0.0)
+    assert _joint_cover(att, "", "src", [g], 0.0, cost_of=prefer_b) == [a]
+
+
+def test_choose_orders_terms_by_lead_per_cost() -> None:
+    """The per-pair cover (sentences, the ``worst`` cover) and the occurrence cover of a
+    ``qtf`` member weigh words by the same costs."""
+    from presidio_delink.attacks.ranked import TermContribution as T
+    from presidio_delink.protect.ranked import _choose, _choose_occurrences, _Failure
+
+    a, b = (0, 3), (4, 7)
+    table = {("fts5-unicode61", "src"): [T("x", ("x",), (a,), 3.0), T("y", ("y",), (b,), 2.5)]}
+    att = _FakeContributions(table)
+    f = _Failure("fts5-unicode61", "s1", (0, 7), 2.4, "", 0.0)
+    assert _choose(att, "", "src", f, 0.0, set()) == [a]
+    prefer_b = lambda spans: {sp: (1.0 if sp == b else 2.0) for sp in spans}  # noqa: E731
+    assert _choose(att, "", "src", f, 0.0, set(), prefer_b) == [b]
+    mine = [T("x", ("x",), (a, b), 6.0)]  # 3 an occurrence
+    assert _choose_occurrences(mine, [], 2.0, 0.0, set()) == [a]
+    assert _choose_occurrences(mine, [], 2.0, 0.0, set(), {a: 2.0, b: 1.0}) == [b]
+
+
+@pytest.mark.parametrize("q", [3, 4, 5])
+def test_containment_cuts_break_every_gram_and_prefer_cheap_words(q: int) -> None:
+    """Every ``q``-gram of a run is broken whichever words are cheap; a cheap word is cut
+    in preference to the fixed every-``q``-th position, and without cheap words the
+    cuts are the fewest (every ``q``-th)."""
+    import random
+
+    from presidio_delink.protect.containment import _run_cuts
+
+    rng = random.Random(q)
+    for _ in range(200):
+        a = rng.randrange(0, 5)
+        b = a + rng.randrange(1, 30)
+        cheap = {p for p in range(a, b) if rng.random() < 0.3}
+        cuts = _run_cuts(a, b, q, cheap)
+        assert all(a <= p < b for p in cuts)
+        for s in range(a, b - q + 1):  # every q-gram of the run holds a cut
+            assert any(s <= p < s + q for p in cuts)
+        if b - a < q:
+            assert len(cuts) == 1
+        if cheap and b - a >= q:
+            # each cut is the last cheap word of its window, where there is one
+            prev = a
+            for p in cuts:
+                window = set(range(prev, prev + q))
+                if window & cheap:
+                    assert p in cheap and p == max(window & cheap)
+                prev = p + 1
+    assert _run_cuts(0, 10, 3, None) == [2, 5, 8]
+    assert _run_cuts(0, 10, 3, set()) == [2, 5, 8]
+    assert _run_cuts(0, 10, 3, {1, 4, 7}) == [1, 4, 7]
+
+
+def test_protect_job_costs_follow_the_editor_and_its_rounds() -> None:
+    """Costs come from the editor's estimate, in the rounds the editor is asked; no
+    editor, no estimate, or spent rounds: None (every word alike)."""
+    from presidio_delink.protect.common import ProtectOutcome
+
+    class Est:
+        def propose(self, text, spans):  # type: ignore[no-untyped-def]
+            return {}
+
+        def proposable(self, text, spans):  # type: ignore[no-untyped-def]
+            return [text[a:b] == "cheap" for a, b in spans]
+
+    text = "cheap dear"
+    spans = [(0, 5), (6, 10)]
+    job = ProtectJob(text, "g", Guarantee(2), editor=Est(), redaction_cost=3.0)
+    out = ProtectOutcome(text=text, rounds=1)
+    assert job.costs(out, spans) == {(0, 5): 1.0, (6, 10): 3.0}
+    out.rounds = job.rewrite_rounds + 1
+    assert job.costs(out, spans) is None
+    assert ProtectJob(text, "g", Guarantee(2)).costs(ProtectOutcome(text=text), spans) is None

@@ -50,6 +50,7 @@ from presidio_delink.candidates.score import FLOOR, MARGIN, MEANING_WEIGHT, LMSc
 from presidio_delink.candidates.verify import FormCheck, Tagger
 from presidio_delink.edits import Run, dropped
 from presidio_delink.generalise import generalise
+from presidio_delink.grammar import unknown_word
 
 __all__ = [
     "CLOSED",
@@ -212,6 +213,62 @@ class CandidateChooser:
                 )
             out[key] = seen[(*key, options)]
         return out
+
+    def proposable(
+        self,
+        text: str,
+        spans: Sequence[tuple[int, int]],
+        known: Callable[[str], bool] | None = None,
+    ) -> list[bool]:
+        """Whether each one-word span of ``text`` gets any proposal that the cheap checks
+        keep: a generalisation, a function word's stand-in, a lexicon word of the sense
+        the collection uses that the collection also uses in the same company and (with
+        ``known``, the loop's ``known_word``) at all, or leaving it out
+        (:func:`~.drop.droppable`'s rules).
+
+        Why: the protections choose which words to change among many that would do
+        (:mod:`presidio_delink.protect`); a word with a proposal may be rewritten, one
+        without is redacted.  This is the first steps of :meth:`choose` only (no tagging
+        of the candidate in context, no scoring, no linkage check), so a word it passes
+        may still be redacted; one it refuses gets no lexicon candidate.  Cost: one
+        tagging of ``text`` (shared with :meth:`choose`), a WordNet lookup per span and
+        the collection company of its candidates (cached per word)."""
+        memo = getattr(self._memo, "of", None)
+        if memo is None or memo[0] is not text:
+            memo = (text, self.tagger.tagged(text), {})
+            self._memo.of = memo
+        _text, (toks, ents), _seen = memo
+        at = {(a, b): i for i, (a, b, _t) in enumerate(toks)}
+        label_of = {(a, b): lab for a, b, lab in ents}
+        out = []
+        for a, b in spans:
+            i = at.get((a, b))
+            if i is None or fixed_expression(text, a, b):
+                out.append(False)
+                continue
+            w = Word(text[a:b], a, b, toks[i][2])
+            label = label_of.get((a, b))
+            ok = (
+                bool(swaps(w))
+                or droppable(text, toks, i) is None
+                or (w.text not in TITLES and bool(generalise(text, a, b, label)))
+                or self._lexicon_keeps(text, w, known)
+            )
+            out.append(ok)
+        return out
+
+    def _lexicon_keeps(self, text: str, w: Word, known: Callable[[str], bool] | None) -> bool:
+        """Whether a lexicon candidate of ``w`` passes the cheap checks of
+        :meth:`proposable`."""
+        lex = lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
+        sense = self._domain_sense(w.text, lex)
+        for c in [c for c in lex if c.rank == sense][:MAX_CANDIDATES]:
+            if known is not None and unknown_word(c.text, text, known) is not None:
+                continue
+            if self.neighbours is not None and self._used_otherwise(w.text, c):
+                continue
+            return True
+        return False
 
     def _one(
         self,

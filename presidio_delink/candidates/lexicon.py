@@ -31,10 +31,12 @@ from pathlib import Path
 __all__ = ["SENSES", "TOO_GENERAL", "LexCandidate", "WordNet", "inflect", "lemma_of", "wordnet_pos"]
 
 SENSES = 4
-#: Words too general to stand in for another (``accepted`` -> ``had``, ``took``).
+#: Words too general to stand in for another (``accepted`` -> ``had``, ``took``), and
+#: ``too``, WordNet's synonym of ``also`` that before an adjective says "excessively"
+#: (read: "It was also open to" became "It was too [REDACTED] to").
 TOO_GENERAL = frozenset({
     "be", "have", "do", "make", "take", "get", "give", "go", "put", "set", "come", "let",
-    "keep", "hold", "see", "thing", "entity", "object", "abstraction", "act",
+    "keep", "hold", "see", "thing", "entity", "object", "abstraction", "act", "too",
 })
 _DEFAULT_DIRS = ("/usr/share/wordnet", "/usr/share/wordnet/dict", "/usr/local/WordNet-3.0/dict")
 _FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}

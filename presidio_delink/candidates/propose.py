@@ -56,6 +56,7 @@ __all__ = [
     "MAX_DOCS",
     "SAME_USE",
     "PER_WORD",
+    "PREPOSITIONAL",
     "SENSE_DECAY",
     "SLOT_BONUS",
     "SWAPS",
@@ -142,7 +143,7 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
         return []
     if len(words) == 1:
         w = words[0]
-        if w.text[:1].isupper() and w.tag.startswith("NNP"):
+        if (w.text[:1].isupper() and w.tag.startswith("NNP")) or w.text.lower() in PREPOSITIONAL:
             return []
         found = wordnet.candidates(w.text, w.tag)
         # one word for one word: WordNet's phrases for a word are idioms and phrasal
@@ -155,7 +156,10 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
         return sorted(out, key=lambda c: -c.meaning)
     options: list[list[tuple[str, float]]] = []
     for w in words:
-        found = wordnet.candidates(w.text, w.tag) if not w.tag.startswith("NNP") else []
+        found = (
+            wordnet.candidates(w.text, w.tag)
+            if not w.tag.startswith("NNP") and w.text.lower() not in PREPOSITIONAL else []
+        )
         # only the most frequent sense: a combination has no slot to confirm another one
         best = sorted((c for c in found if c.rank == 0),
                       key=lambda c: -_prior(c.relation, c.rank))[:PER_WORD]
@@ -171,9 +175,17 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
     return out[:MAX_COMBINATIONS]
 
 
+#: Participles used as prepositions (``the dispute concerning the fees``): the tagger
+#: reads them as verbs, and a verb's synonym breaks the phrase ("referring the
+#: duration"), so they take a preposition's :data:`SWAPS` and no lexicon word.
+PREPOSITIONAL = frozenset({"concerning", "regarding"})
+
+
 def swaps(word: Word) -> list[Candidate]:
-    """The :data:`SWAPS` of a function word, cased like it."""
-    table = SWAPS.get(word.tag, {})
+    """The :data:`SWAPS` of a function word (or of a :data:`PREPOSITIONAL` participle),
+    cased like it."""
+    prep = word.text.lower() in PREPOSITIONAL
+    table = SWAPS["IN"] if prep else SWAPS.get(word.tag, {})
     out = table.get(word.text.lower(), ())
     cased = [w[:1].upper() + w[1:] if word.text[:1].isupper() else w for w in out]
     return [Candidate(w, "lexicon", 1.0, "function word") for w in cased]

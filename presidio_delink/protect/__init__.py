@@ -35,7 +35,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.protect.common import Guarantee, LoopAPI, ProtectJob, ProtectOutcome
+from presidio_delink.protect.common import (
+    DEFAULT_REDACTION_COST,
+    Guarantee,
+    LoopAPI,
+    ProtectJob,
+    ProtectOutcome,
+)
 from presidio_delink.protect.containment import (
     DEFAULT_SAFETY,
     protect_containment,
@@ -93,6 +99,9 @@ class Protector:
             (default :data:`.ranked.DEFAULT_WHOLE_PER_ROUND`).
         cover: the ranked protection's whole-text cover, ``"joint"`` or ``"worst"``
             (default :data:`.ranked.DEFAULT_COVER`).
+        redaction_cost: what a word the editor would redact costs the covers, against 1
+            for one it may rewrite (default :data:`.common.DEFAULT_REDACTION_COST`; 1: no
+            preference).
     """
 
     def __init__(
@@ -112,6 +121,7 @@ class Protector:
         containment_crowd: int | None = None,
         whole_per_round: int | None = None,
         cover: str | None = None,
+        redaction_cost: float | None = None,
     ) -> None:
         from presidio_delink.protect import ranked as pr
 
@@ -147,6 +157,11 @@ class Protector:
             pr.DEFAULT_WHOLE_PER_ROUND if whole_per_round is None else whole_per_round
         )
         self.cover = pr.DEFAULT_COVER if cover is None else cover
+        self.redaction_cost = (
+            DEFAULT_REDACTION_COST if redaction_cost is None else redaction_cost
+        )
+        if not self.redaction_cost >= 1.0:
+            raise ConfigError(f"redaction_cost must be >= 1, got {self.redaction_cost!r}")
         if self.cover not in pr.COVERS:
             raise ConfigError(f"cover must be one of {pr.COVERS}, got {self.cover!r}")
         for name in ("crowd", "sentence_crowd", "containment_crowd", "whole_per_round"):
@@ -175,7 +190,10 @@ class Protector:
         for _ in range(self.max_rounds):
             changed = 0
             for mode in self.modes:
-                job = ProtectJob(res.text, group, keep, res.marks, editor)
+                job = ProtectJob(
+                    res.text, group, keep, res.marks, editor,
+                    redaction_cost=self.redaction_cost,
+                )
                 if mode == "containment":
                     out = protect_containment(
                         job, self.containment, safety=self.containment_safety,

@@ -21,12 +21,18 @@ from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.settings import DelinkSettings
 
 __all__ = [
-    "DEFAULT_REWRITE_ROUNDS", "Editor", "Guarantee", "LoopAPI", "ProtectJob", "ProtectOutcome",
-    "edit_spans", "relink",
+    "DEFAULT_REDACTION_COST", "DEFAULT_REWRITE_ROUNDS", "Editor", "Guarantee", "LoopAPI",
+    "ProtectJob", "ProtectOutcome", "edit_spans", "relink",
 ]
 
 #: Rounds in which the protections ask their editor before they only redact.
 DEFAULT_REWRITE_ROUNDS = 3
+#: What a word the editor cannot rewrite costs a protection's cover, against 1 for a
+#: word it may rewrite (:meth:`ProtectJob.costs`): among words that lower the source's
+#: score alike, the cover takes the rewritable ones, and one that would be redacted
+#: only where it does this much more per word.  Chosen on held-in TAB train/dev texts
+#: (``benchmarks/results/rewrite_candidates.md``, "The protection's cover").
+DEFAULT_REDACTION_COST = 3.0
 
 
 #: What the protections ask of the loop's rewriter: ``(text, runs, forbidden, result)``
@@ -51,6 +57,10 @@ class LoopAPI(Protocol):
         """The loop's :meth:`~presidio_delink.rewriting.Rewriting.rewrite_runs`."""
         ...
 
+    def proposable(self, text: str, spans: Sequence[tuple[int, int]]) -> list[bool] | None:
+        """The loop's :meth:`~presidio_delink.rewriting.Rewriting.proposable`."""
+        ...
+
 
 class Editor(Protocol):
     """Proposes replacements for spans of a text (a generaliser, an LLM):
@@ -62,6 +72,11 @@ class Editor(Protocol):
         """``{(start, end): replacement}`` or ``{(start, end): (replacement, method,
         source)}`` (the audit's) for what it can rewrite; a key may cover several
         adjacent spans (a run); the spans it does not cover are redacted."""
+        ...
+
+    def proposable(self, text: str, spans: Sequence[tuple[int, int]]) -> list[bool] | None:
+        """Whether each span may be rewritten rather than redacted (an estimate made
+        before asking; None: no estimate, every span alike)."""
         ...
 
 
@@ -192,10 +207,27 @@ class ProtectJob:
     marks: Sequence[tuple[int, int, str]] = ()
     editor: Editor | None = None
     rewrite_rounds: int = DEFAULT_REWRITE_ROUNDS
+    redaction_cost: float = DEFAULT_REDACTION_COST
 
     def outcome(self) -> ProtectOutcome:
         """The outcome before any round: the text and marks as given."""
         return ProtectOutcome(text=self.text, marks=list(self.marks))
+
+    def costs(
+        self, out: ProtectOutcome, spans: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], float] | None:
+        """What changing each span of ``out.text`` costs the round ``out`` is in: 1 for a
+        word the editor may rewrite (:meth:`Editor.proposable`), ``redaction_cost`` for
+        one it would redact; None where every word costs the same (no editor, its
+        rounds spent, or no estimate from it)."""
+        if self.editor is None or out.rounds > self.rewrite_rounds or not spans:
+            return None
+        estimate = getattr(self.editor, "proposable", None)
+        todo = sorted(set(spans))
+        ok = estimate(out.text, todo) if estimate is not None else None
+        if ok is None:
+            return None
+        return {sp: 1.0 if o else self.redaction_cost for sp, o in zip(todo, ok, strict=True)}
 
     def edit(
         self, out: ProtectOutcome, index: NgramIndex, spans: Sequence[tuple[int, int]],

@@ -209,7 +209,10 @@ def protect_containment(
         s_pos = cover.get(group, set())
         c_pos = cover.get(comp, set()) if comp else set()
         need = len(s_pos) - int((1.0 - safety) * len(c_pos))
-        chosen = _cuts(s_pos - c_pos, att.seed, need) or _cuts(s_pos, att.seed, need)
+        costs = job.costs(out, [(t.start, t.end) for t in tokens]) or {}
+        cheap = {i for i, t in enumerate(tokens) if costs.get((t.start, t.end), 1.0) <= 1.0}
+        chosen = (_cuts(s_pos - c_pos, att.seed, need, cheap)
+                  or _cuts(s_pos, att.seed, need, cheap))
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
             break
         chosen = [i for i in chosen if i < len(tokens)]
@@ -237,9 +240,16 @@ def sensitive(attack: ContainmentAttack) -> ContainmentAttack:
     )
 
 
-def _cuts(positions: set[int], q: int, need: int) -> list[int]:
-    """Every ``q``-th position of the longest runs of ``positions`` until ``need`` positions
-    are covered by the runs cut."""
+def _cuts(positions: set[int], q: int, need: int, cheap: set[int] | None = None) -> list[int]:
+    """Positions that break every ``q``-gram of the longest runs of ``positions``, until
+    ``need`` positions are covered by the runs cut.
+
+    Without ``cheap``: every ``q``-th position of a run (the fewest cuts).  With it (the
+    positions the editor may rewrite rather than redact, :meth:`ProtectJob.costs`): left
+    to right, the first ``q``-gram not yet broken is cut at its last cheap position, or
+    at its last position where none is cheap; a run shorter than ``q`` at its cheap
+    position nearest the middle.  That may take a few more cuts; each is more often a
+    rewrite."""
     if not positions:
         return []
     ps = sorted(positions)
@@ -257,9 +267,29 @@ def _cuts(positions: set[int], q: int, need: int) -> list[int]:
     for a, b in rs:
         if got >= max(1, need):
             break
-        cut = [a + (b - a) // 2] if b - a < q else list(range(a + q - 1, b, q))
-        chosen.extend(cut)
+        chosen.extend(_run_cuts(a, b, q, cheap))
         got += b - a
     return sorted(set(chosen))
 
 
+
+
+def _run_cuts(a: int, b: int, q: int, cheap: set[int] | None) -> list[int]:
+    """The cuts of one run ``[a, b)`` (see :func:`_cuts`)."""
+    if b - a < q:
+        mid = a + (b - a) // 2
+        if cheap:
+            near = sorted((p for p in range(a, b) if p in cheap), key=lambda p: abs(p - mid))
+            if near:
+                return [near[0]]
+        return [mid]
+    if not cheap:
+        return list(range(a + q - 1, b, q))
+    out = []
+    s = a  # the first q-gram not yet broken starts here
+    while s + q <= b:
+        window = range(s + q - 1, s - 1, -1)
+        p = next((i for i in window if i in cheap), s + q - 1)
+        out.append(p)
+        s = p + 1
+    return out

@@ -77,6 +77,11 @@ class LoopEditor:
         self.res = res
         self.forbidden = [f for f in forbidden if isinstance(f, str) and f.strip()]
 
+    def proposable(self, text: str, spans: Sequence[tuple[int, int]]) -> list[bool] | None:
+        """Whether each span may get a candidate (the loop's estimate,
+        :meth:`~presidio_delink.rewriting.Rewriting.proposable`); None: no estimate."""
+        return self.loop.proposable(text, spans)
+
     def propose(
         self, text: str, spans: Sequence[tuple[int, int]]
     ) -> dict[tuple[int, int], tuple[str, str, str | None]]:

@@ -52,7 +52,7 @@ check; a TAB document takes a handful of rounds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +114,18 @@ DEFAULT_COVER = "joint"
 #: a held-in text, 1.0 took 444 of its 568 words where 0.5 took 262 and worst-first 258:
 #: the estimate holds the competitor fixed and errs high).
 DEFAULT_JOINT_STEP = 0.5
+
+
+#: ``spans -> {span: cost}`` (None: every word costs one): :meth:`ProtectJob.costs`
+#: of the round.
+CostOf = Callable[[Sequence[tuple[int, int]]], "dict[tuple[int, int], float] | None"]
+
+
+def _costs(
+    cost_of: CostOf | None, spans: Sequence[tuple[int, int]]
+) -> dict[tuple[int, int], float]:
+    got = cost_of(spans) if cost_of is not None and spans else None
+    return got or {}
 
 
 @dataclass(frozen=True)
@@ -185,10 +197,13 @@ def _failures(
 
 
 def _choose(
-    attack: Any, text: str, group: str, f: _Failure, margin: float, taken: set[tuple[int, int]]
+    attack: Any, text: str, group: str, f: _Failure, margin: float, taken: set[tuple[int, int]],
+    cost_of: CostOf | None = None,
 ) -> list[tuple[int, int]]:
     """Spans (word occurrences) to edit so that the source falls ``margin`` below the
-    competitor for one (member, query): whole terms by net lead per word, greedily."""
+    competitor for one (member, query): whole terms by net lead per unit of cost
+    (``cost_of``: the words' costs, :meth:`ProtectJob.costs`; None: one a word),
+    greedily."""
     mine = attack.contributions(text, f.member, group, query=f.query)
     theirs_all = (
         attack.contributions(text, f.member, f.competitor, query=f.query) if f.competitor
@@ -196,8 +211,9 @@ def _choose(
     )
     theirs = {c.term: c.score for c in theirs_all}
     deficit = f.source - (1.0 - margin) * f.score
+    cost = _costs(cost_of, [sp for c in mine for sp in c.spans])
     if ALL_MEMBERS[f.member].qtf:
-        return _choose_occurrences(mine, theirs_all, deficit, margin, taken)
+        return _choose_occurrences(mine, theirs_all, deficit, margin, taken, cost)
     cands = []
     for c in mine:
         net = c.score - (1.0 - margin) * theirs.get(c.term, 0.0)
@@ -205,7 +221,7 @@ def _choose(
         if not left:  # already edited in this round: its summand is gone
             deficit -= net
         elif net > 0:
-            cands.append((net / len(left), net, left))
+            cands.append((net / sum(cost.get(s, 1.0) for s in left), net, left))
     cands.sort(key=lambda x: -x[0])
     chosen: list[tuple[int, int]] = []
     for _, net, left in cands:
@@ -218,13 +234,14 @@ def _choose(
 
 def _choose_occurrences(
     mine: Sequence[Any], theirs: Sequence[Any], deficit: float, margin: float,
-    taken: set[tuple[int, int]],
+    taken: set[tuple[int, int]], cost: dict[tuple[int, int], float] | None = None,
 ) -> list[tuple[int, int]]:
     """The same for a member that counts every occurrence of a term in the query
     (``qtf``): its score is linear in the occurrences, so each word occurrence has its
     own net lead, the sum over the terms it gives of ``(w_src - (1 - margin) w_comp)``
     per occurrence, and the cover takes single occurrences (a term's occurrences beyond
-    what the deficit needs stay)."""
+    what the deficit needs stay), most net lead per unit of ``cost`` first."""
+    cost = cost or {}
     net: dict[tuple[int, int], float] = {}
     for cs, factor in ((mine, 1.0), (theirs, -(1.0 - margin))):
         for c in cs:
@@ -234,8 +251,11 @@ def _choose_occurrences(
     for sp in taken:  # edited in this round already: its part is gone
         deficit -= net.pop(sp, 0.0)
     chosen: list[tuple[int, int]] = []
-    for sp, v in sorted(net.items(), key=lambda x: (-x[1], x[0])):
-        if deficit < 0 or v <= 0:
+    for sp, v in sorted(net.items(), key=lambda x: (-x[1] / cost.get(x[0], 1.0), x[0])):
+        if deficit < 0:
+            break
+        if v <= 0:
+            continue
             break
         chosen.append(sp)
         deficit -= v
@@ -244,7 +264,7 @@ def _choose_occurrences(
 
 def _joint_cover(
     attack: Any, text: str, group: str, fails: Sequence[_Failure], margin: float,
-    step: float = 1.0,
+    step: float = 1.0, cost_of: CostOf | None = None,
 ) -> list[tuple[int, int]]:
     """Word occurrences that bring every failing member's whole-text goal nearer at once.
 
@@ -266,7 +286,9 @@ def _joint_cover(
     deficit is down to ``1 - step`` of what it was, or no unit helps.  The estimate
     holds the competitor fixed, while edits lower the other groups too and another
     group can take its place: it errs on the side of taking too much, so a round
-    covers a ``step`` of the deficit and the panel scores the text again."""
+    covers a ``step`` of the deficit and the panel scores the text again.  A unit's
+    words are counted at their cost (``cost_of``, :meth:`ProtectJob.costs`: a word the
+    editor may rewrite costs less than one it would redact; None: one a word)."""
     if not fails:
         return []
     parent: dict[tuple[int, int], tuple[int, int]] = {}
@@ -326,7 +348,10 @@ def _joint_cover(
                 gain[units[find(spans[0])], j] += v
     d0 = np.asarray(deficits)
     d = d0.copy()
-    cost = np.asarray([len(x) for x in unit_spans], dtype=np.float64)
+    w = _costs(cost_of, sorted(parent))
+    cost = np.asarray(
+        [sum(w.get(sp, 1.0) for sp in x) for x in unit_spans], dtype=np.float64
+    )
     left = np.ones(len(unit_spans), dtype=bool)
     chosen: list[tuple[int, int]] = []
     target = np.where(d0 > 0, d0 * (1.0 - step), 0.0)
@@ -413,13 +438,18 @@ def protect_ranked(
         out.rounds += 1
         taken: set[tuple[int, int]] = set()
         done_queries: set[str] = set()
+        def cost_of(spans: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float] | None:
+            return job.costs(out, spans)
+
         if whole and cover == "joint":
-            taken.update(_joint_cover(attack, out.text, group, whole, safety, joint_step))
+            taken.update(
+                _joint_cover(attack, out.text, group, whole, safety, joint_step, cost_of)
+            )
         for f in fails:
             if f.query in done_queries and f.query != "text":
                 continue  # one member per sentence and round: the others follow next round
             margin = safety if f.query == "text" else ss
-            got = _choose(attack, out.text, group, f, margin, taken)
+            got = _choose(attack, out.text, group, f, margin, taken, cost_of)
             taken.update(got)
             done_queries.add(f.query)
         if not taken:  # nothing left that leads (cannot happen while the source leads)
