@@ -659,3 +659,17 @@ def test_prepositional_participles_take_prepositions_and_too_is_never_proposed()
     assert "too" in TOO_GENERAL
     if WordNet().available:
         assert "too" not in [c.text for c in WordNet().candidates("also", "RB")]
+
+
+def test_a_capitalised_word_inside_a_sentence_is_part_of_a_name() -> None:
+    """``Section 5`` or ``Fundamental Freedoms`` get no common noun's synonym; the first
+    word of a sentence does."""
+    from presidio_delink.candidates.chooser import in_name
+
+    text = 'Under Section 5 of the Rule, the Court ruled. Decisions followed: "Appeals" too.'
+    assert in_name(text, text.index("Section")) and in_name(text, text.index("Rule"))
+    assert in_name(text, text.index("Court"))
+    assert not in_name(text, text.index("Under"))  # opens the text
+    assert not in_name(text, text.index("Decisions"))  # opens a sentence
+    assert not in_name(text, text.index("Appeals"))  # opens a quotation
+    assert not in_name(text, text.index("followed"))  # lower case

@@ -568,3 +568,33 @@ def test_protect_job_costs_follow_the_editor_and_its_rounds() -> None:
     out.rounds = job.rewrite_rounds + 1
     assert job.costs(out, spans) is None
     assert ProtectJob(text, "g", Guarantee(2)).costs(ProtectOutcome(text=text), spans) is None
+
+
+def test_an_earlier_rewrite_is_redacted_not_rewritten_again() -> None:
+    """A chosen word inside an earlier rewrite (a mark labelled ``llm``) is not offered
+    to the editor: it is redacted; the others are offered as before, and the costs count
+    it as a redaction."""
+    from presidio_delink.protect.common import ProtectOutcome, edit_spans, rewritten_before
+
+    class Synonyms:
+        asked: list[tuple[int, int]] = []
+
+        def propose(self, text, spans):  # type: ignore[no-untyped-def]
+            self.asked = list(spans)
+            return {sp: "other" for sp in spans}
+
+        def proposable(self, text, spans):  # type: ignore[no-untyped-def]
+            return [True for _ in spans]
+
+    text = "the relation and the house"
+    rel, house = (4, 12), (21, 26)
+    marks = [(4, 12, "llm")]  # "relation" was itself a rewrite
+    ed = Synonyms()
+    new, _marks, audit, red, rew = edit_spans(text, [rel, house], marks, ed)
+    assert ed.asked == [house] and (red, rew) == (1, 1)
+    assert new == "the [REDACTED] and the other"
+    assert rewritten_before(rel, marks) and not rewritten_before(house, marks)
+    assert not rewritten_before(rel, [(4, 12, "redacted")])
+    job = ProtectJob(text, "g", Guarantee(2), marks=marks, editor=ed)
+    out = ProtectOutcome(text=text, rounds=1, marks=list(marks))
+    assert job.costs(out, [rel, house]) == {rel: job.redaction_cost, house: 1.0}

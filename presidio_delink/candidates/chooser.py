@@ -63,6 +63,7 @@ __all__ = [
     "CandidateChooser",
     "Choice",
     "fixed_expression",
+    "in_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -260,6 +261,8 @@ class CandidateChooser:
     def _lexicon_keeps(self, text: str, w: Word, known: Callable[[str], bool] | None) -> bool:
         """Whether a lexicon candidate of ``w`` passes the cheap checks of
         :meth:`proposable`."""
+        if in_name(text, w.start):
+            return False
         lex = lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
         sense = self._domain_sense(w.text, lex)
         for c in [c for c in lex if c.rank == sense][:MAX_CANDIDATES]:
@@ -392,7 +395,8 @@ class CandidateChooser:
             Candidate(g, "generalisation", 1.0, "type")
             for g in (generalise(text, r.start, r.end, label) if typed else [])
         ]
-        lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
+        named = [w for w in words if in_name(text, w.start)]
+        lex = [] if named else lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
         if len(words) == 1:
             lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)
@@ -462,6 +466,18 @@ def fixed_expression(text: str, start: int, end: int) -> str | None:
         if m.start() <= start and end <= m.end():
             return m.group(0)
     return None
+
+
+def in_name(text: str, start: int) -> bool:
+    """Whether the word at ``start`` is capitalised inside its sentence: a word of a name
+    or a title the tagger may read as a common noun (``Section 5``, ``Rule 39``, ``the
+    Regional Centre``, ``Fundamental Freedoms``), which a common noun's synonym breaks
+    (read: ``Section`` -> ``part``, ``Freedoms`` -> ``states``).  A sentence's first word
+    is not so judged."""
+    if not text[start : start + 1].isupper():
+        return False
+    before = text[max(0, start - 80) : start].rstrip(" \t")
+    return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
 
 
 def _cased(word: str, like: str) -> str:

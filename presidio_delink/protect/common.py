@@ -10,6 +10,7 @@ what they release stays linkage-free at the loop's ``k`` and arity.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,7 +23,7 @@ from presidio_delink.settings import DelinkSettings
 
 __all__ = [
     "DEFAULT_REDACTION_COST", "DEFAULT_REWRITE_ROUNDS", "Editor", "Guarantee", "LoopAPI",
-    "ProtectJob", "ProtectOutcome", "edit_spans", "relink",
+    "ProtectJob", "ProtectOutcome", "edit_spans", "relink", "rewritten_before",
 ]
 
 #: Rounds in which the protections ask their editor before they only redact.
@@ -121,6 +122,10 @@ def edit_spans(
     The one place where the protections change text: ``editor`` (a generaliser or an LLM)
     may propose a replacement for a span or a run of adjacent spans; a proposal that
     writes one of the replaced words again (casefolded) is refused and its spans redacted.
+    A span inside or across an earlier rewrite (a mark labelled ``llm``: the loop's or an
+    earlier round's) is not offered to the editor and is redacted: a synonym of a
+    synonym drifts from what the text said (read: ``possession`` -> ``relation`` ->
+    ``individual``), as the loop gives such a run no candidate either.
     Whatever comes out is verified by the caller (the attacks run again; the index is
     checked and what links is redacted).
 
@@ -128,7 +133,9 @@ def edit_spans(
         ``(text, marks, audit entries, words redacted, words rewritten)``.
     """
     todo = sorted(set(spans))
-    proposals = editor.propose(text, todo) if editor is not None and todo else {}
+    before = sorted((a, b) for a, b, label in marks if label == "llm")
+    ask = [s for s in todo if not _overlaps(s, before)]
+    proposals = editor.propose(text, ask) if editor is not None and ask else {}
     edits: list[tuple[int, int, str]] = []
     audit: list[AuditEntry] = []
     red = rew = 0
@@ -169,6 +176,18 @@ def edit_spans(
     order = sorted(range(len(edits)), key=lambda i: edits[i][0])  # audit in text order
     text, marks2 = apply(text, sorted(edits), marks)
     return text, marks2, [audit[i] for i in order], red, rew
+
+
+def rewritten_before(span: tuple[int, int], marks: Sequence[tuple[int, int, str]]) -> bool:
+    """Whether ``span`` overlaps a mark of an earlier rewrite (label ``llm``)."""
+    return _overlaps(span, sorted((a, b) for a, b, label in marks if label == "llm"))
+
+
+def _overlaps(span: tuple[int, int], sorted_spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``span`` overlaps one of ``sorted_spans`` (sorted, non-overlapping)."""
+    a, b = span
+    i = bisect.bisect_left(sorted_spans, (b, b))  # the spans starting before b
+    return i > 0 and sorted_spans[i - 1][1] > a
 
 
 def relink(out: ProtectOutcome, index: NgramIndex, keep: Guarantee) -> None:
@@ -227,7 +246,11 @@ class ProtectJob:
         ok = estimate(out.text, todo) if estimate is not None else None
         if ok is None:
             return None
-        return {sp: 1.0 if o else self.redaction_cost for sp, o in zip(todo, ok, strict=True)}
+        llm = sorted((a, b) for a, b, label in out.marks if label == "llm")
+        return {
+            sp: 1.0 if o and not _overlaps(sp, llm) else self.redaction_cost
+            for sp, o in zip(todo, ok, strict=True)
+        }
 
     def edit(
         self, out: ProtectOutcome, index: NgramIndex, spans: Sequence[tuple[int, int]],

@@ -209,8 +209,9 @@ def protect_containment(
         s_pos = cover.get(group, set())
         c_pos = cover.get(comp, set()) if comp else set()
         need = len(s_pos) - int((1.0 - safety) * len(c_pos))
-        costs = job.costs(out, [(t.start, t.end) for t in tokens]) or {}
-        cheap = {i for i, t in enumerate(tokens) if costs.get((t.start, t.end), 1.0) <= 1.0}
+        where = sorted(i for i in s_pos if i < len(tokens))
+        costs = job.costs(out, [(tokens[i].start, tokens[i].end) for i in where]) or {}
+        cheap = {i for i in where if costs.get((tokens[i].start, tokens[i].end), 1.0) <= 1.0}
         chosen = (_cuts(s_pos - c_pos, att.seed, need, cheap)
                   or _cuts(s_pos, att.seed, need, cheap))
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
