@@ -673,3 +673,15 @@ def test_a_capitalised_word_inside_a_sentence_is_part_of_a_name() -> None:
     assert not in_name(text, text.index("Decisions"))  # opens a sentence
     assert not in_name(text, text.index("Appeals"))  # opens a quotation
     assert not in_name(text, text.index("followed"))  # lower case
+
+
+def test_a_run_of_several_words_gets_no_lexicon_combination() -> None:
+    """Words' synonyms combined were wrong in 14 of 21 read ("trial judge" -> "test
+    official"): a run of several words gets no lexicon candidate (the LLM writes it, or
+    it is redacted); one word still does."""
+    from presidio_delink.candidates.propose import Word, lexicon_candidates
+
+    lex = FixedLexicon(["test"])
+    two = [Word("trial", 0, 5, "NN"), Word("judge", 6, 11, "NN")]
+    assert lexicon_candidates(lex, two) == []  # type: ignore[arg-type]
+    assert [c.text for c in lexicon_candidates(lex, two[:1])] == ["test"]  # type: ignore[arg-type]
