@@ -108,7 +108,7 @@ def commit() -> str:
     ).stdout.strip()
 
 
-def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[no-untyped-def]
+def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None):  # type: ignore[no-untyped-def]
     """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting.
 
     ``partial``: a JSON-lines file of the documents done so far (a long LLM run resumes there
@@ -124,7 +124,7 @@ def run_setting(idx, tests, name: str, llm: str, partial=None):  # type: ignore[
     from presidio_delink.llm import make_rewriter
     from presidio_delink.protect import Protector
 
-    d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm))
+    d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm), rewrite=rewrite)
     prot = Protector(d, modes, crowd=crowd, ranked_safety=margin(name),
                      cover=cover(name)) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
@@ -175,6 +175,8 @@ def main() -> None:
                     help="the N shortest test documents instead (a long LLM run)")
     ap.add_argument("--settings", default=",".join(SETTINGS))
     ap.add_argument("--llm", default="none")
+    ap.add_argument("--rewrite", choices=("candidates", "choose", "generate"), default=None,
+                    help="the loop's rewrite mode (default: its choice by --llm)")
     ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
     ap.add_argument("--no-cosine", action="store_true")
     ap.add_argument("--limit-slow", type=int, default=None,
@@ -215,11 +217,14 @@ def main() -> None:
         n = min(len(tests), a.limit_slow) if name in SLOW and a.limit_slow else len(tests)
         # the documents chosen name the cache: the first n, or the n shortest
         stem = f"{name}-{a.llm.replace(':', '_')}-{'shortest' if a.shortest else ''}{n}"
+        if a.rewrite:
+            stem += f"-{a.rewrite}"
         cache = work / f"{stem}.json"
         if cache.is_file():
             outs = json.loads(cache.read_text())
         else:
-            outs = run_setting(idx, tests[:n], name, a.llm, work / f"{stem}.partial.jsonl")
+            outs = run_setting(idx, tests[:n], name, a.llm, work / f"{stem}.partial.jsonl",
+                               a.rewrite)
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         words = sum(o["n_words"] for o in outs) or 1
