@@ -196,12 +196,7 @@ class CandidateChooser:
         """
         if not rs:
             return {}
-        memo = getattr(self._memo, "of", None)
-        if memo is None or memo[0] is not text:
-            fresh: dict[tuple[int, int, int], Choice] = {}
-            memo = (text, self.tagger.tagged(text), fresh)
-            self._memo.of = memo
-        _text, (toks, ents), seen = memo
+        _text, (toks, ents), seen = self._memo_of(text)
         out = {}
         for r in rs:
             key = (r.start, r.end)
@@ -214,6 +209,15 @@ class CandidateChooser:
                 )
             out[key] = seen[(*key, options)]
         return out
+
+    def _memo_of(self, text: str) -> tuple[str, Any, dict[tuple[int, int, int], Choice]]:
+        """This thread's ``(text, its tagging, choices made in it)``, started afresh when
+        ``text`` is not the text last asked about."""
+        memo = getattr(self._memo, "of", None)
+        if memo is None or memo[0] is not text:
+            memo = (text, self.tagger.tagged(text), {})
+            self._memo.of = memo
+        return memo
 
     def proposable(
         self,
@@ -234,11 +238,7 @@ class CandidateChooser:
         may still be redacted; one it refuses gets no lexicon candidate.  Cost: one
         tagging of ``text`` (shared with :meth:`choose`), a WordNet lookup per span and
         the collection company of its candidates (cached per word)."""
-        memo = getattr(self._memo, "of", None)
-        if memo is None or memo[0] is not text:
-            memo = (text, self.tagger.tagged(text), {})
-            self._memo.of = memo
-        _text, (toks, ents), _seen = memo
+        toks, ents = self._memo_of(text)[1]
         at = {(a, b): i for i, (a, b, _t) in enumerate(toks)}
         label_of = {(a, b): lab for a, b, lab in ents}
         out = []

@@ -133,7 +133,7 @@ def edit_spans(
         ``(text, marks, audit entries, words redacted, words rewritten)``.
     """
     todo = sorted(set(spans))
-    before = sorted((a, b) for a, b, label in marks if label == "llm")
+    before = _rewrites(marks)
     ask = [s for s in todo if not _overlaps(s, before)]
     proposals = editor.propose(text, ask) if editor is not None and ask else {}
     edits: list[tuple[int, int, str]] = []
@@ -180,7 +180,12 @@ def edit_spans(
 
 def rewritten_before(span: tuple[int, int], marks: Sequence[tuple[int, int, str]]) -> bool:
     """Whether ``span`` overlaps a mark of an earlier rewrite (label ``llm``)."""
-    return _overlaps(span, sorted((a, b) for a, b, label in marks if label == "llm"))
+    return _overlaps(span, _rewrites(marks))
+
+
+def _rewrites(marks: Sequence[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """The spans of the marks of earlier rewrites (label ``llm``), sorted."""
+    return sorted((a, b) for a, b, label in marks if label == "llm")
 
 
 def _overlaps(span: tuple[int, int], sorted_spans: Sequence[tuple[int, int]]) -> bool:
@@ -246,7 +251,7 @@ class ProtectJob:
         ok = estimate(out.text, todo) if estimate is not None else None
         if ok is None:
             return None
-        llm = sorted((a, b) for a, b, label in out.marks if label == "llm")
+        llm = _rewrites(out.marks)
         return {
             sp: 1.0 if o and not _overlaps(sp, llm) else self.redaction_cost
             for sp, o in zip(todo, ok, strict=True)

@@ -210,8 +210,10 @@ def protect_containment(
         c_pos = cover.get(comp, set()) if comp else set()
         need = len(s_pos) - int((1.0 - safety) * len(c_pos))
         where = sorted(i for i in s_pos if i < len(tokens))
-        costs = job.costs(out, [(tokens[i].start, tokens[i].end) for i in where]) or {}
-        cheap = {i for i in where if costs.get((tokens[i].start, tokens[i].end), 1.0) <= 1.0}
+        costs = job.costs(out, [(tokens[i].start, tokens[i].end) for i in where])
+        cheap = None if costs is None else {
+            i for i in where if costs[(tokens[i].start, tokens[i].end)] <= 1.0
+        }
         chosen = (_cuts(s_pos - c_pos, att.seed, need, cheap)
                   or _cuts(s_pos, att.seed, need, cheap))
         if not chosen:  # nothing left to cut (cannot happen while the source scores)
@@ -271,8 +273,6 @@ def _cuts(positions: set[int], q: int, need: int, cheap: set[int] | None = None)
         chosen.extend(_run_cuts(a, b, q, cheap))
         got += b - a
     return sorted(set(chosen))
-
-
 
 
 def _run_cuts(a: int, b: int, q: int, cheap: set[int] | None) -> list[int]:

@@ -252,10 +252,7 @@ def _choose_occurrences(
         deficit -= net.pop(sp, 0.0)
     chosen: list[tuple[int, int]] = []
     for sp, v in sorted(net.items(), key=lambda x: (-x[1] / cost.get(x[0], 1.0), x[0])):
-        if deficit < 0:
-            break
-        if v <= 0:
-            continue
+        if deficit < 0 or v <= 0:  # cost > 0: no gain comes after the first v <= 0
             break
         chosen.append(sp)
         deficit -= v
@@ -428,6 +425,10 @@ def protect_ranked(
     index: NgramIndex = attack.index
     group = job.group
     out = job.outcome()
+
+    def cost_of(spans: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float] | None:
+        return job.costs(out, spans)  # of the round ``out`` is in
+
     for _ in range(max_rounds):
         fails = _failures(attack, out.text, group, safety, ss, min_terms, crowd, sc)
         if not fails:
@@ -438,9 +439,6 @@ def protect_ranked(
         out.rounds += 1
         taken: set[tuple[int, int]] = set()
         done_queries: set[str] = set()
-        def cost_of(spans: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float] | None:
-            return job.costs(out, spans)
-
         if whole and cover == "joint":
             taken.update(
                 _joint_cover(attack, out.text, group, whole, safety, joint_step, cost_of)
