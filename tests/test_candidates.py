@@ -184,7 +184,7 @@ def test_the_loop_checks_refuse_before_scoring(tagger: Tagger) -> None:
     r = Run(a, a + len("arrested"), 1)
     scorer = FlatScorer()
     chooser = CandidateChooser(
-        wordnet=FixedLexicon(["nabbed", "arrested"]),  # type: ignore[arg-type]
+        wordnet=FixedLexicon(["nabbed", "held"]),  # type: ignore[arg-type]
         scorer=scorer,  # type: ignore[arg-type]
         tagger=tagger,
     )
@@ -685,3 +685,57 @@ def test_a_run_of_several_words_gets_no_lexicon_combination() -> None:
     two = [Word("trial", 0, 5, "NN"), Word("judge", 6, 11, "NN")]
     assert lexicon_candidates(lex, two) == []  # type: ignore[arg-type]
     assert [c.text for c in lexicon_candidates(lex, two[:1])] == ["test"]  # type: ignore[arg-type]
+
+
+def test_a_spelling_variant_is_no_candidate() -> None:
+    from presidio_delink.candidates.propose import spelling_variant
+
+    assert spelling_variant("recognised", "recognized")
+    assert spelling_variant("judgement", "judgment")
+    assert spelling_variant("supervision", "supervising")
+    assert spelling_variant("reunification", "unification")
+    assert spelling_variant("exercise", "exercising")
+    assert spelling_variant("reunification", "reunion")
+    assert not spelling_variant("contended", "contested")
+    assert not spelling_variant("relating", "pertaining")
+    assert not spelling_variant("arrested", "detained")
+    assert not spelling_variant("sued", "used")  # short words: too many real pairs
+    assert not spelling_variant("lodged", "filed")
+
+
+def test_a_slot_candidate_is_judged_by_its_company_too(tmp_path: Path) -> None:
+    from presidio_delink.candidates.propose import Candidate
+
+    ch = CandidateChooser(wordnet=WordNet(tmp_path), scorer=FlatScorer())  # type: ignore[arg-type]
+    ch.neighbours = FixedNeighbours({"opinion": 0.002, "a": 0.0})  # type: ignore[assignment]
+    slot = Candidate("opinion", "collection", 1.15, "synonym")
+    assert ch._used_otherwise("judgement", slot)  # noqa: SLF001 - "the _ of" confirms no sense
+    filler = Candidate("a", "collection", 0.2)
+    assert not ch._used_otherwise("the", filler)  # noqa: SLF001 - a determiner filler
+
+
+
+
+def test_another_sense_needs_more_company(tmp_path: Path) -> None:
+    from presidio_delink.candidates.propose import OTHER_SENSE, SAME_USE, Candidate
+
+    ch = CandidateChooser(wordnet=WordNet(tmp_path), scorer=FlatScorer())  # type: ignore[arg-type]
+    between = (SAME_USE + OTHER_SENSE) / 2
+    ch.neighbours = FixedNeighbours(  # type: ignore[assignment]
+        {"examination": 0.3, "hearing": between, "test": between, "run": None, "essay": None}
+    )
+    lex = [
+        Candidate("test", "collection", 1.15, "synonym", rank=0),  # in the slot
+        Candidate("run", "lexicon", 1.0, "synonym", rank=0),  # not in the slot: dropped
+        Candidate("hearing", "lexicon", 0.5, "synonym", rank=1),  # the same
+        Candidate("essay", "lexicon", 0.25, "synonym", rank=2),
+        Candidate("examination", "lexicon", 0.25, "synonym", rank=2),
+    ]
+    kept = ch._by_sense("trial", lex)  # noqa: SLF001
+    assert [c.text for c in kept] == ["test", "essay", "examination"]
+    used = {c.text: ch._used_otherwise("trial", c) for c in kept}  # noqa: SLF001
+    # another sense (0, in the slot) needs more company than between the bars; of the
+    # collection's sense (2), a word with nothing to tell by is refused (not WordNet's first)
+    assert used == {"test": True, "essay": True, "examination": False}
+    ch.neighbours = None
+    assert [c.text for c in ch._by_sense("trial", lex)] == ["test", "run"]  # noqa: SLF001

@@ -36,6 +36,8 @@ from typing import Any
 from presidio_delink.candidates.drop import DROP_MARGIN, droppable
 from presidio_delink.candidates.lexicon import WordNet
 from presidio_delink.candidates.propose import (
+    LEXICAL,
+    OTHER_SENSE,
     SAME_USE,
     SLOT_BONUS,
     TITLES,
@@ -264,8 +266,7 @@ class CandidateChooser:
         if in_name(text, w.start):
             return False
         lex = lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
-        sense = self._domain_sense(w.text, lex)
-        for c in [c for c in lex if c.rank == sense][:MAX_CANDIDATES]:
+        for c in self._by_sense(w.text, lex)[:MAX_CANDIDATES]:
             if known is not None and unknown_word(c.text, text, known) is not None:
                 continue
             if self.neighbours is not None and self._used_otherwise(w.text, c):
@@ -360,14 +361,31 @@ class CandidateChooser:
         ch.options.append(("", "generalisation", round(score, 3)))
 
     def _used_otherwise(self, word: str, c: Candidate) -> bool:
-        """A WordNet word whose company in the collection is nearly disjoint from the
-        run's word's (:class:`~.propose.Neighbours`); a slot filler, a generalisation or a
-        function word's stand-in is never so judged."""
-        if c.source != "lexicon" or c.relation == "function word" or " " in c.text:
+        """A WordNet word (found in the run's slot or not) whose company in the collection
+        is too unlike the run's word's (:class:`~.propose.Neighbours`): below
+        :data:`~.propose.SAME_USE`, or :data:`~.propose.OTHER_SENSE` for a word of another
+        sense than the collection's (:meth:`_domain_sense`); where the company cannot be
+        told, any but a word of WordNet's most frequent sense.  A determiner filler, a
+        generalisation or a function word's stand-in is never so judged."""
+        if c.relation not in LEXICAL or " " in c.text:
             return False
         assert self.neighbours is not None
         sim = self.neighbours.similarity(word, c.text)
-        return sim is not None and sim < SAME_USE
+        if sim is None:  # nothing to tell by: WordNet's most frequent sense only
+            return c.rank != 0
+        return sim < (SAME_USE if c.rank == c.sense else OTHER_SENSE)
+
+    def _by_sense(self, word: str, lex: list[Candidate]) -> list[Candidate]:
+        """The words of ``lex`` of the sense the collection uses ``word`` in
+        (:meth:`_domain_sense`), with those of other senses found in the run's slot; the
+        rest (function words' stand-ins) as they are."""
+        sense = self._domain_sense(word, lex)
+        out = []
+        for c in lex:
+            c.sense = sense
+            if c.relation not in LEXICAL or c.rank == sense or c.source == "collection":
+                out.append(c)
+        return out
 
     def _domain_sense(self, word: str, lex: list[Candidate]) -> int:
         """The WordNet sense the collection uses ``word`` in: the one whose words keep
@@ -378,7 +396,7 @@ class CandidateChooser:
             return 0
         best, best_sim = 0, 0.0
         for c in lex:
-            if c.source == "lexicon" and " " not in c.text:
+            if c.relation in LEXICAL and " " not in c.text:
                 sim = self.neighbours.similarity(word, c.text)
                 if sim is not None and sim > best_sim:
                     best, best_sim = c.rank, sim
@@ -400,9 +418,7 @@ class CandidateChooser:
         if len(words) == 1:
             lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)
-        # a less frequent sense only where the collection uses the word in this slot
-        sense = self._domain_sense(words[0].text, lex) if len(words) == 1 else 0
-        cands += [c for c in lex if c.rank == sense or c.source == "collection"][:MAX_CANDIDATES]
+        cands += (self._by_sense(words[0].text, lex) if len(words) == 1 else lex)[:MAX_CANDIDATES]
         if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
             left, right = self._neighbours(text, r)
             own = words[0].text.lower()
