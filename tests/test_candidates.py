@@ -739,3 +739,24 @@ def test_another_sense_needs_more_company(tmp_path: Path) -> None:
     assert used == {"test": True, "essay": True, "examination": False}
     ch.neighbours = None
     assert [c.text for c in ch._by_sense("trial", lex)] == ["test", "run"]  # noqa: SLF001
+
+
+@needs_spacy_model
+def test_a_candidate_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger) -> None:
+    docs = [(f"d{i}", f"He was granted legal aid in case {i}. The help came late.") for i in range(4)]
+    docs += [("e", "They asked for legal advice."), ("f", "Some legal advice was given.")]
+    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
+    text = "The applicant received legal aid for the appeal."
+    a = text.index("aid")
+    r = Run(a, a + 3, 1)
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon(["help", "advice"]),  # type: ignore[arg-type]
+        scorer=FlatScorer(),  # type: ignore[arg-type]
+        tagger=tagger,
+        index=index,
+    )
+    chooser.neighbours = None  # the company is another check's
+    ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
+    # "legal aid" is said in 4 documents, "legal help" in none, "legal advice" in 2
+    assert ch.text == "advice"
+    assert ch.refused == {"the collection never says it beside its neighbour": 1}

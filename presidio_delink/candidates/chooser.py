@@ -7,8 +7,10 @@ For each run (the loop's words that must change), :class:`CandidateChooser`:
    a determiner the determiners of its slot (:mod:`.propose`);
 2. *verifies* each with the checks every answer passes (the caller's ``accept``: no PII
    back, no copied trigram, no doubled word, no unknown word...), then keeps only those
-   whose head keeps the run's form, tagged in context (:mod:`.verify`), and that the
-   collection does not use for something else (:class:`~.propose.Neighbours`);
+   whose head keeps the run's form, tagged in context (:mod:`.verify`), that the
+   collection does not use for something else (:class:`~.propose.Neighbours`), and that
+   keeps the run's word's pairings with its neighbours (``legal aid`` is said in many
+   documents, ``legal help`` in none: :meth:`CandidateChooser._unpaired`);
 3. *scores* the survivors in one pass of the log-probability engine (:mod:`.score`),
    refusing those that read far worse than the run;
 4. *checks linkage* of the best ones in order (the caller's ``links``: the candidate's
@@ -61,6 +63,8 @@ __all__ = [
     "FIXED_EXPRESSIONS",
     "MAX_CANDIDATES",
     "MAX_SCORED",
+    "PAIRED",
+    "PAIRING",
     "TITLES",
     "CandidateChooser",
     "Choice",
@@ -88,7 +92,15 @@ DETERMINER_KINDS = (
 )
 #: The meaning prior of such a filler: below any lexicon word.
 FILLER = 0.2
+#: A word and its neighbour said together in at least this many documents are a pairing a
+#: lexicon word must keep (:meth:`CandidateChooser._unpaired`).
+PAIRED = 2
+#: ... and where the pair is in at least this share of the documents of the rarer of its two
+#: words: ``legal aid`` is, ``applicant subsequently`` (10 of some 600) is not.
+PAIRING = 0.1
 _WORD_RE = re.compile(r"\w+")
+_LEFT_WORD = re.compile(r"(\w+)[ \t]+$")
+_RIGHT_WORD = re.compile(r"[ \t]+(\w+)")
 #: Phrases whose words are not used in their own sense: none of their words gets a
 #: lexicon candidate (:func:`fixed_expression`).  Read in the benchmark's outputs, and
 #: the like of them in judgments.
@@ -156,6 +168,7 @@ class CandidateChooser:
         self.k = k
         self.form_check = FormCheck(self.tagger)
         self.neighbours = Neighbours(index) if index is not None else None
+        self._dfs: dict[str, int] = {}
         # per thread: the text last chosen in and its choices, for the planner's
         # repeated questions about one pass (:meth:`choose`)
         self._memo = threading.local()
@@ -315,6 +328,10 @@ class CandidateChooser:
             before = len(live)
             live = [c for c in live if not self._used_otherwise(words[0].text, c)]
             _refuse(ch, "the collection uses it for something else", before - len(live))
+        if self.index is not None and len(words) == 1:
+            before = len(live)
+            live = [c for c in live if not self._unpaired(text, r, c)]
+            _refuse(ch, "the collection never says it beside its neighbour", before - len(live))
         live.sort(key=lambda c: -c.meaning)
         ranked = self._ranked(text, r, live[:MAX_SCORED], ch)
         for c in ranked:
@@ -374,6 +391,45 @@ class CandidateChooser:
         if sim is None:  # nothing to tell by: WordNet's most frequent sense only
             return c.rank != 0
         return sim < (SAME_USE if c.rank == c.sense else OTHER_SENSE)
+
+    def _unpaired(self, text: str, r: Run, c: Candidate) -> bool:
+        """A WordNet word that breaks a pairing: the run's word and the word just before
+        or after it (only spaces between) are said together in at least :data:`PAIRED`
+        documents of the collection, and in at least :data:`PAIRING` of those of the
+        rarer of the two, and the candidate is never said with that word (``legal aid``
+        -> ``legal help``, ``reasonable time`` -> ``fair time``, ``oral hearing`` ->
+        ``oral proceeding``)."""
+        if c.relation not in LEXICAL or " " in c.text:
+            return False
+        word = text[r.start : r.end]
+        left = _LEFT_WORD.search(text, max(0, r.start - 40), r.start)
+        right = _RIGHT_WORD.match(text, r.end, r.end + 40)
+        sides = []
+        if left:
+            n = left.group(1)
+            sides.append((n, f"{n} {word}", f"{n} {c.text}"))
+        if right:
+            n = right.group(1)
+            sides.append((n, f"{word} {n}", f"{c.text} {n}"))
+        for other, said, instead in sides:
+            together = self._df(said)
+            if together < PAIRED or self._df(instead) != 0:
+                continue
+            if together >= PAIRING * min(self._df(word), self._df(other)):
+                return True
+        return False
+
+    def _df(self, phrase: str) -> int:
+        """In how many documents of the index ``phrase`` occurs (cached; -1 where the
+        index cannot say)."""
+        if phrase not in self._dfs:
+            if len(self._dfs) >= 65536:
+                self._dfs.clear()
+            try:
+                self._dfs[phrase] = int(self.index.df(phrase))
+            except Exception:  # a phrase the index's view cannot look up
+                self._dfs[phrase] = -1
+        return self._dfs[phrase]
 
     def _by_sense(self, word: str, lex: list[Candidate]) -> list[Candidate]:
         """The words of ``lex`` of the sense the collection uses ``word`` in
