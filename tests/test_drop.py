@@ -63,7 +63,9 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("the applicants never appealed", "DT NNS RB VBD", 2, False),  # a negation
         ("the detention was unlawful today", "DT NN VBD JJ NN", 3, False),  # predicative
         ("the detention was unlawful", "DT NN VBD JJ", 3, False),  # last word
-        ("his unlawful detention ended", "PRP$ JJ NN VBD", 1, True),
+        ("his unlawful detention ended", "PRP$ JJ NN VBD", 1, False),  # the claim itself
+        ("membership of an illegal organisation", "NN IN DT JJ NN", 3, False),
+        ("his lengthy detention ended", "PRP$ JJ NN VBD", 1, True),
         ("he was arrested", "PRP VBD VBN", 2, False),
     ],
 )

@@ -55,7 +55,9 @@ def _words(s: str) -> frozenset[str]:
 #: ``the Erzincan Martial Law Court`` -> ``the Erzincan Law Court``: -11.0).
 DROP_MARGIN = 6.0
 #: Adjectives whose absence changes a claim or its referent: negations, hedges,
-#: privatives, ordinals and the words that pick one thing among others.
+#: privatives, ordinals, the words that pick one thing among others, and those that say
+#: whether a thing is lawful ("membership of an illegal organisation" is another charge
+#: than "of an organisation").
 KEEP_ADJECTIVES = _words("""
 alleged former false fake so-called potential possible suspected attempted proposed draft
 putative apparent would-be mock fictitious counterfeit imaginary purported supposed
@@ -66,6 +68,7 @@ whole entire main principal total partial full maximum minimum late early mere a
 opposite contrary different separate single double joint individual no non unknown known
 prior subsequent initial final interim provisional temporary permanent minor major
 open closed private public secret mental physical indefinite definite limited unlimited
+illegal legal unlawful lawful illicit licit arbitrary unjustified justified
 """)
 #: Nouns whose absence changes what the head names (``life imprisonment``, ``family
 #: life``, ``death penalty``).
