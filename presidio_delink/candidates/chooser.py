@@ -422,14 +422,16 @@ class CandidateChooser:
     def _df(self, phrase: str) -> int:
         """In how many documents of the index ``phrase`` occurs (cached; -1 where the
         index cannot say)."""
-        if phrase not in self._dfs:
-            if len(self._dfs) >= 65536:
-                self._dfs.clear()
+        n = self._dfs.get(phrase)
+        if n is None:
             try:
-                self._dfs[phrase] = int(self.index.df(phrase))
+                n = int(self.index.df(phrase))
             except Exception:  # a phrase the index's view cannot look up
-                self._dfs[phrase] = -1
-        return self._dfs[phrase]
+                n = -1
+            if len(self._dfs) >= 65536:  # threads share the cache: never read it back after
+                self._dfs.clear()
+            self._dfs[phrase] = n
+        return n
 
     def _by_sense(self, word: str, lex: list[Candidate]) -> list[Candidate]:
         """The words of ``lex`` of the sense the collection uses ``word`` in

@@ -15,10 +15,9 @@ specific first:
   known to read in that place, and that phrase cannot single a document out.  A slot
   says little of the sense (``was _ by`` takes any verb), so the company test below judges
   these words too.  Other content words found in the slot are *not* proposed: what fills
-  ``was _ on`` in other
-  documents is as often another fact (``arrested`` / ``born``) as the same one told
-  otherwise; only a determiner may take another determiner of its slot (``the`` ->
-  ``a``);
+  ``was _ on`` in other documents is as often another fact (``arrested`` / ``born``) as
+  the same one told otherwise; only a determiner may take another determiner of its slot
+  (``the`` -> ``a``);
 * ``lexicon`` too, for a function word WordNet leaves out: its stand-in of the same
   grammar and meaning from :data:`SWAPS` (``their`` -> ``the``, ``until`` -> ``till``,
   ``before`` -> ``prior to``).  The rest (``and``, ``of``, ``with``, pronouns) have none:
@@ -195,15 +194,11 @@ def spelling_variant(a: str, b: str) -> bool:
     common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), short)
     if common >= max(5, short - 3):
         return True
-    if short < 5 or abs(len(a) - len(b)) > 1:
+    if short < 5:
         return False
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i]
-        for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        prev = cur
-    return prev[-1] <= 1
+    # one letter changed, added or left out where they first differ, the rest the same
+    i = common
+    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
 
 
 #: Participles used as prepositions (``the dispute concerning the fees``): the tagger
