@@ -68,12 +68,17 @@ def expect_msg(page, cls: str, *parts: str) -> str:  # type: ignore[no-untyped-d
     (the crowd rule: the app says so beside "verified").  The wait is long: a verification
     takes well under a second on a quiet machine (``benchmarks/bench_review.py`` times it),
     but a loaded CI machine ran one past 15 s; this test is about what the app says."""
-    page.wait_for_function(
-        "([c, p]) => { const m = document.getElementById('msg');"
-        " return c.split('|').includes(m.className) && p.every(x => m.textContent.includes(x)); }",
-        arg=[cls, list(parts)],
-        timeout=90000,
-    )
+    try:
+        page.wait_for_function(
+            "([c, p]) => { const m = document.getElementById('msg');"
+            " return c.split('|').includes(m.className) && p.every(x => m.textContent.includes(x)); }",
+            arg=[cls, list(parts)],
+            timeout=90000,
+        )
+    except sync_api.TimeoutError:
+        m = page.query_selector("#msg")
+        shown = (m.get_attribute("class"), m.inner_text()) if m else None
+        raise AssertionError(f"expected a {cls!r} message with {parts}; the page shows {shown}")
     return page.inner_text("#msg")
 
 
@@ -89,8 +94,13 @@ def test_review_flow_in_the_browser(browser, files, sample_index, tmp_path) -> N
         first = session.records[0]["id"]
         open_doc(page, first)
         doc = session.document(first)
-        # Accept an edit (keyboard: n selects the first edit, a accepts it).
+        # Accept an edit (keyboard: n selects the first edit, a accepts it).  Opening the
+        # document already shown (here, once its answer has come) keeps the selection: a
+        # late answer once cleared it between n and a, and the accept was never sent.
         page.keyboard.press("n")
+        with page.expect_response(lambda r: "/api/doc?" in r.url):
+            page.click(f'#queue-list li[data-id="{first}"]')
+        page.wait_for_function("() => document.querySelector('#output .edit.sel') !== null")
         page.keyboard.press("a")
         expect_msg(page, "ok|warn", "accept: verified")
         # Edit a rewrite back into text that links: refused, with the phrase and its df.

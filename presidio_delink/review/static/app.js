@@ -59,14 +59,20 @@
     }));
   }
 
-  let opening = 0;  // the latest openDoc: an earlier one's late answer is dropped
+  // The latest openDoc or action: an earlier openDoc's late answer is dropped (an action
+  // answers with the document as it now is, so a document fetched before it is stale).
+  let opening = 0;
   async function openDoc(id) {
     const mine = ++opening;
     const { status, data } = await api("/api/doc?id=" + encodeURIComponent(id));
-    if (mine !== opening) return;  // another document was asked for since
+    if (mine !== opening) return;  // another document, or an action, was asked for since
     if (status !== 200) { message("err", data.error || "cannot open"); return; }
-    S.doc = data; S.sel = null;
-    message("", "");
+    // Opening the document already shown keeps its selection and its message.
+    const same = S.doc && S.doc.id === data.id;
+    const keep = same && S.sel != null && data.chunks[S.sel] && data.chunks[S.sel].kind !== "same";
+    S.doc = data;
+    if (!keep) S.sel = null;
+    if (!same) message("", "");
     render();
     loadQueue();
   }
@@ -177,6 +183,7 @@
   async function act(action, extra) {
     if (!S.doc || S.busy) return;
     S.busy = true;
+    ++opening;
     try {
       const { status, data } = await api("/api/act", Object.assign(
         { id: S.doc.id, version: S.doc.version, action }, extra || {}));
