@@ -760,3 +760,8 @@ def test_a_candidate_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger) ->
     # "legal aid" is said in 4 documents, "legal help" in none, "legal advice" in 2
     assert ch.text == "advice"
     assert ch.refused == {"the collection never says it beside its neighbour": 1}
+    # The protections' estimate keeps the same pairings: with only "help" to propose, "aid"
+    # has nothing the chooser would keep, so a protection counts it at the redaction cost.
+    assert chooser.proposable(text, [(r.start, r.end)]) == [True]
+    chooser.wordnet = FixedLexicon(["help"])  # type: ignore[assignment]
+    assert chooser.proposable(text, [(r.start, r.end)]) == [False]

@@ -284,6 +284,8 @@ class CandidateChooser:
                 continue
             if self.neighbours is not None and self._used_otherwise(w.text, c):
                 continue
+            if self.index is not None and self._unpaired(text, w.start, w.end, c):
+                continue
             return True
         return False
 
@@ -330,7 +332,7 @@ class CandidateChooser:
             _refuse(ch, "the collection uses it for something else", before - len(live))
         if self.index is not None and len(words) == 1:
             before = len(live)
-            live = [c for c in live if not self._unpaired(text, r, c)]
+            live = [c for c in live if not self._unpaired(text, r.start, r.end, c)]
             _refuse(ch, "the collection never says it beside its neighbour", before - len(live))
         live.sort(key=lambda c: -c.meaning)
         ranked = self._ranked(text, r, live[:MAX_SCORED], ch)
@@ -392,18 +394,18 @@ class CandidateChooser:
             return c.rank != 0
         return sim < (SAME_USE if c.rank == c.sense else OTHER_SENSE)
 
-    def _unpaired(self, text: str, r: Run, c: Candidate) -> bool:
-        """A WordNet word that breaks a pairing: the run's word and the word just before
-        or after it (only spaces between) are said together in at least :data:`PAIRED`
+    def _unpaired(self, text: str, start: int, end: int, c: Candidate) -> bool:
+        """A WordNet word that breaks a pairing: ``text[start:end]`` and the word just
+        before or after it (only spaces between) are said together in at least :data:`PAIRED`
         documents of the collection, and in at least :data:`PAIRING` of those of the
         rarer of the two, and the candidate is never said with that word (``legal aid``
         -> ``legal help``, ``reasonable time`` -> ``fair time``, ``oral hearing`` ->
         ``oral proceeding``)."""
         if c.relation not in LEXICAL or " " in c.text:
             return False
-        word = text[r.start : r.end]
-        left = _LEFT_WORD.search(text, max(0, r.start - 40), r.start)
-        right = _RIGHT_WORD.match(text, r.end, r.end + 40)
+        word = text[start:end]
+        left = _LEFT_WORD.search(text, max(0, start - 40), start)
+        right = _RIGHT_WORD.match(text, end, end + 40)
         sides = []
         if left:
             n = left.group(1)
