@@ -3,7 +3,9 @@
 Each rule turns a span that names one specific value into a phrase naming the class it
 belongs to: a count into its order of magnitude (``36`` -> ``dozens of``), a year into
 ``that year``, a day of a month into ``a day in``, an ordinal into ``other`` / ``another``,
-a name spaCy's NER types into its type (``GPE`` -> ``a city``, or ``local`` before a noun).
+a name spaCy's NER types into its type (``GPE`` -> ``a city``, ``local`` before a noun,
+``the country`` after ``the``; a place WordNet names into its kind: ``Turkey`` -> ``a
+country``).
 It never yields another specific value: no output holds a digit, a cardinal or ordinal
 word, or anything taken from the span, and the phrases come from the fixed tables below
 (tested: :data:`PHRASES` holds every output). A span it has no sure rule for (a reference
@@ -22,7 +24,7 @@ import re
 
 from presidio_delink.edits import FUNCTION_WORDS
 
-__all__ = ["PHRASES", "generalise", "magnitude"]
+__all__ = ["PHRASES", "generalise", "magnitude", "place_label"]
 
 
 def _split(words: str) -> list[str]:
@@ -71,6 +73,10 @@ _WORD_AFTER = re.compile(r"^\s*([^\W\d_]+|%)")
 
 _TYPED = {
     "GPE": "a city",
+    # a GPE or LOC that WordNet names (the caller's refinement: ``place_label``)
+    "COUNTRY": "a country",
+    "CITY": "a city",
+    "REGION": "a region",
     "LOC": "a region",
     "FAC": "a building",
     "ORG": "an organisation",
@@ -88,12 +94,30 @@ _TYPED = {
 """The noun phrase of each spaCy NER type."""
 _TYPED_AFTER_DET = {
     "GPE": "local",
+    "COUNTRY": "national",
+    "CITY": "local",
+    "REGION": "regional",
     "LOC": "local",
     "FAC": "local",
     "NORP": "national",
 }
-"""After a determiner, or before a noun, only an adjective fits (``the Istanbul court``
--> ``the local court``); the types with none get no candidate there."""
+"""Before a noun, only an adjective fits (``the Istanbul court`` -> ``the local
+court``); the types with none get no candidate there."""
+_TYPED_HEAD = {
+    "GPE": "country",
+    "COUNTRY": "country",
+    "CITY": "city",
+    "REGION": "region",
+    "LOC": "region",
+    "FAC": "building",
+    "ORG": "organisation",
+}
+"""After ``the`` with no noun following, the name is the head of its noun phrase: its
+type's noun (``in the GDR were`` -> ``in the country were``; a GPE that takes ``the``
+is a country: ``the Netherlands``, ``the United Kingdom``)."""
+_THE = frozenset({"the", "The"})
+#: the caller's label for a place WordNet names (:func:`place_label`)
+_PLACE_LABELS = {"country": "COUNTRY", "city": "CITY", "region": "REGION"}
 
 _MAGNITUDES = (
     (10, "several", "several"),
@@ -113,6 +137,7 @@ PHRASES = frozenset(
     | {"a few", "that year", "a day in", "other", "another", "further"}
     | set(_TYPED.values())
     | set(_TYPED_AFTER_DET.values())
+    | set(_TYPED_HEAD.values())
 )
 """Every phrase :func:`generalise` can return (none holds a digit or a number word)."""
 
@@ -186,7 +211,21 @@ def _number(span: str, before: str, after: str) -> list[str]:
     return [phrase] if phrase else []
 
 
-def generalise(text: str, start: int, end: int, label: str | None = None) -> list[str]:
+def place_label(label: str | None, kind: str | None) -> str | None:
+    """The label :func:`generalise` takes for a name spaCy typed ``label`` that a
+    lexicon says is a place of ``kind`` (``country``, ``city``, ``region``; None: not
+    known): the lexicon's kind wins for a place type and for ``ORG`` (spaCy typed
+    ``Famagusta`` an organisation); other types, and unknown names, keep spaCy's."""
+    if kind in _PLACE_LABELS and label is not None and label.upper() in (
+        "GPE", "LOC", "FAC", "ORG", "NORP"
+    ):
+        return _PLACE_LABELS[kind]
+    return label
+
+
+def generalise(
+    text: str, start: int, end: int, label: str | None = None, next_tag: str | None = None
+) -> list[str]:
     """Candidate replacements of ``text[start:end]``, most fitting first (maybe none).
 
     Args:
@@ -194,7 +233,11 @@ def generalise(text: str, start: int, end: int, label: str | None = None) -> lis
         start: Span start (character offset).
         end: Span end.
         label: spaCy NER label of an entity the span lies in (``GPE``, ``ORG``...), if
-            known; numbers, years, days and ordinals need none.
+            known, or a place's (:func:`place_label`); numbers, years, days and ordinals
+            need none.
+        next_tag: the Penn tag of the word after the span, where the caller tagged the
+            text: whether a noun follows (the name is a modifier) is then read from it,
+            not guessed from the next word's case (``the GDR were``).
     """
     span = text[start:end].strip()
     if not span:
@@ -223,10 +266,19 @@ def generalise(text: str, start: int, end: int, label: str | None = None) -> lis
     if label is None or label.upper() not in _TYPED:
         return []
     lab = label.upper()
+    noun_next = (
+        next_tag.startswith("NN") and not after[:1].isupper()
+        if next_tag is not None
+        else _noun_follows(after)
+    )
     if before in _DETERMINERS:
         adj = _TYPED_AFTER_DET.get(lab)
-        return [adj] if adj else []
-    if after[:1].isupper() or _noun_follows(after):
+        if noun_next:
+            return [adj] if adj else []
+        if before in _THE and not after[:1].isupper() and lab in _TYPED_HEAD:
+            return [_TYPED_HEAD[lab]]
+        return []
+    if after[:1].isupper() or noun_next:
         # a modifier of a noun ("Istanbul police" -> "local police") or part of a longer
         # name ("Acme Ltd"): only an adjective fits, and most types have none
         adj = _TYPED_AFTER_DET.get(lab)

@@ -140,6 +140,21 @@ def test_lexicon_never_proposes_names_or_the_word_itself() -> None:
     assert WordNet().candidates("Sinop", "NNP") == []
 
 
+@needs_wordnet
+def test_wordnet_says_what_kind_of_place_a_name_is() -> None:
+    wn = WordNet()
+    kinds = {n: wn.place_kind(n) for n in ("Turkey", "Istanbul", "Anatolia", "Texas", "Famagusta")}
+    assert kinds == {
+        "Turkey": "country",  # the country, not the bird (turkey)
+        "Istanbul": "city",
+        "Anatolia": "region",
+        "Texas": "region",  # an American state: not a country
+        "Famagusta": None,  # not in WordNet: spaCy's type stands
+    }
+    assert wn.place_kind("turkey") is None  # the bird
+    assert wn.place_kind("Court") is None
+
+
 def test_same_form_table() -> None:
     assert same_form("VBD", "VBD") and not same_form("VBD", "VBN")
     assert same_form("NNP", "NN") and not same_form("NNS", "NN")

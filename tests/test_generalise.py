@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from presidio_delink.edits import rejection
-from presidio_delink.generalise import PHRASES, generalise, magnitude
+from presidio_delink.generalise import PHRASES, generalise, magnitude, place_label
 from presidio_delink.text import Tokenizer
 
 TOK = Tokenizer()
@@ -252,3 +252,37 @@ def test_a_number_glued_to_a_code_gets_nothing() -> None:
         assert generalise(text, i, i + len(piece)) == [], piece
     text = "was born in 1957, and lived"  # a comma and a space: no piece of a number
     assert generalise(text, 12, 16) == ["that year"]
+
+
+@pytest.mark.parametrize(
+    ("text", "span", "label", "next_tag", "want"),
+    [
+        # after "the" with no noun following, the name heads its phrase: its type's noun
+        ("the rights in the GDR were", "GDR", "GPE", "VBD", ["country"]),
+        ("the rights in the GDR were", "GDR", "GPE", None, ["country"]),
+        # ... and before a noun, an adjective, as before
+        ("the Istanbul court", "Istanbul", "GPE", "NN", ["local"]),
+        ("the Istanbul court", "Istanbul", "GPE", None, ["local"]),
+        # a place WordNet names keeps its kind (place_label)
+        ("was held in Turkey on 5 May", "Turkey", "COUNTRY", "IN", ["a country"]),
+        ("the Turkey office", "Turkey", "COUNTRY", "NN", ["national"]),
+        ("in Anatolia.", "Anatolia", "REGION", None, ["a region"]),
+        # "a GDR" is no phrase to fill: nothing
+        ("a GDR were", "GDR", "GPE", "VBD", []),
+        # the tagger says what follows is no noun: not a modifier
+        ("in Istanbul remained", "Istanbul", "GPE", "VBD", ["a city"]),
+    ],
+)
+def test_generalise_reads_the_next_tag(
+    text: str, span: str, label: str, next_tag: str | None, want: list[str]
+) -> None:
+    i = text.index(span)
+    assert generalise(text, i, i + len(span), label, next_tag=next_tag) == want
+
+
+def test_place_label() -> None:
+    assert place_label("GPE", "country") == "COUNTRY"
+    assert place_label("ORG", "city") == "CITY"  # spaCy typed a city an organisation
+    assert place_label("PERSON", "city") == "PERSON"  # a person's name, not the place
+    assert place_label("GPE", None) == "GPE"
+    assert place_label(None, "country") is None

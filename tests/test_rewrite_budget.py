@@ -126,8 +126,9 @@ def test_ner_labels_give_typed_generalisations(sample_index: NgramIndex, sample_
         assert not res.failed
         return {a.original: a.replacement for a in res.audit if a.method == "generalised"}
 
-    # a span that is a whole entity gets its type: after "the", the adjective
-    assert run((i, i + len(span))).get(span) == "local"
+    # a span that is a whole entity gets its type: after "the", with no noun following,
+    # the type's noun (before a noun it would be the adjective, "local")
+    assert run((i, i + len(span))).get(span) == "country"
     # a span inside a longer entity does not
     assert span not in run((i - 4, i + len(span)))
 

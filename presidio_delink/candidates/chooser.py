@@ -28,6 +28,7 @@ checks.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import threading
@@ -53,7 +54,7 @@ from presidio_delink.candidates.propose import (
 from presidio_delink.candidates.score import FLOOR, MARGIN, MEANING_WEIGHT, LMScorer, contexts
 from presidio_delink.candidates.verify import FormCheck, Tagger
 from presidio_delink.edits import Run, dropped
-from presidio_delink.generalise import generalise
+from presidio_delink.generalise import generalise, place_label
 from presidio_delink.grammar import unknown_word
 
 __all__ = [
@@ -242,8 +243,9 @@ class CandidateChooser:
     ) -> list[bool]:
         """Whether each one-word span of ``text`` gets any proposal that the cheap checks
         keep: a generalisation, a function word's stand-in, a lexicon word of the sense
-        the collection uses that the collection also uses in the same company and (with
-        ``known``, the loop's ``known_word``) at all, or leaving it out
+        the collection uses that the collection also uses in the same company, that keeps
+        the word's pairings with its neighbours (:meth:`_unpaired`) and (with ``known``,
+        the loop's ``known_word``) that it uses at all, or leaving it out
         (:func:`~.drop.droppable`'s rules).
 
         Why: the protections choose which words to change among many that would do
@@ -267,11 +269,25 @@ class CandidateChooser:
             ok = (
                 bool(swaps(w))
                 or droppable(text, toks, i) is None
-                or (w.text not in TITLES and bool(generalise(text, a, b, label)))
+                or (w.text not in TITLES and bool(self._typed(text, a, b, label)))
                 or self._lexicon_keeps(text, w, known)
             )
             out.append(ok)
         return out
+
+    def _typed(self, text: str, start: int, end: int, label: str | None) -> list[str]:
+        """:func:`~presidio_delink.generalise.generalise` of a span, told the tag of the
+        word after it and, for a one-word name WordNet holds as a place, the kind of
+        place (``Turkey`` -> ``a country``, not spaCy's ``a city``; ``Famagusta``, typed
+        an organisation by spaCy and unknown to WordNet, keeps spaCy's type)."""
+        toks = self._memo_of(text)[1][0]
+        i = bisect.bisect_left(toks, (end,))
+        next_tag = toks[i][2] if i < len(toks) else None
+        name = text[start:end]
+        kind_of = getattr(self.wordnet, "place_kind", None)  # a test's lexicon may have none
+        if label is not None and kind_of is not None and _WORD_RE.fullmatch(name):
+            label = place_label(label, kind_of(name))
+        return generalise(text, start, end, label, next_tag=next_tag)
 
     def _lexicon_keeps(self, text: str, w: Word, known: Callable[[str], bool] | None) -> bool:
         """Whether a lexicon candidate of ``w`` passes the cheap checks of
@@ -471,7 +487,7 @@ class CandidateChooser:
         typed = label and text[r.start : r.end].rstrip(".") not in TITLES
         cands = [
             Candidate(g, "generalisation", 1.0, "type")
-            for g in (generalise(text, r.start, r.end, label) if typed else [])
+            for g in (self._typed(text, r.start, r.end, label) if typed else [])
         ]
         named = [w for w in words if in_name(text, w.start)]
         lex = [] if named else lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]

@@ -119,9 +119,13 @@ class WordNet:
                 self._index[pos] = table
         return table.get(lemma.lower().replace(" ", "_"), [])
 
-    def _synset(self, pos: str, offset: int) -> tuple[list[str], list[int]]:
+    def _synset(
+        self, pos: str, offset: int, pointer: str | None = None
+    ) -> tuple[list[str], list[int]]:
         """Words of a synset, and the offsets of its direct hypernyms (nouns, verbs) or
-        of the synsets it is similar to (adjectives: ``sufficient`` -> ``adequate``)."""
+        of the synsets it is similar to (adjectives: ``sufficient`` -> ``adequate``);
+        with ``pointer``, of the synsets that pointer names (``@i``: what a name is an
+        instance of)."""
         assert self.directory is not None
         with open(self.directory / f"data.{_FILES[pos]}", "rb") as f:
             f.seek(offset)
@@ -130,7 +134,7 @@ class WordNet:
         n_words = int(parts[3], 16)
         words = [parts[4 + 2 * i] for i in range(n_words)]
         j = 4 + 2 * n_words
-        wanted = ("&", ("a", "s")) if pos == "a" else ("@", (pos,))
+        wanted = ("&", ("a", "s")) if pos == "a" else (pointer or "@", (pos,))
         related = [
             int(parts[j + 2 + 4 * p])
             for p in range(int(parts[j]))
@@ -164,6 +168,38 @@ class WordNet:
                 if form is not None and form.lower() != word.lower() and form not in out:
                     out[form] = LexCandidate(form, rel, rank)
         return list(out.values())
+
+
+    def place_kind(self, name: str) -> str | None:
+        """What kind of place the capitalised ``name`` is, where WordNet names it:
+        ``"country"`` (``Turkey``: an Asian country), ``"city"`` (``Istanbul``,
+        ``Moscow``) or ``"region"`` (``Anatolia``; ``Texas``, an American state); None for a
+        name WordNet does not hold as a place (``Famagusta``, ``GDR``).  Only a sense
+        whose words hold ``name`` as written counts (``turkey`` the bird is not
+        ``Turkey``)."""
+        if self.directory is None or not name[:1].isupper() or " " in name.strip():
+            return None
+        for off in self._offsets(name, "n"):
+            words, kinds = self._synset("n", off, "@i")
+            if name not in words:
+                continue
+            for k in kinds:
+                for w in self._synset("n", k)[0]:
+                    head = w.lower().rsplit(" ", 1)[-1]
+                    for kind, heads in PLACE_KINDS:
+                        if head in heads:
+                            return kind
+        return None
+
+
+#: What the instance-of words of a WordNet name say it is (:meth:`WordNet.place_kind`):
+#: the last word of one of them.
+PLACE_KINDS = (
+    ("country", frozenset({"country", "nation", "kingdom", "republic"})),
+    ("city", frozenset({"city", "town", "port", "metropolis", "capital", "village"})),
+    ("region", frozenset({"region", "area", "island", "peninsula", "province", "district",
+                          "county", "territory", "state"})),
+)
 
 
 def _clean(word: str) -> str:
