@@ -490,9 +490,11 @@ def rejection(
     number or number word (``three`` -> ``two``: another specific value; vague counts such
     as ``several thousand`` pass), two consecutive words found in ``sentence_words`` (the
     folded words of the span's sentence outside the span, and of rewrites already accepted
-    in it: ``the code was to the code``), and a content word of a rewrite already accepted
+    in it: ``the code was to the code``), a content word of a rewrite already accepted
     in that sentence (``taken_words``: ``charging the date under Article 146 of the Criminal
-    date``).
+    date``), a run opening a relative clause answered without a relative word first
+    (``whose object`` -> ``its purpose``), and a run starting with a subject pronoun
+    answered by its other words (``they repeated`` -> ``repeated``).
     """
     if not isinstance(replacement, str):
         return "not a string"
@@ -563,7 +565,21 @@ def rejection(
         return "repeats another rewrite of its sentence"
     if not _balanced(rep):
         return "unbalanced brackets"
+    if span_words and span_words[0] in _RELATIVES and (
+        not rep_words or rep_words[0] not in _RELATIVES | {"that"}
+    ):
+        return "drops the clause's relative word"  # "whose object" -> "its purpose"
+    if len(span_words) > 1 and span_words[0] in _SUBJECTS and rep_words == span_words[1:]:
+        return "drops the clause's subject"  # "they repeated" -> "repeated"
     return None
+
+
+#: A run that opens a relative clause keeps a relative word first: "an organisation whose
+#: object was" -> "an organisation its purpose was" is no sentence.
+#: (``that`` may answer one, but as a run's first word it is as often a determiner.)
+_RELATIVES = frozenset({"who", "whom", "whose", "which", "where", "whereby", "wherein"})
+#: Subject pronouns a rewrite may not simply leave out.
+_SUBJECTS = frozenset({"i", "he", "she", "it", "we", "they", "you"})
 
 
 _NUMBERS = """zero one two three four five six seven eight nine ten eleven twelve thirteen

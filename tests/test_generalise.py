@@ -187,12 +187,23 @@ def test_sentence_check_passes_fresh_words_and_function_words() -> None:
     [
         ("Sinop", "court", ("the", "court"), "doubles a word"),
         ("object", "the the aim", ("", ""), "doubles a word"),
+        # the demo's LLM answers (an organisation whose object was ...; ... in which they
+        # repeated ...)
+        ("whose object", "its purpose", ("organisation", "was"), "drops the clause's relative word"),
+        ("They repeated", "repeated", ("", "the"), "drops the clause's subject"),
     ],
 )
 def test_doubled_words_are_refused(
     span: str, replacement: str, around: tuple[str, str], reason: str
 ) -> None:
     assert rejection(span, replacement, TOK, around=around) == reason
+
+
+def test_clause_words_kept() -> None:
+    assert rejection("whose object", "whose purpose", TOK) is None
+    assert rejection("which stated", "that said", TOK) is None
+    assert rejection("they repeated", "they restated", TOK) is None
+    assert rejection("they repeated", "the applicants restated", TOK) is None
 
 
 # -- the fluency check (a fake scorer: log-probabilities by the literal's first word) ------
