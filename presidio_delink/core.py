@@ -305,19 +305,25 @@ class DelinkLoop(Rewriting):
         words of that kind in its slot stand in for one,
         :data:`~presidio_delink.candidates.chooser.DETERMINER_KINDS`) nor one of the fixed
         stand-ins' words
-        (:data:`~presidio_delink.candidates.propose.SWAPS`)."""
-        from presidio_delink.candidates.chooser import DETERMINER_KINDS
+        (:data:`~presidio_delink.candidates.propose.SWAPS`); and the words of a name of
+        several capitalised words (a name's word gets no lexicon word, and its type
+        stands in only for the whole name): ``Article 169 of the Criminal Code`` loses
+        its number, not ``Code``."""
+        from presidio_delink.candidates.chooser import DETERMINER_KINDS, in_name
         from presidio_delink.candidates.propose import SWAPS
 
         swappable = {w for table in SWAPS.values() for w in table}
-        return [
-            (t.start, t.end)
-            for s in self.tokenizer.segments(text)
-            for t in s
-            if (w := text[t.start : t.end].casefold()) in FUNCTION_WORDS
-            and w not in swappable
-            and not any(w in kind for kind in DETERMINER_KINDS)
-        ]
+        out = []
+        for s in self.tokenizer.segments(text):
+            for i, t in enumerate(s):
+                w = text[t.start : t.end].casefold()
+                if (
+                    w in FUNCTION_WORDS
+                    and w not in swappable
+                    and not any(w in kind for kind in DETERMINER_KINDS)
+                ) or (in_name(text, t.start) and _named_beside(text, s, i)):
+                    out.append((t.start, t.end))
+        return out
 
     # -- internals ----------------------------------------------------------------------
     def _edits(
@@ -415,3 +421,14 @@ def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((a, b))
     return out
+
+
+def _named_beside(text: str, seg: Sequence[Any], i: int) -> bool:
+    """Whether token ``i`` of ``seg`` has a capitalised word next to it, only spaces
+    between: it is one word of a name of several."""
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(seg):
+            a, b = (seg[j].end, seg[i].start) if j < i else (seg[i].end, seg[j].start)
+            if not text[a:b].strip(" \t") and text[seg[j].start : seg[j].start + 1].isupper():
+                return True
+    return False

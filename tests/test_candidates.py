@@ -596,6 +596,12 @@ def test_function_words_without_stand_ins_are_avoided_from_the_first_plan(
     assert {"of", "him", "it"} <= hopeless
     # determiners (slot fillers) and words with fixed stand-ins stay open
     assert not hopeless & {"the", "because", "police", "town", "arrested"}
+    # the words of a name of several words are avoided too: its number goes first
+    text = "He was charged under Article 169 of the Criminal Code. Court fees were paid."
+    hopeless = {text[a:b] for a, b in d._hopeless(text)}  # noqa: SLF001
+    assert {"Criminal", "Code"} <= hopeless
+    # a sentence's first word, and a capitalised word alone, are no such name's words
+    assert not hopeless & {"Article", "169", "Court", "fees"}
 
 
 def test_a_negation_or_quantifier_never_gets_another_determiner(tmp_path: Path) -> None:
