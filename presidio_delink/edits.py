@@ -492,8 +492,8 @@ def rejection(
     folded words of the span's sentence outside the span, and of rewrites already accepted
     in it: ``the code was to the code``), a content word of a rewrite already accepted
     in that sentence (``taken_words``: ``charging the date under Article 146 of the Criminal
-    date``), a run opening a relative clause answered without a relative word first
-    (``whose object`` -> ``its purpose``), and a run starting with a subject pronoun
+    date``), a run opening a relative clause answered without a relative word
+    (``whose object`` -> ``its purpose``; ``where`` -> ``in which`` passes), and a run starting with a subject pronoun
     answered by its other words (``they repeated`` -> ``repeated``).
     """
     if not isinstance(replacement, str):
@@ -565,16 +565,14 @@ def rejection(
         return "repeats another rewrite of its sentence"
     if not _balanced(rep):
         return "unbalanced brackets"
-    if span_words and span_words[0] in _RELATIVES and (
-        not rep_words or rep_words[0] not in _RELATIVES | {"that"}
-    ):
+    if span_words and span_words[0] in _RELATIVES and not (_RELATIVES | {"that"}) & rep_set:
         return "drops the clause's relative word"  # "whose object" -> "its purpose"
     if len(span_words) > 1 and span_words[0] in _SUBJECTS and rep_words == span_words[1:]:
         return "drops the clause's subject"  # "they repeated" -> "repeated"
     return None
 
 
-#: A run that opens a relative clause keeps a relative word first: "an organisation whose
+#: A run that opens a relative clause keeps a relative word: "an organisation whose
 #: object was" -> "an organisation its purpose was" is no sentence.
 #: (``that`` may answer one, but as a run's first word it is as often a determiner.)
 _RELATIVES = frozenset({"who", "whom", "whose", "which", "where", "whereby", "wherein"})

@@ -202,6 +202,8 @@ def test_doubled_words_are_refused(
 def test_clause_words_kept() -> None:
     assert rejection("whose object", "whose purpose", TOK) is None
     assert rejection("which stated", "that said", TOK) is None
+    assert rejection("where", "in which", TOK) is None
+    assert rejection("whose object", "the aim of which", TOK) is None
     assert rejection("they repeated", "they restated", TOK) is None
     assert rejection("they repeated", "the applicants restated", TOK) is None
 
