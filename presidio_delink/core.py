@@ -306,9 +306,9 @@ class DelinkLoop(Rewriting):
         :data:`~presidio_delink.candidates.chooser.DETERMINER_KINDS`) nor one of the fixed
         stand-ins' words
         (:data:`~presidio_delink.candidates.propose.SWAPS`); and the words of a name of
-        several capitalised words (a name's word gets no lexicon word, and its type
-        stands in only for the whole name): ``Article 169 of the Criminal Code`` loses
-        its number, not ``Code``."""
+        several capitalised words after its first (a name's word gets no lexicon word,
+        its type stands in only for the whole name, and only its first word may be left
+        out): ``Article 169 of the Criminal Code`` loses its number, not ``Code``."""
         from presidio_delink.candidates.chooser import DETERMINER_KINDS, in_name
         from presidio_delink.candidates.propose import SWAPS
 
@@ -321,7 +321,7 @@ class DelinkLoop(Rewriting):
                     w in FUNCTION_WORDS
                     and w not in swappable
                     and not any(w in kind for kind in DETERMINER_KINDS)
-                ) or (in_name(text, t.start) and _named_beside(text, s, i)):
+                ) or (in_name(text, t.start) and _after_a_name_word(text, s, i)):
                     out.append((t.start, t.end))
         return out
 
@@ -423,12 +423,12 @@ def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _named_beside(text: str, seg: Sequence[Any], i: int) -> bool:
-    """Whether token ``i`` of ``seg`` has a capitalised word next to it, only spaces
-    between: it is one word of a name of several."""
-    for j in (i - 1, i + 1):
-        if 0 <= j < len(seg):
-            a, b = (seg[j].end, seg[i].start) if j < i else (seg[i].end, seg[j].start)
-            if not text[a:b].strip(" \t") and text[seg[j].start : seg[j].start + 1].isupper():
-                return True
-    return False
+def _after_a_name_word(text: str, seg: Sequence[Any], i: int) -> bool:
+    """Whether token ``i`` of ``seg`` follows a capitalised word, only spaces between: a
+    name's word after its first (the first, a modifier such as ``Erzincan`` in ``the
+    Erzincan Martial Law Court``, may be left out)."""
+    if i == 0:
+        return False
+    prev = seg[i - 1]
+    joined = not text[prev.end : seg[i].start].strip(" \t")
+    return joined and text[prev.start : prev.start + 1].isupper()

@@ -493,8 +493,9 @@ def rejection(
     in it: ``the code was to the code``), a content word of a rewrite already accepted
     in that sentence (``taken_words``: ``charging the date under Article 146 of the Criminal
     date``), a run opening a relative clause answered without a relative word
-    (``whose object`` -> ``its purpose``; ``where`` -> ``in which`` passes), and a run starting with a subject pronoun
-    answered by its other words (``they repeated`` -> ``repeated``).
+    (``whose object`` -> ``its purpose``; ``where`` -> ``in which`` passes), and a run
+    starting with a subject pronoun answered by its other words (``they repeated`` ->
+    ``repeated``).
     """
     if not isinstance(replacement, str):
         return "not a string"

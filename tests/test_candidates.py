@@ -599,9 +599,10 @@ def test_function_words_without_stand_ins_are_avoided_from_the_first_plan(
     # the words of a name of several words are avoided too: its number goes first
     text = "He was charged under Article 169 of the Criminal Code. Court fees were paid."
     hopeless = {text[a:b] for a, b in d._hopeless(text)}  # noqa: SLF001
-    assert {"Criminal", "Code"} <= hopeless
-    # a sentence's first word, and a capitalised word alone, are no such name's words
-    assert not hopeless & {"Article", "169", "Court", "fees"}
+    assert "Code" in hopeless
+    # a sentence's first word, a capitalised word alone, and a name's first word (it may
+    # be left out: "the Erzincan Martial Law Court") are not avoided
+    assert not hopeless & {"Article", "169", "Court", "fees", "Criminal"}
 
 
 def test_a_negation_or_quantifier_never_gets_another_determiner(tmp_path: Path) -> None:

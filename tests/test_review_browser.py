@@ -75,10 +75,12 @@ def expect_msg(page, cls: str, *parts: str) -> str:  # type: ignore[no-untyped-d
             arg=[cls, list(parts)],
             timeout=90000,
         )
-    except sync_api.TimeoutError:
+    except sync_api.TimeoutError as e:
         m = page.query_selector("#msg")
         shown = (m.get_attribute("class"), m.inner_text()) if m else None
-        raise AssertionError(f"expected a {cls!r} message with {parts}; the page shows {shown}")
+        raise AssertionError(
+            f"expected a {cls!r} message with {parts}; the page shows {shown}"
+        ) from e
     return page.inner_text("#msg")
 
 
