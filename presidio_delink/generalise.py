@@ -3,7 +3,7 @@
 Each rule turns a span that names one specific value into a phrase naming the class it
 belongs to: a count into its order of magnitude (``36`` -> ``dozens of``), a year into
 ``that year``, a day of a month into ``a day in``, an ordinal into ``other`` / ``another``,
-a name spaCy's NER types into its type (``GPE`` -> ``a city``, ``local`` before a noun,
+a name spaCy's NER types into its type (``GPE`` -> ``a place``, ``local`` before a noun,
 ``the country`` after ``the``; a place WordNet names into its kind: ``Turkey`` -> ``a
 country``).
 It never yields another specific value: no output holds a digit, a cardinal or ordinal
@@ -72,7 +72,9 @@ _WORD_BEFORE = re.compile(r"([^\W\d_]+\.?|[£$€¥§])\s*$")
 _WORD_AFTER = re.compile(r"^\s*([^\W\d_]+|%)")
 
 _TYPED = {
-    "GPE": "a city",
+    # a place of unknown kind: a village called a city is a changed fact ("Lapithos, a
+    # village in ..." became "a city, a village in ...")
+    "GPE": "a place",
     # a GPE or LOC that WordNet names (the caller's refinement: ``place_label``)
     "COUNTRY": "a country",
     "CITY": "a city",

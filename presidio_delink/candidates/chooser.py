@@ -278,7 +278,7 @@ class CandidateChooser:
     def _typed(self, text: str, start: int, end: int, label: str | None) -> list[str]:
         """:func:`~presidio_delink.generalise.generalise` of a span, told the tag of the
         word after it and, for a one-word name WordNet holds as a place, the kind of
-        place (``Turkey`` -> ``a country``, not spaCy's ``a city``; ``Famagusta``, typed
+        place (``Turkey`` -> ``a country``, not spaCy's ``a place``; ``Famagusta``, typed
         an organisation by spaCy and unknown to WordNet, keeps spaCy's type)."""
         toks = self._memo_of(text)[1][0]
         i = bisect.bisect_left(toks, (end,))
