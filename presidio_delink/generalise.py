@@ -111,12 +111,11 @@ _TYPED_HEAD = {
     "CITY": "city",
     "REGION": "region",
     "LOC": "region",
-    "FAC": "building",
-    "ORG": "organisation",
 }
-"""After ``the`` with no noun following, the name is the head of its noun phrase: its
-type's noun (``in the GDR were`` -> ``in the country were``; a GPE that takes ``the``
-is a country: ``the Netherlands``, ``the United Kingdom``)."""
+"""After ``the`` with no noun following, a place's name is the head of its noun phrase:
+its type's noun (``in the GDR were`` -> ``in the country were``; a GPE that takes ``the``
+is a country: ``the Netherlands``, ``the United Kingdom``).  Not an organisation's:
+``before the Court`` is no ``before the organisation``."""
 _THE = frozenset({"the", "The"})
 #: the caller's label for a place WordNet names (:func:`place_label`)
 _PLACE_LABELS = {"country": "COUNTRY", "city": "CITY", "region": "REGION"}

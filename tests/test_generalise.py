@@ -283,6 +283,8 @@ def test_a_number_glued_to_a_code_gets_nothing() -> None:
         ("in Anatolia.", "Anatolia", "REGION", None, ["a region"]),
         # "a GDR" is no phrase to fill: nothing
         ("a GDR were", "GDR", "GPE", "VBD", []),
+        # an organisation after "the" gets no noun: "the Court" is not "the organisation"
+        ("the case before the Court.", "Court", "ORG", ".", []),
         # the tagger says what follows is no noun: not a modifier
         ("in Istanbul remained", "Istanbul", "GPE", "VBD", ["a place"]),
     ],

@@ -29,6 +29,14 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 PII_PLACEHOLDER = re.compile(r"<[A-Z_]+>")
 
 
+def _kept_relative(span: str, answer: str) -> str:
+    """``answer``, after the span's relative word where the span opens a relative clause
+    (the loop refuses an answer that drops it: "which zoba", not "zoba")."""
+    first = span.split()[0] if span.split() else ""
+    keep = first.lower() in {"whose", "which", "who", "whom", "where"}
+    return f"{first} {answer}" if keep else answer
+
+
 class Counting:
     """Rewrites every span to an innocuous phrase; counts requests."""
 
@@ -39,7 +47,7 @@ class Counting:
 
     def rewrite(self, context: str, spans: list[str]) -> dict[str, str]:
         self.calls.append(list(spans))
-        return {s: "some matter" for s in spans}
+        return {s: _kept_relative(s, "some matter") for s in spans}
 
 
 class Varied(Counting):
@@ -58,8 +66,9 @@ class Varied(Counting):
         self.calls.append(list(spans))
         out = {}
         for s in spans:
-            out[s] = self.WORDS[len(self.given) % len(self.WORDS)]
-            self.given.append(out[s])
+            word = self.WORDS[len(self.given) % len(self.WORDS)]
+            self.given.append(word)
+            out[s] = _kept_relative(s, word)
         return out
 
 
