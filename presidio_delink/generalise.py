@@ -164,11 +164,14 @@ def _glued(text: str, start: int, end: int) -> bool:
     """Whether the number ``text[start:end]`` is a piece of a longer code or number
     (``43186/98``, ``2-113``, ``12.5.3``, ``15W.2.E``, ``147,000``): joined to a letter or
     digit by one of ``_GLUE``, or by a comma to a digit (``in 1957.`` ends a sentence:
-    the full stop joins nothing; ``3, 4`` is a list)."""
+    the full stop joins nothing; ``3, 4`` is a list).  A placeholder's bracket counts as
+    a letter: ``[REDACTED]/97`` is still the year of an application number, not ``a
+    few``."""
     left = text[start - 2 : start] if start > 1 else ""
     right = text[end : end + 2]
     for glue, other in ((left[1:], left[:1]), (right[:1], right[1:])):
-        if glue and other.isalnum() and (glue in _GLUE or (glue == "," and other.isdigit())):
+        joined = other.isalnum() or other in ("[", "]")
+        if glue and joined and (glue in _GLUE or (glue == "," and other.isdigit())):
             return True
     return False
 

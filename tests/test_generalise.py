@@ -53,6 +53,10 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("told Smith that", "Smith", "PERSON", ["a person"]),
         # nothing sure fits in place of the value alone: no candidate
         ("application no. 36110/97", "36110", None, []),
+        # ... also once its other part is a placeholder (the protection wrote "no.
+        # [REDACTED]/a few")
+        ("application (no. [REDACTED]/97)", "97", None, []),
+        ("plots nos. 60/[REDACTED]", "60", None, []),
         ("under Article 146 of the Criminal Code", "146", None, []),
         ("Rule 39 of the Rules of Court", "39", None, []),
         ("section 3 of the Act", "3", None, []),
