@@ -566,7 +566,7 @@ def rejection(
         return "repeats another rewrite of its sentence"
     if not _balanced(rep):
         return "unbalanced brackets"
-    if span_words and span_words[0] in _RELATIVES and not (_RELATIVES | {"that"}) & rep_set:
+    if span_words and span_words[0] in _RELATIVES and not _RELATIVE_ANSWERS & rep_set:
         return "drops the clause's relative word"  # "whose object" -> "its purpose"
     if len(span_words) > 1 and span_words[0] in _SUBJECTS and rep_words == span_words[1:]:
         return "drops the clause's subject"  # "they repeated" -> "repeated"
@@ -577,6 +577,7 @@ def rejection(
 #: object was" -> "an organisation its purpose was" is no sentence.
 #: (``that`` may answer one, but as a run's first word it is as often a determiner.)
 _RELATIVES = frozenset({"who", "whom", "whose", "which", "where", "whereby", "wherein"})
+_RELATIVE_ANSWERS = _RELATIVES | {"that"}
 #: Subject pronouns a rewrite may not simply leave out.
 _SUBJECTS = frozenset({"i", "he", "she", "it", "we", "they", "you"})
 

@@ -116,7 +116,6 @@ _TYPED_HEAD = {
 its type's noun (``in the GDR were`` -> ``in the country were``; a GPE that takes ``the``
 is a country: ``the Netherlands``, ``the United Kingdom``).  Not an organisation's:
 ``before the Court`` is no ``before the organisation``."""
-_THE = frozenset({"the", "The"})
 #: the caller's label for a place WordNet names (:func:`place_label`)
 _PLACE_LABELS = {"country": "COUNTRY", "city": "CITY", "region": "REGION"}
 
@@ -279,7 +278,7 @@ def generalise(
         adj = _TYPED_AFTER_DET.get(lab)
         if noun_next:
             return [adj] if adj else []
-        if before in _THE and not after[:1].isupper() and lab in _TYPED_HEAD:
+        if before == "the" and not after[:1].isupper() and lab in _TYPED_HEAD:
             return [_TYPED_HEAD[lab]]
         return []
     if after[:1].isupper() or noun_next:

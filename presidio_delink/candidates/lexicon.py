@@ -103,6 +103,7 @@ class WordNet:
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = _find_dir(directory)
         self._index: dict[str, dict[str, list[int]]] = {}
+        self._places: dict[str, str | None] = {}  # place_kind's answers, by name
         self._lock = threading.Lock()
 
     @property
@@ -169,16 +170,21 @@ class WordNet:
                     out[form] = LexCandidate(form, rel, rank)
         return list(out.values())
 
-
     def place_kind(self, name: str) -> str | None:
         """What kind of place the capitalised ``name`` is, where WordNet names it:
         ``"country"`` (``Turkey``: an Asian country), ``"city"`` (``Istanbul``,
         ``Moscow``) or ``"region"`` (``Anatolia``; ``Texas``, an American state); None for a
         name WordNet does not hold as a place (``Famagusta``, ``GDR``).  Only a sense
         whose words hold ``name`` as written counts (``turkey`` the bird is not
-        ``Turkey``)."""
+        ``Turkey``).  Asked for every typed name of every protection round: each name's
+        answer is kept (a few seeks into ``data.noun`` the first time)."""
         if self.directory is None or not name[:1].isupper() or " " in name.strip():
             return None
+        if name not in self._places:
+            self._places[name] = self._read_place_kind(name)
+        return self._places[name]
+
+    def _read_place_kind(self, name: str) -> str | None:
         for off in self._offsets(name, "n"):
             words, kinds = self._synset("n", off, "@i")
             if name not in words:
