@@ -17,7 +17,7 @@ from presidio_delink.candidates import CandidateChooser, WordNet
 from presidio_delink.candidates.chooser import fixed_expression
 from presidio_delink.candidates.lexicon import LexCandidate, inflect
 from presidio_delink.candidates.propose import Word
-from presidio_delink.candidates.verify import Tagger, head_index, same_form
+from presidio_delink.candidates.verify import FormCheck, Tagger, head_index, same_form
 from presidio_delink.edits import REDACTED, Run
 from presidio_delink.errors import ConfigError, LLMError
 from presidio_delink.llm.prompt import (
@@ -170,6 +170,37 @@ def test_tagger_refuses_a_changed_form(tagger: Tagger) -> None:
         text, a, a + len("arrested"), ["VBD"], ["detained", "detention", "detains", "picked up"]
     )
     assert kept == [True, False, False, True]
+
+
+@needs_spacy_model
+@pytest.mark.parametrize(
+    ("text", "span", "answer", "why"),
+    [
+        # read in the benchmark's LLM answers (2026-12-04): each broke its sentence
+        ("One tank with a bore hole was found.", "with a", "a", "drops the run's preposition"),
+        ("He sold them to cultivators whom he knew.", "to cultivators", "farmers",
+         "drops the run's preposition"),
+        ("He appealed, maintaining his claims in full.", "maintaining his", "preserving",
+         "drops the determiner its next word needs"),
+        ("The transactions had in reality never taken place.", "reality never", "never",
+         "leaves its preposition without a noun"),
+        ("Each bag held 0.5 grams of powder.", "5 grams", "grams", "cuts a word or number in two"),
+        ("It was on sheet/plan 11.23E.1 of the map.", "plan 11", "map",
+         "cuts a word or number in two"),
+        # the same edges kept, or a clause word dropped: passed
+        ("One tank with a bore hole was found.", "with a", "with the", None),
+        ("He appealed, maintaining his claims in full.", "maintaining his", "keeping his", None),
+        ("Counsel said that inquiries had revealed no fault.", "that inquiries",
+         "investigations", None),
+        ("Each bag held 0.5 grams of powder.", "5 grams", "7 grams", None),
+        ("Yesterday the police arrested him.", "arrested", "detention", "changes the word form"),
+    ],
+)
+def test_form_check_keeps_the_words_that_join_a_run_to_its_sentence(
+    tagger: Tagger, text: str, span: str, answer: str, why: str | None
+) -> None:
+    a = text.index(span)
+    assert FormCheck(tagger).reason(text, a, a + len(span), answer) == why
 
 
 @needs_spacy_model

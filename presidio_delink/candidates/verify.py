@@ -34,6 +34,7 @@ __all__ = [
     "FormCheck",
     "Pipeline",
     "Tagger",
+    "edge_reason",
     "head_index",
     "pipeline",
     "same_form",
@@ -167,10 +168,79 @@ class Tagger:
         return out
 
 
+_PREPOSITIONS = frozenset({"IN", "TO"})
+_SUBORDINATORS = frozenset({
+    "that", "because", "if", "whether", "although", "though", "while", "since", "as",
+    "unless", "whereas", "once", "until",
+})
+_GOVERNING = {
+    "DT": "determiner", "PDT": "determiner", "PRP$": "determiner", "WDT": "determiner",
+    "IN": "preposition", "TO": "preposition",
+}
+_NOMINAL = frozenset(
+    {"NN", "NNS", "NNP", "NNPS", "JJ", "JJR", "JJS", "CD", "DT", "PDT", "PRP$", "PRP", "VBG"}
+)
+
+
+def edge_reason(
+    text: str,
+    start: int,
+    end: int,
+    orig: Sequence[tuple[int, int, str]],
+    new: Sequence[tuple[int, int, str]],
+    replacement: str,
+    before: tuple[int, int, str] | None,
+) -> str | None:
+    """Why a replacement breaks the words that join its run to the sentence, else None.
+
+    ``orig``: the tagged tokens ``(start, end, tag)`` of the run in ``text``; ``new``:
+    those of the replacement in its place (their tags only are read); ``before``: the
+    token just before the run when only white space parts them.  Four edges:
+
+    * a run that opens with a preposition keeps one: ``with a bore hole`` ->
+      ``a bore hole`` is refused (``that``, ``because``... open clauses and may go);
+    * a run that ends with a determiner or a preposition keeps one, since the next word
+      needs it: ``maintaining his claims`` -> ``preserving claims`` is refused;
+    * after a preposition or a determiner, a run that opens with the noun phrase it
+      governs opens with one still: ``in reality never`` -> ``in never`` is refused;
+    * a run that starts or ends inside a tagged word (``0.5 grams``, the run ``5 grams``)
+      keeps the kind of that edge's character, digit or not: ``0.grams`` is refused.
+    """
+    rep = replacement.strip()
+    if not orig or not new or not rep:
+        return None
+    first = text[orig[0][0] : orig[0][1]].lower()
+    if orig[0][0] < start and text[start].isdigit() != rep[0].isdigit():
+        return "cuts a word or number in two"
+    if orig[-1][1] > end and text[end - 1].isdigit() != rep[-1].isdigit():
+        return "cuts a word or number in two"
+    if (
+        orig[0][2] in _PREPOSITIONS
+        and first not in _SUBORDINATORS
+        and new[0][2] not in _PREPOSITIONS
+    ):
+        return "drops the run's preposition"
+    last = _GOVERNING.get(orig[-1][2])
+    followed = end < len(text) and text[end].isspace()
+    if last is not None and followed and _GOVERNING.get(new[-1][2]) != last:
+        return f"drops the {last} its next word needs"
+    if (
+        before is not None
+        and before[2] in _GOVERNING
+        and text[before[0] : before[1]].lower() not in _SUBORDINATORS
+        and orig[0][2] in _NOMINAL
+        and new[0][2] not in _NOMINAL
+    ):
+        return f"leaves its {_GOVERNING[before[2]]} without a noun"
+    return None
+
+
 class FormCheck:
     """The form check as a filter of any answer (the LLM's too): ``reason(text, start,
     end, replacement)`` is ``"changes the word form"`` when the replacement's head does
-    not keep the form of the span's head (:meth:`Tagger.form_kept`), else None.
+    not keep the form of the span's head (:meth:`Tagger.form_kept`), or the reason of
+    :func:`edge_reason` when it breaks the words that join the run to its sentence, else
+    None.
 
     Args:
         tagger: the tagger (default: the project's spaCy model).
@@ -184,8 +254,21 @@ class FormCheck:
         if not rep or rep.startswith("["):
             return None
         a, b = window(text, start, end)
-        orig = [t for s, e, t in self.tagger.tags([text[a:b]])[0] if s < end - a and e > start - a]
+        placed = text[a:start] + rep + text[end:b]
+        toks, new_toks = self.tagger.tags([text[a:b], placed])
+        orig = [(s + a, e + a, t) for s, e, t in toks if s < end - a and e > start - a]
         if not orig:
             return None
-        kept = self.tagger.form_kept(text, start, end, orig, [rep])[0]
-        return None if kept else "changes the word form"
+        lo, hi = start - a, start - a + len(rep)
+        inside = [(s, e, t) for s, e, t in new_toks if s < hi and e > lo]
+        prev = [(s + a, e + a, t) for s, e, t in toks if e <= start - a]
+        before = prev[-1] if prev and not text[prev[-1][1] : start].strip() else None
+        edge = edge_reason(text, start, end, orig, inside, rep, before)
+        if edge is not None:
+            return edge
+        if not inside or not same_form(
+            orig[head_index([t for *_x, t in orig])][2],
+            inside[head_index([t for *_x, t in inside])][2],
+        ):
+            return "changes the word form"
+        return None
