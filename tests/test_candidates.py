@@ -82,6 +82,9 @@ class FlatScorer:
 
     passes = 0
 
+    def score_many(self, asks: list[tuple[str, list[str], str, bool]]) -> list[list[float]]:
+        return [self.score(*a) for a in asks]
+
     def score(self, left: str, options: list[str], right: str, spaced: bool) -> list[float]:
         self.passes += 1
         return [0.0] * len(options)
@@ -663,11 +666,11 @@ def test_a_word_of_a_fixed_expression_gets_no_lexicon_candidate(index: NgramInde
     assert fixed_expression(text, last, last + 5) is None  # "a new event": its own sense
     ch = CandidateChooser(wordnet=FixedLexicon(["details"]), scorer=FlatScorer(), index=None)
     a = text.index("regards")
-    got = ch._one(  # noqa: SLF001
-        text, Run(a, a + 7, 1), [Word("regards", a, a + 7, "NNS")], None,
-        lambda r, c: None, None,
+    got, live, _n = ch._checked(  # noqa: SLF001
+        text, Run(a, a + 7, 1), [Word("regards", a, a + 7, "NNS")], None, lambda r, c: None,
     )
-    assert got.text is None and got.refused == {"part of a fixed expression": 1}
+    assert live is None and got.text is None
+    assert got.refused == {"part of a fixed expression": 1}
 
 
 def test_the_choices_example_counts_as_an_example_only_where_it_is_shown() -> None:

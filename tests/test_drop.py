@@ -89,6 +89,9 @@ class Scorer:
     def __init__(self, with_it: float, without: float, alone: float) -> None:
         self.values = [with_it, without, alone]
 
+    def score_many(self, asks: list[tuple[str, list[str], str, bool]]) -> list[list[float]]:
+        return [self.score(*a) for a in asks]
+
     def score(self, left: str, options: list[str], right: str, spaced: bool) -> list[float]:
         self.passes += 1
         assert len(options) == 3 and options[1].startswith(" man")

@@ -208,6 +208,41 @@ def test_threads_give_what_one_thread_gives(tiny_lms, data) -> None:  # type: ig
 
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_groups_in_one_pass_give_what_each_gives_alone(tiny_lms, data) -> None:  # type: ignore[no-untyped-def]
+    """Several (shared, branches, targets) groups laid out in one pass see nothing of each
+    other: each gets what its own pass gives, on one thread or several."""
+    lm = tiny_lms[data.draw(st.sampled_from([1, 2]))]
+    n = lm.n_vocab
+    groups = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        shared = data.draw(st.lists(st.integers(0, n - 1), min_size=0, max_size=12))
+        branches = [Branch(b, ids) for b, ids in data.draw(st.lists(
+            st.tuples(st.integers(0, len(shared)),
+                      st.lists(st.integers(0, n - 1), min_size=1, max_size=5)), max_size=3))]
+        n_rows = len(shared) + sum(len(br.ids) for br in branches)
+        targets = data.draw(st.lists(
+            st.tuples(st.integers(0, n_rows - 1), st.integers(0, n - 1)), max_size=8,
+        )) if n_rows else []
+        groups.append((shared, branches, targets))
+    old = numpy_lm.QUERY_BLOCK
+    numpy_lm.QUERY_BLOCK = data.draw(st.sampled_from([3, 64]))
+    try:
+        got = lm.forward_groups(groups)
+        want = [lm.forward(*g) if g[2] else np.zeros(0) for g in groups]
+    finally:
+        numpy_lm.QUERY_BLOCK = old
+    assert [len(g) for g in got] == [len(g[2]) for g in groups]
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+def test_a_group_target_outside_its_own_rows_is_refused(tiny_lm) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match="target row"):
+        tiny_lm.forward_groups([([1, 2], [], [(0, 1)]), ([3], [], [(1, 0)])])
+
+
 def test_forward_refuses_targets_outside_the_rows(tiny_lm) -> None:  # type: ignore[no-untyped-def]
     for row in (-1, 3):
         with pytest.raises(ValueError, match="target row"):

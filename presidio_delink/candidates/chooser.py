@@ -51,7 +51,14 @@ from presidio_delink.candidates.propose import (
     lexicon_candidates,
     swaps,
 )
-from presidio_delink.candidates.score import FLOOR, MARGIN, MEANING_WEIGHT, LMScorer, contexts
+from presidio_delink.candidates.score import (
+    FLOOR,
+    MARGIN,
+    MEANING_WEIGHT,
+    Ask,
+    LMScorer,
+    contexts,
+)
 from presidio_delink.candidates.verify import FormCheck, Tagger
 from presidio_delink.edits import Run, dropped
 from presidio_delink.generalise import generalise, place_label
@@ -213,18 +220,41 @@ class CandidateChooser:
         if not rs:
             return {}
         _text, (toks, ents), seen = self._memo_of(text)
-        out = {}
+        # three steps over all the runs, so that the scorer's passes hold many runs
+        # (LMScorer.score_many): the cheap checks, the scoring of the survivors and the
+        # linkage of the ranked, then for the runs left without one, leaving the word out
+        todo: list[tuple[Run, int, Choice, list[Candidate]]] = []
+        asked: set[tuple[int, int]] = set()
         for r in rs:
             key = (r.start, r.end)
-            if (*key, options) not in seen:
-                words = [Word(text[a:b], a, b, t) for a, b, t in toks
-                         if a < r.end and b > r.start]
-                label = next((lab for a, b, lab in ents if (a, b) == key), None)
-                seen[(*key, options)] = self._one(
-                    text, r, words, label, accept, links, options, toks
-                )
-            out[key] = seen[(*key, options)]
-        return out
+            if (*key, options) in seen or key in asked:
+                continue
+            asked.add(key)
+            words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
+            label = next((lab for a, b, lab in ents if (a, b) == key), None)
+            ch, live, n_words = self._checked(text, r, words, label, accept)
+            if live is None:
+                seen[(*key, options)] = ch
+            else:
+                todo.append((r, n_words, ch, live))
+        asks = [self._ask(text, r, live) for r, _n, _ch, live in todo if live]
+        scored = iter(self.scorer.score_many(asks))
+        drops = []
+        for r, n_words, ch, live in todo:
+            ranked = self._ranked(live, next(scored), ch) if live else []
+            self._linked(text, r, ranked, ch, links, options)
+            if not ch.options and n_words == 1:
+                drops.append((r, ch))
+        asks_drop = [self._drop_ask(text, r, toks, ch) for r, ch in drops]
+        scored_drop = iter(self.scorer.score_many([a for a in asks_drop if a is not None]))
+        for (r, ch), ask in zip(drops, asks_drop, strict=True):
+            if ask is not None:
+                self._drop(text, r, next(scored_drop), links, ch)
+        for r, _n, ch, _live in todo:
+            if ch.options:
+                ch.text, ch.source, ch.score = ch.options[0]
+            seen[(r.start, r.end, options)] = ch
+        return {(r.start, r.end): seen[(r.start, r.end, options)] for r in rs}
 
     def _memo_of(self, text: str) -> tuple[str, Any, dict[tuple[int, int, int], Choice]]:
         """This thread's ``(text, its tagging, choices made in it)``, started afresh when
@@ -305,27 +335,28 @@ class CandidateChooser:
             return True
         return False
 
-    def _one(
+    def _checked(
         self,
         text: str,
         r: Run,
         words: list[Word],
         label: str | None,
         accept: Accept,
-        links: Links | None,
-        options: int = 1,
-        toks: Sequence[tuple[int, int, str]] = (),
-    ) -> Choice:
+    ) -> tuple[Choice, list[Candidate] | None, int]:
+        """The run's choice so far, its candidates that pass the cheap checks (the loop's,
+        the word form, the collection's company and pairings: at most
+        :data:`MAX_SCORED`, best meaning first), and its number of words; no candidates
+        (None) when the run is settled already (not whole words, a fixed expression)."""
         span = text[r.start : r.end]
         if words and not any(c.isspace() for c in span) and len(words) > 1:
             # one written word the tagger splits ("cross-examined"): its last piece's tag
             words = [Word(span, r.start, r.end, words[-1].tag)]
         if not words or "".join(w.text for w in words) != "".join(span.split()):
             return Choice(None, None, None, 0, {"not whole words": 1},
-                          writer=self.needs_writer(span, []))
+                          writer=self.needs_writer(span, [])), None, len(words)
         if fixed_expression(text, r.start, r.end):
             return Choice(None, None, None, 0, {"part of a fixed expression": 1},
-                          writer=self.needs_writer(span, [w.tag for w in words]))
+                          writer=self.needs_writer(span, [w.tag for w in words])), None, len(words)
         cands = self._proposed(text, r, words, label)
         ch = Choice(None, None, None, len(cands),
                     writer=self.needs_writer(span, [w.tag for w in words]))
@@ -351,7 +382,19 @@ class CandidateChooser:
             live = [c for c in live if not self._unpaired(text, r.start, r.end, c)]
             _refuse(ch, "the collection never says it beside its neighbour", before - len(live))
         live.sort(key=lambda c: -c.meaning)
-        ranked = self._ranked(text, r, live[:MAX_SCORED], ch)
+        return ch, live[:MAX_SCORED], len(words)
+
+    def _linked(
+        self,
+        text: str,
+        r: Run,
+        ranked: list[Candidate],
+        ch: Choice,
+        links: Links | None,
+        options: int,
+    ) -> None:
+        """``ch.options``: the first ``options`` of ``ranked`` whose replacement links
+        nowhere."""
         for c in ranked:
             if links is not None:
                 new = text[: r.start] + c.text + text[r.end :]
@@ -361,29 +404,27 @@ class CandidateChooser:
             ch.options.append((c.text, c.source, c.score))
             if len(ch.options) >= options:
                 break
-        if not ch.options and len(words) == 1:
-            self._drop(text, r, toks, links, ch)
-        if ch.options:
-            ch.text, ch.source, ch.score = ch.options[0]
-        return ch
 
-    def _drop(
-        self,
-        text: str,
-        r: Run,
-        toks: Sequence[tuple[int, int, str]],
-        links: Links | None,
-        ch: Choice,
-    ) -> None:
-        """Where no candidate survived: the run left out (:mod:`.drop`), if it is a
-        modifier the sentence reads as well without and leaving it out links nowhere."""
+    def _drop_ask(
+        self, text: str, r: Run, toks: Sequence[tuple[int, int, str]], ch: Choice
+    ) -> Ask | None:
+        """Where no candidate survived and the run is a modifier that may be left out
+        (:mod:`.drop`): what to score, the next words with it, without it, and it alone
+        (:meth:`_drop`); else None."""
         i = next((j for j, (a, b, _t) in enumerate(toks) if (a, b) == (r.start, r.end)), None)
         if i is None or droppable(text, toks, i) is not None:
-            return
+            return None
         ch.proposed += 1
         left, right = contexts(text, r.start, r.end)
         word = (" " if r.start > 0 and text[r.start - 1].isspace() else "") + text[r.start : r.end]
-        with_it, without, alone = self.scorer.score(left, [word + right, right, word], "", False)
+        return left, [word + right, right, word], "", False
+
+    def _drop(
+        self, text: str, r: Run, scores: Sequence[float], links: Links | None, ch: Choice
+    ) -> None:
+        """The run left out, if the sentence reads as well without it (``scores``: those
+        of :meth:`_drop_ask`) and leaving it out links nowhere."""
+        with_it, without, alone = scores
         # log p(next words | left) without the word, against with it
         score = without - (with_it - alone)
         if score < -DROP_MARGIN:
@@ -512,14 +553,18 @@ class CandidateChooser:
             return "", ""
         return _norm(self.index, before[-1]), _norm(self.index, after[0])
 
-    def _ranked(self, text: str, r: Run, live: list[Candidate], ch: Choice) -> list[Candidate]:
-        """``live`` scored in one pass and ranked, best first; far worse readings refused."""
-        if not live:
-            return []
+    def _ask(self, text: str, r: Run, live: list[Candidate]) -> Ask:
+        """What to score for the run's candidates ``live``: the run's own words, then each
+        candidate, in the run's context."""
         left, right = contexts(text, r.start, r.end)
         spaced = r.start > 0 and text[r.start - 1].isspace()
-        scores = self.scorer.score(left, [text[r.start : r.end], *[c.text for c in live]],
-                                   right, spaced)
+        return left, [text[r.start : r.end], *[c.text for c in live]], right, spaced
+
+    def _ranked(
+        self, live: list[Candidate], scores: Sequence[float], ch: Choice
+    ) -> list[Candidate]:
+        """``live`` ranked by ``scores`` (those of :meth:`_ask`), best first; far worse
+        readings refused."""
         base, out = scores[0], []
         for c, s in zip(live, scores[1:], strict=True):
             if s < base - MARGIN:
