@@ -84,8 +84,10 @@ log = logging.getLogger(__name__)
 #: (:meth:`DelinkLoop.plan`): above a function word's and a paragraph edge's own cost,
 #: below a heading word's.
 AVOID_COST = 6
-#: Plans tried per pass by :meth:`DelinkLoop.settled_plan`.
-PLAN_ROUNDS = 3
+#: Plans tried per pass by :meth:`DelinkLoop.settled_plan`: on 12 held-in TAB texts, 6
+#: rewrote 21.7 % of the changed words against 20.5 % for 3, for 3 % more CPU; 10 found
+#: no plan 6 did not (on 7 test documents, read only to check).
+PLAN_ROUNDS = 6
 
 
 class DelinkLoop(Rewriting):
