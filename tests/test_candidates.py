@@ -666,7 +666,7 @@ def test_a_word_of_a_fixed_expression_gets_no_lexicon_candidate(index: NgramInde
     assert fixed_expression(text, last, last + 5) is None  # "a new event": its own sense
     ch = CandidateChooser(wordnet=FixedLexicon(["details"]), scorer=FlatScorer(), index=None)
     a = text.index("regards")
-    got, live, _n = ch._checked(  # noqa: SLF001
+    got, live, _w = ch._proposals(  # noqa: SLF001
         text, Run(a, a + 7, 1), [Word("regards", a, a + 7, "NNS")], None, lambda r, c: None,
     )
     assert live is None and got.text is None

@@ -223,7 +223,7 @@ class CandidateChooser:
         # three steps over all the runs, so that the scorer's passes hold many runs
         # (LMScorer.score_many): the cheap checks, the scoring of the survivors and the
         # linkage of the ranked, then for the runs left without one, leaving the word out
-        todo: list[tuple[Run, int, Choice, list[Candidate]]] = []
+        todo: list[tuple[Run, list[Word], Choice, list[Candidate]]] = []
         asked: set[tuple[int, int]] = set()
         for r in rs:
             key = (r.start, r.end)
@@ -232,18 +232,28 @@ class CandidateChooser:
             asked.add(key)
             words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
             label = next((lab for a, b, lab in ents if (a, b) == key), None)
-            ch, live, n_words = self._checked(text, r, words, label, accept)
+            ch, live, words = self._proposals(text, r, words, label, accept)
             if live is None:
                 seen[(*key, options)] = ch
             else:
-                todo.append((r, n_words, ch, live))
+                todo.append((r, words, ch, live))
+        kept = iter(self.tagger.form_kept_many(text, [
+            (r.start, r.end, [w.tag for w in words], [c.text for c in live])
+            for r, words, _ch, live in todo if live
+        ]))
+        for i, (r, words, ch, live) in enumerate(todo):
+            if live:
+                ok = next(kept)
+                _refuse(ch, "changes the word form", sum(not k for k in ok))
+                live = [c for c, k in zip(live, ok, strict=True) if k]
+            todo[i] = (r, words, ch, self._in_company(text, r, words, ch, live))
         asks = [self._ask(text, r, live) for r, _n, _ch, live in todo if live]
         scored = iter(self.scorer.score_many(asks))
         drops = []
-        for r, n_words, ch, live in todo:
+        for r, words, ch, live in todo:
             ranked = self._ranked(live, next(scored), ch) if live else []
             self._linked(text, r, ranked, ch, links, options)
-            if not ch.options and n_words == 1:
+            if not ch.options and len(words) == 1:
                 drops.append((r, ch))
         asks_drop = [self._drop_ask(text, r, toks, ch) for r, ch in drops]
         scored_drop = iter(self.scorer.score_many([a for a in asks_drop if a is not None]))
@@ -335,28 +345,27 @@ class CandidateChooser:
             return True
         return False
 
-    def _checked(
+    def _proposals(
         self,
         text: str,
         r: Run,
         words: list[Word],
         label: str | None,
         accept: Accept,
-    ) -> tuple[Choice, list[Candidate] | None, int]:
-        """The run's choice so far, its candidates that pass the cheap checks (the loop's,
-        the word form, the collection's company and pairings: at most
-        :data:`MAX_SCORED`, best meaning first), and its number of words; no candidates
-        (None) when the run is settled already (not whole words, a fixed expression)."""
+    ) -> tuple[Choice, list[Candidate] | None, list[Word]]:
+        """The run's choice so far, its candidates that pass the loop's checks, and its
+        words (one word where the tagger splits one written word); no candidates (None)
+        when the run is settled already (not whole words, a fixed expression)."""
         span = text[r.start : r.end]
         if words and not any(c.isspace() for c in span) and len(words) > 1:
             # one written word the tagger splits ("cross-examined"): its last piece's tag
             words = [Word(span, r.start, r.end, words[-1].tag)]
         if not words or "".join(w.text for w in words) != "".join(span.split()):
             return Choice(None, None, None, 0, {"not whole words": 1},
-                          writer=self.needs_writer(span, [])), None, len(words)
+                          writer=self.needs_writer(span, [])), None, words
         if fixed_expression(text, r.start, r.end):
             return Choice(None, None, None, 0, {"part of a fixed expression": 1},
-                          writer=self.needs_writer(span, [w.tag for w in words])), None, len(words)
+                          writer=self.needs_writer(span, [w.tag for w in words])), None, words
         cands = self._proposed(text, r, words, label)
         ch = Choice(None, None, None, len(cands),
                     writer=self.needs_writer(span, [w.tag for w in words]))
@@ -367,12 +376,13 @@ class CandidateChooser:
                 live.append(c)
             else:
                 ch.refused[why] = ch.refused.get(why, 0) + 1
-        if live:
-            kept = self.tagger.form_kept(
-                text, r.start, r.end, [w.tag for w in words], [c.text for c in live]
-            )
-            _refuse(ch, "changes the word form", sum(not k for k in kept))
-            live = [c for c, k in zip(live, kept, strict=True) if k]
+        return ch, live, words
+
+    def _in_company(
+        self, text: str, r: Run, words: list[Word], ch: Choice, live: list[Candidate]
+    ) -> list[Candidate]:
+        """Of ``live`` (the word form kept), those the collection's company and pairings
+        keep: at most :data:`MAX_SCORED`, best meaning first."""
         if self.neighbours is not None and len(words) == 1:
             before = len(live)
             live = [c for c in live if not self._used_otherwise(words[0].text, c)]
@@ -382,7 +392,7 @@ class CandidateChooser:
             live = [c for c in live if not self._unpaired(text, r.start, r.end, c)]
             _refuse(ch, "the collection never says it beside its neighbour", before - len(live))
         live.sort(key=lambda c: -c.meaning)
-        return ch, live[:MAX_SCORED], len(words)
+        return live[:MAX_SCORED]
 
     def _linked(
         self,

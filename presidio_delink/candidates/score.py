@@ -61,7 +61,7 @@ def contexts(text: str, start: int, end: int) -> tuple[str, str]:
 
 
 class LMScorer:
-    """Log-probability of candidates in context, one pass per run (module docstring).
+    """Log-probability of candidates in context, many runs per pass (module docstring).
 
     Args:
         gguf_path: a GGUF the engine runs; None means the packaged SmolLM2.

@@ -155,16 +155,28 @@ class Tagger:
     ) -> list[bool]:
         """For each candidate replacing ``text[start:end]`` (whose words are tagged
         ``orig`` in context), whether its head keeps the form of the run's head."""
-        if not orig:
-            return [False] * len(cands)
-        a, b = window(text, start, end)
-        head = orig[head_index(orig)]
-        texts = [text[a:start] + c + text[end:b] for c in cands]
+        return self.form_kept_many(text, [(start, end, orig, cands)])[0]
+
+    def form_kept_many(
+        self, text: str, asks: Sequence[tuple[int, int, Sequence[str], Sequence[str]]]
+    ) -> list[list[bool]]:
+        """:meth:`form_kept` of each ``(start, end, orig, cands)`` of ``text``, every
+        candidate's window tagged in one batch."""
+        texts, where = [], []
+        for start, end, orig, cands in asks:
+            a, b = window(text, start, end)
+            texts += [text[a:start] + c + text[end:b] for c in cands]
+            where.append((start - a, orig))
+        tagged = iter(self.tags(texts))
         out = []
-        for c, toks in zip(cands, self.tags(texts), strict=True):
-            lo, hi = start - a, start - a + len(c)
-            inside = [tag for s, e, tag in toks if s < hi and e > lo]
-            out.append(bool(inside) and same_form(head, inside[head_index(inside)]))
+        for (lo, orig), (_s, _e, _o, cands) in zip(where, asks, strict=True):
+            kept = []
+            for c in cands:
+                toks = next(tagged)
+                inside = [tag for s, e, tag in toks if s < lo + len(c) and e > lo]
+                kept.append(bool(orig) and bool(inside)
+                            and same_form(orig[head_index(orig)], inside[head_index(inside)]))
+            out.append(kept)
         return out
 
 
