@@ -197,6 +197,12 @@ def test_tagger_refuses_a_changed_form(tagger: Tagger) -> None:
          "investigations", None),
         ("Each bag held 0.5 grams of powder.", "5 grams", "7 grams", None),
         ("Yesterday the police arrested him.", "arrested", "detention", "changes the word form"),
+        # the article before the run takes the replacement
+        ("He lodged an application with the Court.", "application", "request",
+         "its article would not fit the next word"),
+        ("He lodged an application with the Court.", "application", "appeal", None),
+        ("He lodged a request with the Court.", "request", "application",
+         "its article would not fit the next word"),
     ],
 )
 def test_form_check_keeps_the_words_that_join_a_run_to_its_sentence(
@@ -208,9 +214,9 @@ def test_form_check_keeps_the_words_that_join_a_run_to_its_sentence(
 
 @needs_spacy_model
 def test_a_candidate_that_still_links_is_refused(tagger: Tagger) -> None:
-    text = "Yesterday the police arrested him near the station."
-    a = text.index("arrested")
-    r = Run(a, a + len("arrested"), 1)
+    text = "Yesterday the police apprehended him near the station."
+    a = text.index("apprehended")
+    r = Run(a, a + len("apprehended"), 1)
     chooser = CandidateChooser(
         wordnet=FixedLexicon(["seized", "detained"]),  # type: ignore[arg-type]
         scorer=FlatScorer(),  # type: ignore[arg-type]
@@ -228,9 +234,9 @@ def test_a_candidate_that_still_links_is_refused(tagger: Tagger) -> None:
 
 @needs_spacy_model
 def test_the_loop_checks_refuse_before_scoring(tagger: Tagger) -> None:
-    text = "Yesterday the police arrested him near the station."
-    a = text.index("arrested")
-    r = Run(a, a + len("arrested"), 1)
+    text = "Yesterday the police apprehended him near the station."
+    a = text.index("apprehended")
+    r = Run(a, a + len("apprehended"), 1)
     scorer = FlatScorer()
     chooser = CandidateChooser(
         wordnet=FixedLexicon(["nabbed", "held"]),  # type: ignore[arg-type]
@@ -821,3 +827,79 @@ def test_a_candidate_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger) ->
     assert chooser.proposable(text, [(r.start, r.end)]) == [True]
     chooser.wordnet = FixedLexicon(["help"])  # type: ignore[assignment]
     assert chooser.proposable(text, [(r.start, r.end)]) == [False]
+
+
+# -- the legal register ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("word", "tag", "stand_ins"),
+    [
+        ("dismissed", "VBD", ["rejected"]),  # WordNet's senses of "dismiss" have no "reject"
+        ("Quashed", "VBN", ["Annulled", "Overturned"]),  # inflected and cased
+        ("judgments", "NNS", ["rulings"]),
+        ("offences", "NNS", ["crimes"]),
+        ("pension", "NN", ["benefit"]),
+        ("alleged", "VBD", ["claimed"]),
+        ("alleged", "JJ", []),  # "the alleged violation": another word before a noun
+        ("alleged", "VBN", []),
+        ("cases", "NNS", []),  # "in some cases" is not "in some matters"
+        ("held", "VBD", []),  # "held that" / "held in custody": not listed
+        ("applicant", "NN", []),
+    ],
+)
+def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
+    word: str, tag: str, stand_ins: list[str]
+) -> None:
+    from presidio_delink.candidates.register import register_candidates
+
+    assert register_candidates(word, tag) == stand_ins
+
+
+def test_the_legal_register_gives_no_stand_in_for_a_name() -> None:
+    from presidio_delink.candidates.propose import register
+    from presidio_delink.candidates.register import RELATION
+
+    assert register(Word("Verdict", 0, 7, "NNP")) == []
+    (c,) = register(Word("verdict", 0, 7, "NN"))
+    assert (c.text, c.source, c.relation, c.meaning) == ("ruling", "lexicon", RELATION, 1.0)
+
+
+@needs_spacy_model
+def test_a_register_word_comes_first_and_is_not_judged_by_company(tagger: Tagger) -> None:
+    text = "Yesterday the court dismissed the appeal of the company."
+    a = text.index("dismissed")
+    r = Run(a, a + len("dismissed"), 1)
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon(["discharged", "rejected"]),  # type: ignore[arg-type]
+        scorer=FlatScorer(),  # type: ignore[arg-type]
+        tagger=tagger,
+    )
+    # the collection's company would refuse every word, WordNet's and the register's alike
+    chooser.neighbours = FixedNeighbours({"discharged": 0.0, "rejected": 0.0})  # type: ignore[assignment]
+    ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
+    assert ch.text == "rejected" and ch.source == "lexicon"
+    # proposed once (the register's), WordNet's copy dropped; WordNet's other word refused
+    assert ch.proposed == 2
+    assert ch.refused == {"the collection uses it for something else": 1}
+    assert chooser.proposable(text, [(r.start, r.end)]) == [True]
+    chooser.wordnet = FixedLexicon([])  # type: ignore[assignment]
+    assert chooser.proposable(text, [(r.start, r.end)]) == [True]  # the register's word
+
+
+@needs_spacy_model
+def test_a_register_word_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger) -> None:
+    docs = [(f"d{i}", f"It was a criminal offence in case {i}. Crime fell.") for i in range(4)]
+    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
+    text = "The applicant was charged with a criminal offence in the town."
+    a = text.index("offence")
+    r = Run(a, a + len("offence"), 1)
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon([]),  # type: ignore[arg-type]
+        scorer=FlatScorer(),  # type: ignore[arg-type]
+        tagger=tagger,
+        index=index,
+    )
+    chooser.neighbours = None
+    ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
+    # "criminal offence" is said in 4 documents, "criminal crime" in none
+    assert ch.text is None
+    assert ch.refused == {"the collection never says it beside its neighbour": 1}

@@ -49,8 +49,10 @@ from presidio_delink.candidates.propose import (
     Word,
     collection_fillers,
     lexicon_candidates,
+    register,
     swaps,
 )
+from presidio_delink.candidates.register import RELATION
 from presidio_delink.candidates.score import (
     FLOOR,
     MARGIN,
@@ -334,7 +336,7 @@ class CandidateChooser:
         :meth:`proposable`."""
         if in_name(text, w.start):
             return False
-        lex = lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
+        lex = register(w) + lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
         for c in self._by_sense(w.text, lex)[:MAX_CANDIDATES]:
             if known is not None and unknown_word(c.text, text, known) is not None:
                 continue
@@ -467,8 +469,8 @@ class CandidateChooser:
         documents of the collection, and in at least :data:`PAIRING` of those of the
         rarer of the two, and the candidate is never said with that word (``legal aid``
         -> ``legal help``, ``reasonable time`` -> ``fair time``, ``oral hearing`` ->
-        ``oral proceeding``)."""
-        if c.relation not in LEXICAL or " " in c.text:
+        ``oral proceeding``).  The legal register's words too (:mod:`.register`)."""
+        if (c.relation not in LEXICAL and c.relation != RELATION) or " " in c.text:
             return False
         word = text[start:end]
         left = _LEFT_WORD.search(text, max(0, start - 40), start)
@@ -542,6 +544,10 @@ class CandidateChooser:
         ]
         named = [w for w in words if in_name(text, w.start)]
         lex = [] if named else lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
+        if len(words) == 1 and not named:
+            legal = register(words[0])
+            said = {c.text for c in legal}
+            lex = legal + [c for c in lex if c.text not in said]
         if len(words) == 1:
             lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)

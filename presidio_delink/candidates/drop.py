@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from presidio_delink.candidates.propose import TITLES
+from presidio_delink.candidates.verify import article_for
 
 __all__ = [
     "DROP_ADVERBS", "DROP_MARGIN", "KEEP_ADJECTIVES", "KEEP_NOUNS", "RANKS", "droppable",
@@ -132,7 +133,7 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
     if not ok:
         return "not a modifier that can be left out"
     article = text[pa:pb].casefold()
-    if article in ("a", "an") and article != _article(nxt):
+    if article in ("a", "an") and article != article_for(nxt):
         return "its article would not fit the next word"
     if text[pa:pb].casefold() == nxt.casefold():
         return "would double a word"
@@ -154,13 +155,3 @@ def _capitalised_after(text: str, toks: Sequence[tuple[int, int, str]], j: int) 
         return False
     (_a, b, _t), (na, nb, _nt) = toks[j], toks[j + 1]
     return text[b:na] == " " and text[na:nb][:1].isupper()
-
-
-def _article(word: str) -> str:
-    """``a`` or ``an`` before ``word``, by its first letters (an approximation)."""
-    w = word.casefold()
-    if w.startswith(("hour", "honest", "honour", "heir")):
-        return "an"
-    if w.startswith(("uni", "use", "usu", "eu", "one", "once")):
-        return "a"
-    return "an" if w[:1] in "aeiou" else "a"

@@ -18,6 +18,9 @@ specific first:
   ``was _ on`` in other documents is as often another fact (``arrested`` / ``born``) as
   the same one told otherwise; only a determiner may take another determiner of its slot
   (``the`` -> ``a``);
+* ``lexicon`` too, first, for a word of :mod:`.register`'s legal thesaurus: the words
+  a judgment may say either way (``dismissed`` -> ``rejected``, ``quashed`` ->
+  ``annulled``), which WordNet's general senses miss;
 * ``lexicon`` too, for a function word WordNet leaves out: its stand-in of the same
   grammar and meaning from :data:`SWAPS` (``their`` -> ``the``, ``until`` -> ``till``,
   ``before`` -> ``prior to``).  The rest (``and``, ``of``, ``with``, pronouns) have none:
@@ -61,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from presidio_delink.candidates.lexicon import WordNet
+from presidio_delink.candidates.register import RELATION, register_candidates
 
 __all__ = [
     "HYPERNYM",
@@ -78,6 +82,7 @@ __all__ = [
     "Word",
     "collection_fillers",
     "lexicon_candidates",
+    "register",
     "spelling_variant",
     "swaps",
 ]
@@ -183,6 +188,16 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
         if " " not in c.text and "-" not in c.text and not spelling_variant(w.text, c.text)
     ]
     return sorted(out, key=lambda c: -c.meaning)
+
+
+def register(word: Word) -> list[Candidate]:
+    """The legal register's stand-ins of a one-word run's word
+    (:mod:`.register`; none for a name), prior 1, relation
+    :data:`~.register.RELATION`."""
+    if word.text[:1].isupper() and word.tag.startswith("NNP"):
+        return []
+    found = register_candidates(word.text, word.tag)
+    return [Candidate(t, "lexicon", 1.0, RELATION) for t in found]
 
 
 def spelling_variant(a: str, b: str) -> bool:

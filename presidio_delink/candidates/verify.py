@@ -194,6 +194,16 @@ _NOMINAL = frozenset(
 )
 
 
+def article_for(word: str) -> str:
+    """``a`` or ``an`` before ``word``, by its first letters (an approximation)."""
+    w = word.casefold()
+    if w.startswith(("hour", "honest", "honour", "heir")):
+        return "an"
+    if w.startswith(("uni", "use", "usu", "eu", "one", "once")):
+        return "a"
+    return "an" if w[:1] in "aeiou" else "a"
+
+
 def edge_reason(
     text: str,
     start: int,
@@ -207,7 +217,7 @@ def edge_reason(
 
     ``orig``: the tagged tokens ``(start, end, tag)`` of the run in ``text``; ``new``:
     those of the replacement in its place (their tags only are read); ``before``: the
-    token just before the run when only white space parts them.  Four edges:
+    token just before the run when only white space parts them.  Five edges:
 
     * a run that opens with a preposition keeps one: ``with a bore hole`` ->
       ``a bore hole`` is refused (``that``, ``because``... open clauses and may go);
@@ -216,7 +226,9 @@ def edge_reason(
     * after a preposition or a determiner, a run that opens with the noun phrase it
       governs opens with one still: ``in reality never`` -> ``in never`` is refused;
     * a run that starts or ends inside a tagged word (``0.5 grams``, the run ``5 grams``)
-      keeps the kind of that edge's character, digit or not: ``0.grams`` is refused.
+      keeps the kind of that edge's character, digit or not: ``0.grams`` is refused;
+    * after ``a`` or ``an``, the replacement takes that article: ``an application`` ->
+      ``an request`` is refused.
     """
     rep = replacement.strip()
     if not orig or not new or not rep:
@@ -236,6 +248,10 @@ def edge_reason(
     followed = end < len(text) and text[end].isspace()
     if last is not None and followed and _GOVERNING.get(new[-1][2]) != last:
         return f"drops the {last} its next word needs"
+    if before is not None and start > 0:
+        article = text[before[0] : before[1]].casefold()
+        if article in ("a", "an") and article != article_for(rep):
+            return "its article would not fit the next word"
     if (
         before is not None
         and before[2] in _GOVERNING

@@ -1,0 +1,193 @@
+"""A small thesaurus of the legal register: words a judgment may say either way.
+
+Why: WordNet's senses are general English.  The words a judgment uses most are often
+missing from the sense it means (``dismiss`` has no ``reject``; ``pension`` no
+one-word hypernym) or share a synset with words of another register (``judgment`` ->
+``opinion``), and the collection's company check then refuses them
+(:meth:`~.chooser.CandidateChooser._used_otherwise`).  Of the one-word runs the loop
+redacted on 28 held-in TAB train/dev texts, the most frequent content words were
+``dismissed``, ``appeal``, ``pension``, ``case``, ``proceedings``, ``judgment``,
+``ordered``, ``rejected`` and ``offence`` (``benchmarks/results/rewrite_candidates.md``,
+eighth session).
+
+Definitions. :data:`LEGAL` maps a WordNet part of speech and a lemma to the lemmas
+that may stand in for it in a court's text, in every frame where the word commonly
+occurs there: ``dismiss`` -> ``reject`` (the appeal, the complaint, the request),
+``quash`` -> ``annul``.  A pair is listed only where the stand-in keeps what the
+sentence says in those frames; a word whose frames split its meaning is left out
+(``hold``: "held that" / "held in custody"; ``claim``: "claimed that" / "claimed
+compensation"; ``release``: a prisoner / a statement).  A more general word counts
+where it names the same thing at a coarser grain (``pension`` -> ``benefit``,
+``arrest`` -> ``detain``): the generalisation the loop exists to make.  :data:`TAGS`
+limits an entry to some Penn tags (``alleged`` before a noun is an adjective:
+"the alleged violation" cannot become "the claimed violation").
+
+Each stand-in is inflected to the original's tag (:func:`~.lexicon.inflect`) and cased
+like it.  The chooser treats these candidates like WordNet's (prior 1, the most frequent
+sense), but does not judge them by the collection's company: the list is the sense
+check.  Every other check still applies: the word form in context, the words that join
+the run to the sentence, the collection's pairings (``legal aid``), the scorer, and the
+linkage of the result.
+
+Curated by hand from general legal English, not from the test documents; the licence is
+the project's.
+"""
+
+from __future__ import annotations
+
+from presidio_delink.candidates.lexicon import inflect, lemma_of, wordnet_pos
+
+__all__ = ["LEGAL", "RELATION", "TAGS", "register_candidates"]
+
+#: The relation of a stand-in to its word (:class:`~.propose.Candidate.relation`).
+RELATION = "legal register"
+
+LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
+    "v": {
+        "dismiss": ("reject",),
+        "reject": ("dismiss",),
+        "quash": ("annul", "overturn"),
+        "annul": ("quash",),
+        "overturn": ("reverse", "quash"),
+        "reverse": ("overturn",),
+        "lodge": ("file",),
+        "file": ("lodge",),
+        "institute": ("initiate", "bring"),
+        "initiate": ("institute",),
+        "order": ("direct",),
+        "reiterate": ("repeat",),
+        "acquit": ("clear",),
+        "arrest": ("detain",),
+        "detain": ("hold",),
+        "adjourn": ("postpone",),
+        "postpone": ("adjourn", "defer"),
+        "defer": ("postpone",),
+        "award": ("grant",),
+        "remit": ("return",),
+        "rule": ("decide",),
+        "inform": ("notify",),
+        "notify": ("inform",),
+        "violate": ("breach",),
+        "breach": ("violate",),
+        "infringe": ("breach",),
+        "contest": ("dispute", "challenge"),
+        "dispute": ("contest",),
+        "challenge": ("contest",),
+        "allege": ("claim",),
+        "summon": ("call",),
+        "convene": ("summon",),
+        "enforce": ("execute",),
+        "terminate": ("end",),
+        "commence": ("begin", "start"),
+        "endorse": ("approve",),
+        "instruct": ("direct",),
+    },
+    "n": {
+        "judgment": ("ruling",),
+        "ruling": ("decision",),
+        "decision": ("ruling",),
+        "verdict": ("ruling",),
+        "case": ("matter",),
+        "offence": ("crime",),
+        "offense": ("crime",),
+        "crime": ("offence",),
+        "sentence": ("penalty",),
+        "fine": ("penalty",),
+        "imprisonment": ("incarceration",),
+        "request": ("application",),
+        "petition": ("application",),
+        "complaint": ("grievance",),
+        "allegation": ("claim",),
+        "defendant": ("accused",),
+        "plaintiff": ("claimant",),
+        "claimant": ("plaintiff",),
+        "pension": ("benefit",),
+        "allowance": ("benefit",),
+        "adjournment": ("postponement",),
+        "postponement": ("adjournment",),
+        "custody": ("detention",),
+        "jurisdiction": ("competence",),
+        "breach": ("violation",),
+        "violation": ("breach",),
+        "infringement": ("breach",),
+        "lawsuit": ("action",),
+        "indictment": ("charge",),
+        "prosecutor": ("prosecution",),
+        "acquittal": ("discharge",),
+        "dwelling": ("home",),
+        "flat": ("apartment",),
+        "remuneration": ("pay",),
+        "salary": ("pay",),
+        "hospital": ("clinic",),
+        "prison": ("jail",),
+        "inmate": ("prisoner",),
+        "detainee": ("prisoner",),
+    },
+    "a": {
+        "unlawful": ("illegal",),
+        "illegal": ("unlawful",),
+        "lawful": ("legal",),
+        "criminal": ("penal",),
+        "pecuniary": ("financial",),
+        "former": ("previous",),
+        "previous": ("earlier",),
+        "prior": ("previous",),
+        "earlier": ("previous",),
+        "subsequent": ("later",),
+        "relevant": ("pertinent",),
+        "unfounded": ("baseless",),
+        "groundless": ("unfounded",),
+        "lengthy": ("long",),
+        "sufficient": ("adequate",),
+        "insufficient": ("inadequate",),
+        "inadequate": ("insufficient",),
+    },
+    "r": {
+        "subsequently": ("later", "afterwards"),
+        "thereafter": ("afterwards",),
+        "afterwards": ("later",),
+        "nevertheless": ("nonetheless",),
+        "nonetheless": ("nevertheless",),
+        "furthermore": ("moreover",),
+        "moreover": ("furthermore",),
+        "previously": ("earlier",),
+        "initially": ("at first",),
+    },
+}
+"""Stand-ins by WordNet part of speech and lemma (module docstring)."""
+
+#: Entries limited to some Penn tags: ``alleged`` and ``fined`` before a noun, a
+#: verb's past participle used as an adjective, would read as another word.
+TAGS: dict[tuple[str, str], frozenset[str]] = {
+    ("v", "allege"): frozenset({"VBD", "VBZ", "VBP", "VB"}),
+    ("v", "rule"): frozenset({"VBD", "VBZ"}),
+    ("v", "order"): frozenset({"VBD", "VBZ", "VBP", "VB", "VBG"}),
+    ("v", "remit"): frozenset({"VBD", "VBN"}),
+    ("v", "terminate"): frozenset({"VBD", "VBZ", "VBP", "VB", "VBG"}),
+    ("a", "criminal"): frozenset({"JJ"}),
+    ("a", "former"): frozenset({"JJ"}),
+    ("n", "case"): frozenset({"NN"}),
+    ("n", "fine"): frozenset({"NN", "NNS"}),
+    ("n", "flat"): frozenset({"NN", "NNS"}),
+}
+
+
+def register_candidates(text: str, tag: str) -> list[str]:
+    """The stand-ins of the word ``text`` tagged ``tag`` (module docstring), inflected and
+    cased like it; none for a name (an upper-case word tagged ``NNP``) or a word not in
+    :data:`LEGAL`."""
+    pos = wordnet_pos(tag)
+    if pos is None:
+        return []
+    lemma = lemma_of(text, pos) if pos in ("n", "v") else text.lower()
+    table = LEGAL.get(pos, {})
+    allowed = TAGS.get((pos, lemma))
+    if lemma not in table or (allowed is not None and tag not in allowed):
+        return []
+    out: list[str] = []
+    for stand_in in table[lemma]:
+        form = stand_in if " " in stand_in and pos == "r" else inflect(stand_in, tag)
+        if form is None or form.lower() == text.lower() or form in out:
+            continue
+        out.append(form[:1].upper() + form[1:] if text[:1].isupper() else form)
+    return out
