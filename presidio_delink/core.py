@@ -130,7 +130,7 @@ class DelinkLoop(Rewriting):
             settings,
             fluency=fluency,
             ner=ner,
-            known_word=lambda w: index.df(w) > 0,
+            known_word=self._known_word,
         )
         self.index = index
         self.monitor = monitor
@@ -142,6 +142,21 @@ class DelinkLoop(Rewriting):
     max_n = Setting[int | None]()
     passes = Setting[int]()
     protect = Setting[str | None]()
+
+    def _known_word(self, word: str) -> bool:
+        """Whether a rewrite may use ``word``: the collection uses it, or, under the
+        candidate modes, it is a form of one of the legal register's stand-ins
+        (:func:`~presidio_delink.candidates.register.is_stand_in`: ``rejected``,
+        ``rulings``).  A word the collection never uses cannot link a phrase either way;
+        the check keeps out invented and archaic words (``appliers``, ``connexion``), but
+        a small collection's vocabulary is no measure of the register's common words."""
+        if self.index.df(word) > 0:
+            return True
+        if self.chooser is None:
+            return False
+        from presidio_delink.candidates.register import is_stand_in
+
+        return is_stand_in(word)
 
     def check(self, text: str) -> LinkageReport:
         """The linkage report of ``text`` at this loop's ``k``, arity and ``max_n``."""

@@ -690,8 +690,9 @@ def test_the_choices_example_counts_as_an_example_only_where_it_is_shown() -> No
 @needs_spacy_model
 def test_proposable_is_the_first_step_of_choosing(tagger: Tagger) -> None:
     """The protections' cheap estimate: a content word with a lexicon word and a number
-    with a generalisation are proposable; function words, a name's last word and a
-    word inside a fixed expression are not; a span that is not one tagged word is not."""
+    with a generalisation are proposable; function words, a name's last word, a word
+    inside a fixed expression and one the legal register lists without a stand-in
+    (``appeal``) are not; a span that is not one tagged word is not."""
     ch = CandidateChooser(scorer=FlatScorer(), tagger=tagger)  # type: ignore[arg-type]
     text = ("The applicant lodged an appeal with the Izmir Court on 12 May 1999, but it was "
             "dismissed in the light of the facts.")
@@ -699,14 +700,15 @@ def test_proposable_is_the_first_step_of_choosing(tagger: Tagger) -> None:
     spans = [(text.index(w), text.index(w) + len(w)) for w in words]
     spans.append((text.index("lodged"), text.index("lodged") + 9))  # "lodged an"
     got = dict(zip(words + ["two words"], ch.proposable(text, spans), strict=True))
-    assert got == {"applicant": True, "appeal": True, "12": True, "dismissed": True,
+    assert got == {"applicant": True, "appeal": False, "12": True, "dismissed": True,
                    "The": False, "with": False, "Court": False, "light": False,
                    "two words": False}
     # what it passes, choose() gets candidates for; what it refuses gets none
-    r = Run(spans[1][0], spans[1][1], 1)
+    r = Run(spans[3][0], spans[3][1], 1)
     assert ch.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)].proposed > 0
-    r = Run(spans[5][0], spans[5][1], 1)
-    assert ch.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)].proposed == 0
+    for i in (1, 5):
+        r = Run(spans[i][0], spans[i][1], 1)
+        assert ch.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)].proposed == 0
 
 
 def test_prepositional_participles_take_prepositions_and_too_is_never_proposed() -> None:
@@ -864,7 +866,7 @@ def test_the_legal_register_gives_no_stand_in_for_a_name() -> None:
 
 
 @needs_spacy_model
-def test_a_register_word_comes_first_and_is_not_judged_by_company(tagger: Tagger) -> None:
+def test_a_register_word_replaces_wordnets_and_is_not_judged_by_company(tagger: Tagger) -> None:
     text = "Yesterday the court dismissed the appeal of the company."
     a = text.index("dismissed")
     r = Run(a, a + len("dismissed"), 1)
@@ -877,12 +879,44 @@ def test_a_register_word_comes_first_and_is_not_judged_by_company(tagger: Tagger
     chooser.neighbours = FixedNeighbours({"discharged": 0.0, "rejected": 0.0})  # type: ignore[assignment]
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
     assert ch.text == "rejected" and ch.source == "lexicon"
-    # proposed once (the register's), WordNet's copy dropped; WordNet's other word refused
-    assert ch.proposed == 2
-    assert ch.refused == {"the collection uses it for something else": 1}
-    assert chooser.proposable(text, [(r.start, r.end)]) == [True]
+    # the register lists "dismiss": its word only, WordNet's ("discharged") not proposed
+    assert ch.proposed == 1 and ch.refused == {}
     chooser.wordnet = FixedLexicon([])  # type: ignore[assignment]
     assert chooser.proposable(text, [(r.start, r.end)]) == [True]  # the register's word
+
+
+@needs_spacy_model
+def test_a_word_the_register_lists_without_a_stand_in_gets_no_lexicon_word(
+    tagger: Tagger,
+) -> None:
+    text = "Yesterday the trial of the company began in the town."
+    a = text.index("trial")
+    r = Run(a, a + len("trial"), 1)
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon(["test", "run"]),  # type: ignore[arg-type]
+        scorer=FlatScorer(),  # type: ignore[arg-type]
+        tagger=tagger,
+    )
+    chooser.neighbours = None
+    ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
+    assert ch.text is None and ch.proposed == 0  # "trial" -> "test" reads another sense
+    assert chooser.proposable(text, [(r.start, r.end)]) == [False]
+
+
+@needs_spacy_model
+def test_a_lexicon_word_takes_the_article_before_it(tagger: Tagger) -> None:
+    text = "He said that it was not a clock on the wall."
+    a = text.index("clock")
+    r = Run(a, a + len("clock"), 1)
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon(["instrument", "timepiece"]),  # type: ignore[arg-type]
+        scorer=FlatScorer(),  # type: ignore[arg-type]
+        tagger=tagger,
+    )
+    chooser.neighbours = None
+    ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
+    assert ch.text == "timepiece"  # "a instrument" is refused
+    assert ch.refused == {"its article would not fit the next word": 1}
 
 
 @needs_spacy_model
@@ -903,3 +937,28 @@ def test_a_register_word_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger
     # "criminal offence" is said in 4 documents, "criminal crime" in none
     assert ch.text is None
     assert ch.refused == {"the collection never says it beside its neighbour": 1}
+
+
+@needs_spacy_model
+def test_a_function_word_is_no_partner(tmp_path: Path, tagger: Tagger) -> None:
+    from presidio_delink.candidates.propose import Candidate
+
+    docs = [(f"d{i}", f"The applicants left in case {i}.") for i in range(4)]
+    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon([]), scorer=FlatScorer(), tagger=tagger, index=index,  # type: ignore[arg-type]
+    )
+    text = "Later the applicants sold the house."
+    a = text.index("applicants")
+    c = Candidate("persons", "lexicon", 1.0, "synonym")
+    # "the applicants" is said in 4 documents, "the persons" in none: "the" pairs with anything
+    assert not chooser._unpaired(text, a, a + len("applicants"), c)  # noqa: SLF001
+
+
+def test_a_register_word_is_known_whatever_the_collection(index: NgramIndex) -> None:
+    d = Delinker(index, k=2, arity=1, rewriter=None, rewrite="candidates")
+    assert d._known_word("police")  # noqa: SLF001 - the collection's
+    assert d._known_word("rejected") and d._known_word("Rulings")  # noqa: SLF001 - the register's
+    assert not d._known_word("prayer")  # noqa: SLF001 - WordNet's alone is not enough
+    plain = Delinker(index, k=2, arity=1, rewriter=None, rewrite="generate")
+    assert not plain._known_word("rejected")  # noqa: SLF001 - no candidates, no register

@@ -52,7 +52,7 @@ from presidio_delink.candidates.propose import (
     register,
     swaps,
 )
-from presidio_delink.candidates.register import RELATION
+from presidio_delink.candidates.register import RELATION, listed
 from presidio_delink.candidates.score import (
     FLOOR,
     MARGIN,
@@ -61,8 +61,8 @@ from presidio_delink.candidates.score import (
     LMScorer,
     contexts,
 )
-from presidio_delink.candidates.verify import FormCheck, Tagger
-from presidio_delink.edits import Run, dropped
+from presidio_delink.candidates.verify import FormCheck, Tagger, article_reason
+from presidio_delink.edits import FUNCTION_WORDS, Run, dropped
 from presidio_delink.generalise import generalise, place_label
 from presidio_delink.grammar import unknown_word
 
@@ -248,6 +248,9 @@ class CandidateChooser:
                 ok = next(kept)
                 _refuse(ch, "changes the word form", sum(not k for k in ok))
                 live = [c for c, k in zip(live, ok, strict=True) if k]
+                fits = [c for c in live if article_reason(text, r.start, c.text) is None]
+                _refuse(ch, "its article would not fit the next word", len(live) - len(fits))
+                live = fits
             todo[i] = (r, words, ch, self._in_company(text, r, words, ch, live))
         asks = [self._ask(text, r, live) for r, _n, _ch, live in todo if live]
         scored = iter(self.scorer.score_many(asks))
@@ -336,7 +339,10 @@ class CandidateChooser:
         :meth:`proposable`."""
         if in_name(text, w.start):
             return False
-        lex = register(w) + lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
+        if listed(w.text, w.tag):
+            lex = register(w)
+        else:
+            lex = lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
         for c in self._by_sense(w.text, lex)[:MAX_CANDIDATES]:
             if known is not None and unknown_word(c.text, text, known) is not None:
                 continue
@@ -469,7 +475,9 @@ class CandidateChooser:
         documents of the collection, and in at least :data:`PAIRING` of those of the
         rarer of the two, and the candidate is never said with that word (``legal aid``
         -> ``legal help``, ``reasonable time`` -> ``fair time``, ``oral hearing`` ->
-        ``oral proceeding``).  The legal register's words too (:mod:`.register`)."""
+        ``oral proceeding``).  The legal register's words too (:mod:`.register`).  A
+        function word is no partner (``the applicants`` -> ``the individuals`` tells only
+        whether a small collection happens to say the candidate)."""
         if (c.relation not in LEXICAL and c.relation != RELATION) or " " in c.text:
             return False
         word = text[start:end]
@@ -483,6 +491,8 @@ class CandidateChooser:
             n = right.group(1)
             sides.append((n, f"{word} {n}", f"{c.text} {n}"))
         for other, said, instead in sides:
+            if other.lower() in FUNCTION_WORDS:
+                continue
             together = self._df(said)
             if together < PAIRED or self._df(instead) != 0:
                 continue
@@ -544,10 +554,8 @@ class CandidateChooser:
         ]
         named = [w for w in words if in_name(text, w.start)]
         lex = [] if named else lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
-        if len(words) == 1 and not named:
-            legal = register(words[0])
-            said = {c.text for c in legal}
-            lex = legal + [c for c in lex if c.text not in said]
+        if len(words) == 1 and not named and listed(words[0].text, words[0].tag):
+            lex = register(words[0])  # the register's word: WordNet's are not proposed
         if len(words) == 1:
             lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)

@@ -32,6 +32,8 @@ __all__ = [
     "SAME_FORM",
     "WINDOW",
     "FormCheck",
+    "article_for",
+    "article_reason",
     "Pipeline",
     "Tagger",
     "edge_reason",
@@ -204,6 +206,21 @@ def article_for(word: str) -> str:
     return "an" if w[:1] in "aeiou" else "a"
 
 
+_ARTICLE = re.compile(r"(?<![\w'’])(an?)[ \t]+$", re.IGNORECASE)
+
+
+def article_reason(text: str, start: int, replacement: str) -> str | None:
+    """``"its article would not fit the next word"`` where ``a`` or ``an`` stands just
+    before ``start`` and ``replacement`` takes the other (``an application`` -> ``an
+    request``), else None."""
+    m = _ARTICLE.search(text, max(0, start - 8), start)
+    if m is None or not replacement.strip():
+        return None
+    if m.group(1).casefold() != article_for(replacement.strip()):
+        return "its article would not fit the next word"
+    return None
+
+
 def edge_reason(
     text: str,
     start: int,
@@ -248,10 +265,8 @@ def edge_reason(
     followed = end < len(text) and text[end].isspace()
     if last is not None and followed and _GOVERNING.get(new[-1][2]) != last:
         return f"drops the {last} its next word needs"
-    if before is not None and start > 0:
-        article = text[before[0] : before[1]].casefold()
-        if article in ("a", "an") and article != article_for(rep):
-            return "its article would not fit the next word"
+    if article_reason(text, start, rep) is not None:
+        return article_reason(text, start, rep)
     if (
         before is not None
         and before[2] in _GOVERNING
