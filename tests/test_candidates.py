@@ -832,6 +832,22 @@ def test_a_candidate_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger) ->
 
 
 # -- the legal register ---------------------------------------------------------------------
+def _one_word(
+    tagger: Tagger, text: str, word: str, lexicon: list[str], index: NgramIndex | None = None
+) -> tuple[CandidateChooser, Run]:
+    """A chooser proposing ``lexicon`` (and the register's words), scoring all alike,
+    with no company check, and the run of ``word`` in ``text``."""
+    chooser = CandidateChooser(
+        wordnet=FixedLexicon(lexicon),  # type: ignore[arg-type]
+        scorer=FlatScorer(),  # type: ignore[arg-type]
+        tagger=tagger,
+        index=index,
+    )
+    chooser.neighbours = None
+    a = text.index(word)
+    return chooser, Run(a, a + len(word), 1)
+
+
 @pytest.mark.parametrize(
     ("word", "tag", "stand_ins"),
     [
@@ -868,13 +884,7 @@ def test_the_legal_register_gives_no_stand_in_for_a_name() -> None:
 @needs_spacy_model
 def test_a_register_word_replaces_wordnets_and_is_not_judged_by_company(tagger: Tagger) -> None:
     text = "Yesterday the court dismissed the appeal of the company."
-    a = text.index("dismissed")
-    r = Run(a, a + len("dismissed"), 1)
-    chooser = CandidateChooser(
-        wordnet=FixedLexicon(["discharged", "rejected"]),  # type: ignore[arg-type]
-        scorer=FlatScorer(),  # type: ignore[arg-type]
-        tagger=tagger,
-    )
+    chooser, r = _one_word(tagger, text, "dismissed", ["discharged", "rejected"])
     # the collection's company would refuse every word, WordNet's and the register's alike
     chooser.neighbours = FixedNeighbours({"discharged": 0.0, "rejected": 0.0})  # type: ignore[assignment]
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
@@ -890,14 +900,7 @@ def test_a_word_the_register_lists_without_a_stand_in_gets_no_lexicon_word(
     tagger: Tagger,
 ) -> None:
     text = "Yesterday the trial of the company began in the town."
-    a = text.index("trial")
-    r = Run(a, a + len("trial"), 1)
-    chooser = CandidateChooser(
-        wordnet=FixedLexicon(["test", "run"]),  # type: ignore[arg-type]
-        scorer=FlatScorer(),  # type: ignore[arg-type]
-        tagger=tagger,
-    )
-    chooser.neighbours = None
+    chooser, r = _one_word(tagger, text, "trial", ["test", "run"])
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
     assert ch.text is None and ch.proposed == 0  # "trial" -> "test" reads another sense
     assert chooser.proposable(text, [(r.start, r.end)]) == [False]
@@ -906,14 +909,7 @@ def test_a_word_the_register_lists_without_a_stand_in_gets_no_lexicon_word(
 @needs_spacy_model
 def test_a_lexicon_word_takes_the_article_before_it(tagger: Tagger) -> None:
     text = "He said that it was not a clock on the wall."
-    a = text.index("clock")
-    r = Run(a, a + len("clock"), 1)
-    chooser = CandidateChooser(
-        wordnet=FixedLexicon(["instrument", "timepiece"]),  # type: ignore[arg-type]
-        scorer=FlatScorer(),  # type: ignore[arg-type]
-        tagger=tagger,
-    )
-    chooser.neighbours = None
+    chooser, r = _one_word(tagger, text, "clock", ["instrument", "timepiece"])
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
     assert ch.text == "timepiece"  # "a instrument" is refused
     assert ch.refused == {"its article would not fit the next word": 1}
@@ -924,15 +920,7 @@ def test_a_register_word_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger
     docs = [(f"d{i}", f"It was a criminal offence in case {i}. Crime fell.") for i in range(4)]
     index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
     text = "The applicant was charged with a criminal offence in the town."
-    a = text.index("offence")
-    r = Run(a, a + len("offence"), 1)
-    chooser = CandidateChooser(
-        wordnet=FixedLexicon([]),  # type: ignore[arg-type]
-        scorer=FlatScorer(),  # type: ignore[arg-type]
-        tagger=tagger,
-        index=index,
-    )
-    chooser.neighbours = None
+    chooser, r = _one_word(tagger, text, "offence", [], index)
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
     # "criminal offence" is said in 4 documents, "criminal crime" in none
     assert ch.text is None
@@ -945,14 +933,11 @@ def test_a_function_word_is_no_partner(tmp_path: Path, tagger: Tagger) -> None:
 
     docs = [(f"d{i}", f"The applicants left in case {i}.") for i in range(4)]
     index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
-    chooser = CandidateChooser(
-        wordnet=FixedLexicon([]), scorer=FlatScorer(), tagger=tagger, index=index,  # type: ignore[arg-type]
-    )
     text = "Later the applicants sold the house."
-    a = text.index("applicants")
+    chooser, r = _one_word(tagger, text, "applicants", [], index)
     c = Candidate("persons", "lexicon", 1.0, "synonym")
     # "the applicants" is said in 4 documents, "the persons" in none: "the" pairs with anything
-    assert not chooser._unpaired(text, a, a + len("applicants"), c)  # noqa: SLF001
+    assert not chooser._unpaired(text, r.start, r.end, c)  # noqa: SLF001
 
 
 def test_a_register_word_is_known_whatever_the_collection(index: NgramIndex) -> None:
