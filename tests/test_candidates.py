@@ -862,6 +862,8 @@ def _one_word(
         ("cases", "NNS", []),  # "in some cases" is not "in some matters"
         ("held", "VBD", []),  # "held that" / "held in custody": not listed
         ("applicant", "NN", []),
+        ("earlier", "JJ", ["previous"]),
+        ("earlier", "JJR", []),  # no "previouser"
     ],
 )
 def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(

@@ -81,7 +81,6 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "challenge": ("contest",),
         "allege": ("claim",),
         "summon": ("call",),
-        "convene": ("summon",),
         "enforce": ("execute",),
         "terminate": ("end",),
         "commence": ("begin", "start"),
@@ -148,13 +147,10 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "infringement": ("breach",),
         "lawsuit": ("action",),
         "indictment": ("charge",),
-        "prosecutor": ("prosecution",),
-        "acquittal": ("discharge",),
         "dwelling": ("home",),
         "flat": ("apartment",),
         "remuneration": ("pay",),
         "salary": ("pay",),
-        "hospital": ("clinic",),
         "prison": ("jail",),
         "inmate": ("prisoner",),
         "detainee": ("prisoner",),
@@ -240,6 +236,9 @@ TAGS: dict[tuple[str, str], frozenset[str]] = {
     ("n", "case"): frozenset({"NN"}),
     ("n", "fine"): frozenset({"NN", "NNS"}),
     ("n", "flat"): frozenset({"NN", "NNS"}),
+    ("n", "permission"): frozenset({"NN"}),  # "permissions" are no "leaves"
+    ("n", "salary"): frozenset({"NN"}),
+    ("n", "remuneration"): frozenset({"NN"}),
 }
 
 
@@ -247,7 +246,7 @@ def _entry(text: str, tag: str) -> tuple[str, tuple[str, ...]] | None:
     """The part of speech and stand-ins of :data:`LEGAL`'s entry for ``text`` tagged
     ``tag``, where it has one for that tag."""
     pos = wordnet_pos(tag)
-    if pos is None:
+    if pos is None or tag in ("JJR", "JJS", "RBR", "RBS"):  # "earlier" is no "previouser"
         return None
     lemma = lemma_of(text, pos) if pos in ("n", "v") else text.lower()
     table = LEGAL.get(pos, {})
