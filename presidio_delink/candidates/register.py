@@ -116,6 +116,8 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "confirm": (),
         "obtain": (),
         "issue": (),
+        "detain": (),  # "detained" -> "stayed"
+        "sue": (),  # "sued" -> "actioned"
     },
     "n": {
         "judgment": ("ruling",),
@@ -188,6 +190,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "party": (),
         "motion": (),
         "area": (),  # "(areas: 120 m2)" -> "regions"
+        "impartiality": (),  # "disposition"
     },
     "a": {
         "unlawful": ("illegal",),
