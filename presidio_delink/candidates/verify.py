@@ -265,8 +265,9 @@ def edge_reason(
     followed = end < len(text) and text[end].isspace()
     if last is not None and followed and _GOVERNING.get(new[-1][2]) != last:
         return f"drops the {last} its next word needs"
-    if article_reason(text, start, rep) is not None:
-        return article_reason(text, start, rep)
+    article = article_reason(text, start, rep)
+    if article is not None:
+        return article
     if (
         before is not None
         and before[2] in _GOVERNING
