@@ -152,7 +152,7 @@ class DelinkLoop(Rewriting):
         a small collection's vocabulary is no measure of the register's common words."""
         if self.index.df(word) > 0:
             return True
-        if self.chooser is None:
+        if self.settings.rewrite not in CANDIDATE_MODES:
             return False
         from presidio_delink.candidates.register import is_stand_in
 

@@ -553,9 +553,12 @@ class CandidateChooser:
             for g in (self._typed(text, r.start, r.end, label) if typed else [])
         ]
         named = [w for w in words if in_name(text, w.start)]
-        lex = [] if named else lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
-        if len(words) == 1 and not named and listed(words[0].text, words[0].tag):
+        if named:
+            lex = []
+        elif len(words) == 1 and listed(words[0].text, words[0].tag):
             lex = register(words[0])  # the register's word: WordNet's are not proposed
+        else:
+            lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
         if len(words) == 1:
             lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)

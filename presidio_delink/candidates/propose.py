@@ -191,11 +191,9 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
 
 
 def register(word: Word) -> list[Candidate]:
-    """The legal register's stand-ins of a one-word run's word
-    (:mod:`.register`; none for a name), prior 1, relation
+    """The legal register's stand-ins of a one-word run's word (:mod:`.register`; none
+    for a name, whose tag has no WordNet part of speech), prior 1, relation
     :data:`~.register.RELATION`."""
-    if word.text[:1].isupper() and word.tag.startswith("NNP"):
-        return []
     found = register_candidates(word.text, word.tag)
     return [Candidate(t, "lexicon", 1.0, RELATION) for t in found]
 

@@ -228,19 +228,16 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
 }
 """Stand-ins by WordNet part of speech and lemma (module docstring)."""
 
-#: Entries limited to some Penn tags: ``alleged`` and ``fined`` before a noun, a
-#: verb's past participle used as an adjective, would read as another word.
+#: Entries limited to some Penn tags: ``alleged`` before a noun, a verb's past participle
+#: used as an adjective, would read as another word.  (An adjective's entry applies to
+#: ``JJ`` alone and an adverb's to ``RB``: :func:`_entry`.)
 TAGS: dict[tuple[str, str], frozenset[str]] = {
     ("v", "allege"): frozenset({"VBD", "VBZ", "VBP", "VB"}),
     ("v", "rule"): frozenset({"VBD", "VBZ"}),
     ("v", "order"): frozenset({"VBD", "VBZ", "VBP", "VB", "VBG"}),
     ("v", "remit"): frozenset({"VBD", "VBN"}),
     ("v", "terminate"): frozenset({"VBD", "VBZ", "VBP", "VB", "VBG"}),
-    ("a", "criminal"): frozenset({"JJ"}),
-    ("a", "former"): frozenset({"JJ"}),
     ("n", "case"): frozenset({"NN"}),
-    ("n", "fine"): frozenset({"NN", "NNS"}),
-    ("n", "flat"): frozenset({"NN", "NNS"}),
     ("n", "permission"): frozenset({"NN"}),  # "permissions" are no "leaves"
     ("n", "salary"): frozenset({"NN"}),
     ("n", "remuneration"): frozenset({"NN"}),
