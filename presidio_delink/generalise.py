@@ -69,7 +69,14 @@ _ORDINALS = _split(
 _NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?")
 _ORDINAL_RE = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+\.?|[£$€¥§])\s*$")
-_WORD_AFTER = re.compile(r"^\s*([^\W\d_]+|%)")
+_WORD_AFTER = re.compile(r"^\s*([^\W\d_]+|%|§)")
+_LISTED_REFERENCE = re.compile(
+    r"\b(?:" + "|".join(re.escape(w.rstrip(".")) for w in sorted(_REFERENCE) if w[0].isalpha())
+    + r")\.?\s+\d[\d§().,\s]*(?:,|\band|\bor|\bto)\s*$",
+    re.IGNORECASE,
+)
+"""A number further along a list of references (``sections 103 § 2 and 134``,
+``Articles 5, 6 and 13``): a reference like the list's first."""
 
 _TYPED = {
     # a place of unknown kind: a village called a city is a changed fact ("Lapithos, a
@@ -191,8 +198,10 @@ def _noun_follows(after: str) -> bool:
     return bool(after) and after[:1].islower() and after.casefold() not in FUNCTION_WORDS
 
 
-def _number(span: str, before: str, after: str) -> list[str]:
-    if before.rstrip(".") in _REFERENCE or before in _REFERENCE or after == "%":
+def _number(span: str, before: str, after: str, listed: bool = False) -> list[str]:
+    if before.rstrip(".") in _REFERENCE or before in _REFERENCE or after in ("%", "§"):
+        return []
+    if listed:
         return []
     raw = span.replace(",", "")
     value = float(raw)
@@ -250,7 +259,8 @@ def generalise(
     if _NUMBER_RE.fullmatch(span):
         if _glued(text, start, end):
             return []  # a piece of a code or reference: "43186/98", "no. 2-113"
-        return _number(span, before, after)
+        listed = bool(_LISTED_REFERENCE.search(text[max(0, start - 60) : start]))
+        return _number(span, before, after, listed)
     if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
         if after.casefold() in _MONTHS or before in _MONTHS:
             return ["a day in"] if after.casefold() in _MONTHS else []

@@ -60,6 +60,13 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("under Article 146 of the Criminal Code", "146", None, []),
         ("Rule 39 of the Rules of Court", "39", None, []),
         ("section 3 of the Act", "3", None, []),
+        # a reference further along a list of them, or one a paragraph sign follows
+        ("under sections 103 § 2 and 134 § 1 of the Act", "134", None, []),
+        ("Articles 5, 6 and 13 of the Convention", "13", None, []),
+        ("Articles 5, 6 and 13 of the Convention", "6", None, []),
+        ("in breach of 12 § 3", "12", None, []),
+        ("sections 3 and 4 witnesses", "4", None, []),
+        ("heard 3 witnesses and 40 experts", "40", None, ["dozens of"]),
         ("15 % of the votes", "15", None, []),
         ("the 1996 Act", "1996", None, []),
         ("March 12 was", "12", None, []),
