@@ -88,6 +88,14 @@ AVOID_COST = 6
 #: rewrote 21.7 % of the changed words against 20.5 % for 3, for 3 % more CPU; 10 found
 #: no plan 6 did not (on 7 test documents, read only to check).
 PLAN_ROUNDS = 6
+#: A trading plan (:meth:`DelinkLoop.settled_plan`) weighs a token at ``TRADE_UNIT``
+#: plus its own cost, and an avoided one :data:`TRADE_AVOID_COST` more: it changes more
+#: words where that spares a redaction.
+TRADE_UNIT = 10
+TRADE_AVOID_COST = 25
+#: How many rewritten words one redacted word is worth when plans of different sizes
+#: are compared (:meth:`DelinkLoop.settled_plan`).
+REDACTION_WORTH = 3
 
 
 class DelinkLoop(Rewriting):
@@ -172,7 +180,12 @@ class DelinkLoop(Rewriting):
         return any(s < end - a and e > start - a for s, e, _f in rep.spans())
 
     def plan(
-        self, text: str, rep: LinkageReport, avoid: Iterable[tuple[int, int]] = ()
+        self,
+        text: str,
+        rep: LinkageReport,
+        avoid: Iterable[tuple[int, int]] = (),
+        *,
+        trade: bool = False,
     ) -> tuple[list[Run], int]:
         """Step 1: the runs to change, and the size of the minimum stabbing set before it
         was widened to whole words.  Tokens inside an ``avoid`` span (runs nothing but a
@@ -191,8 +204,8 @@ class DelinkLoop(Rewriting):
         costs = structure_costs(text, tokens)
         for a, b in avoid:
             for i in tokens_within(starts, a, b):
-                costs[i] += AVOID_COST
-        chosen = choose_tokens(ivs, tokens, costs)
+                costs[i] += TRADE_AVOID_COST if trade else AVOID_COST
+        chosen = choose_tokens(ivs, tokens, costs, unit=TRADE_UNIT if trade else None)
         optimum = len(chosen) + len(_union(bare))
         chosen = whole_words(chosen, tokens, self._words.tokens(text))
         rs = runs(chosen, segs) + [Run(a, b, 1) for a, b in _union(bare)]
@@ -290,29 +303,41 @@ class DelinkLoop(Rewriting):
         the generalisations and the candidates give them (:meth:`rewrite_runs` without
         the LLM; the chooser keeps its choices for the pass); the runs left with nothing
         are avoided by the next plan, which keeps the same number of tokens
-        (:meth:`plan`'s ``avoid``).  After at most :data:`PLAN_ROUNDS` plans, the one with
-        the fewest words left to the LLM or a redaction is returned.  The rewrite itself
+        (:meth:`plan`'s ``avoid``).  Where every such plan leaves words to the LLM or a
+        redaction, up to :data:`PLAN_ROUNDS` trading plans follow: they may change more
+        words to spare one that only a redaction would replace (``police arrested
+        thieves``: ``police`` and ``thieves`` rewritten rather than ``arrested``
+        redacted).  The plan returned has the fewest words changed, each word left to the
+        LLM or a redaction counting :data:`REDACTION_WORTH` (a plan of the fewest words
+        that leaves none is always kept).  The rewrite itself
         (:meth:`run`) then validates every answer again, so this changes only which words
         change, never what is checked."""
         avoid = set(self._hopeless(text))
         best: tuple[int, list[Run], int] | None = None
         seen: set[tuple[tuple[int, int], ...]] = set()
-        for _ in range(PLAN_ROUNDS):
-            rs, optimum = self.plan(text, rep, avoid)
-            key = tuple((r.start, r.end) for r in rs)
-            if key in seen:
+        optimum = 0
+        for trade in (False, True):
+            for _ in range(PLAN_ROUNDS):
+                rs, opt = self.plan(text, rep, avoid, trade=trade)
+                optimum = optimum if trade else opt
+                key = tuple((r.start, r.end) for r in rs)
+                if key in seen:
+                    break
+                seen.add(key)
+                scratch = DelinkResult(id="", text=None, input_text=text, passes=0,
+                                       linkable_after=True)
+                answers = self.rewrite_runs(text, rs, forbidden, scratch, origins, llm=False)
+                left = [r for r in rs
+                        if answers.get((r.start, r.end), (None, None))[0] is None]
+                words_left = sum(r.n_words for r in left)
+                cost = sum(r.n_words for r in rs) + (REDACTION_WORTH - 1) * words_left
+                if best is None or cost < best[0]:
+                    best = (cost, rs, optimum)
+                if not left:
+                    break
+                avoid.update((r.start, r.end) for r in left)
+            if best is not None and best[0] == sum(r.n_words for r in best[1]):
                 break
-            seen.add(key)
-            scratch = DelinkResult(id="", text=None, input_text=text, passes=0,
-                                   linkable_after=True)
-            answers = self.rewrite_runs(text, rs, forbidden, scratch, origins, llm=False)
-            left = [r for r in rs if answers.get((r.start, r.end), (None, None))[0] is None]
-            words_left = sum(r.n_words for r in left)
-            if best is None or words_left < best[0]:
-                best = (words_left, rs, optimum)
-            if not left:
-                break
-            avoid.update((r.start, r.end) for r in left)
         assert best is not None
         return best[1], best[2]
 

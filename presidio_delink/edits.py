@@ -151,6 +151,8 @@ def choose_tokens(
     intervals: Iterable[tuple[int, int]],
     tokens: Sequence[Token],
     extra: Sequence[int] | None = None,
+    *,
+    unit: int | None = None,
 ) -> list[int]:
     """A minimum stabbing set (as :func:`stabbing_tokens`) of least :func:`word_cost`:
     among all sets of the fewest tokens hitting every interval, one that prefers content
@@ -165,7 +167,9 @@ def choose_tokens(
     minimum: O(tokens + intervals).  The answer is the best ``j`` at or after the largest
     start of all intervals.  Same count as the greedy (both optimal).  ``extra`` (per
     token) is added to each word's cost (:func:`structure_costs`); it never changes the
-    count.
+    count.  With ``unit`` (the cost of one more token), costs are summed instead: a set
+    of more tokens wins where its ``extra`` costs are lower by more than ``unit`` per
+    token, so a word dear enough is worth two cheap ones.
     """
     ivs = sorted(set(intervals), key=lambda x: (x[1], x[0]))
     if not ivs:
@@ -184,7 +188,7 @@ def choose_tokens(
     hi_all = max(hi for _, hi in tok_ivs)
     # need[j]: largest interval start among intervals ending strictly before j.
     by_end = sorted(tok_ivs, key=lambda x: x[1])
-    big = 1 << 20
+    big = 1 << 20 if unit is None else unit
     best: dict[int, int] = {}
     prev: dict[int, int] = {}
     window: collections.deque[int] = collections.deque()  # candidate i, best[i] increasing

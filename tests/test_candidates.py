@@ -549,6 +549,50 @@ def test_the_plan_moves_to_the_word_a_candidate_can_replace(
     assert res.optimum_words == 1
 
 
+class MapLexicon(OneWordLexicon):
+    """A lexicon with stand-ins for some words."""
+
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        self.table = table
+
+    def candidates(self, word: str, tag: str) -> list[LexCandidate]:
+        return [LexCandidate(w, "synonym", 0) for w in self.table.get(word.casefold(), [])]
+
+
+TRADE = [
+    ("d0", "police arrested thieves"),
+    ("d1", "police came"), ("d2", "police left"),
+    ("d3", "arrested men"), ("d4", "they arrested men"),
+    ("d5", "thieves ran"), ("d6", "thieves hid"),
+    ("d7", "officers came"), ("d8", "officers left"),
+    ("d9", "robbers ran"), ("d10", "robbers hid"),
+]
+
+
+@needs_spacy_model
+def test_the_plan_trades_a_redaction_for_two_rewrites(tmp_path: Path) -> None:
+    """``arrested`` alone breaks both phrases that link, but nothing replaces it; its
+    two neighbours both have a stand-in: two rewrites are better than one redaction."""
+    idx = NgramIndex.build(TRADE, tmp_path / "idx", max_n=2)
+    text = "police arrested thieves"
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon
+        wordnet=MapLexicon({"police": ["officers"], "thieves": ["robbers"]}),
+        scorer=FlatScorer(), index=None, k=2,
+    )
+    res = d.delink(text, "t")
+    assert not res.linkable_after and res.words_redacted == 0
+    assert res.text == "officers arrested robbers"
+    assert res.optimum_words == 1 and res.words_rewritten == 2
+    # with a stand-in for only one neighbour, the trade would still redact a word: the
+    # plan of the fewest words is kept
+    d._chooser = CandidateChooser(  # noqa: SLF001
+        wordnet=MapLexicon({"police": ["officers"]}), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(text, "t")
+    assert res.text == "police [REDACTED] thieves"
+
+
 # -- rewrite="choose": the LLM chooses among the verified candidates --------------------------
 class Choosing:
     """A fake LLM that answers each span with choices to ``pick(options)``; records what it

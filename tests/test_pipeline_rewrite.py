@@ -86,6 +86,42 @@ def test_choose_tokens_is_a_cheapest_minimum_stabbing_set(words, raw) -> None:  
     assert sum(word_cost(toks[i].word) for i in chosen) == best
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(VOCAB), min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3)), min_size=1, max_size=5),
+    st.lists(st.integers(0, 40), min_size=8, max_size=8),
+)
+def test_choose_tokens_with_a_unit_is_a_cheapest_stabbing_set(words, raw, extra) -> None:  # type: ignore[no-untyped-def]
+    """With ``unit``, the set of least summed cost, whatever its size: a dear word
+    (``extra`` 40, as an avoided one) gives way to two cheap ones."""
+    toks = _tokens(words)
+    n = len(toks)
+    ivs = {(toks[a % n].start, toks[min(n - 1, a % n + ln)].end) for a, ln in raw}
+
+    def cost(comb) -> int:  # type: ignore[no-untyped-def]
+        return sum(10 + word_cost(toks[i].word) + extra[i] for i in comb)
+
+    chosen = choose_tokens(ivs, toks, extra[:n], unit=10)
+    for a, b in ivs:
+        assert any(a <= toks[i].start and toks[i].end <= b for i in chosen)
+    best = min(
+        cost(comb)
+        for r in range(1, n + 1)
+        for comb in itertools.combinations(range(n), r)
+        if all(any(a <= toks[i].start and toks[i].end <= b for i in comb) for a, b in ivs)
+    )
+    assert cost(chosen) == best
+
+
+def test_choose_tokens_trades_a_dear_word_for_two_cheap_ones() -> None:
+    toks = _tokens(["custody", "remand", "detention"])
+    ivs = [(toks[0].start, toks[1].end), (toks[1].start, toks[2].end)]
+    assert choose_tokens(ivs, toks, [0, 25, 0]) == [1]  # the fewest words first
+    assert choose_tokens(ivs, toks, [0, 25, 0], unit=10) == [0, 2]
+    assert choose_tokens(ivs, toks, [0, 5, 0], unit=10) == [1]
+
+
 def test_choose_tokens_prefers_content_words() -> None:
     toks = _tokens(["before", "the", "Convention", "institutions"])
     span = (toks[0].start, toks[-1].end)
