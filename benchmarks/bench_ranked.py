@@ -18,6 +18,9 @@ the defence is never tuned to them): a query parser over the pasted text (Tantiv
 3-word shingle (``shingles 3``: shared, rarity-weighted and longest-run rules).  Settings
 ``all-cM`` / ``ranked-cM`` run the protection with crowd size M (``-cM-mX``: and the ranked
 protection's whole-text margin X; a ``-worst`` or ``-joint`` suffix: its whole-text cover).
+With ``--semantic``, members that rank by no term weight at all
+(``tests/semantic_adversaries.py``: TF-IDF cosine, LSA, a dense passage encoder with
+late interaction), reported beside the panel (``semantic_*`` in the JSON), not in its worst.
 
 Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
 output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of
@@ -179,6 +182,11 @@ def main() -> None:
                     help="the loop's rewrite mode (default: its choice by --llm)")
     ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
     ap.add_argument("--no-cosine", action="store_true")
+    ap.add_argument("--semantic", choices=("none", "sparse", "all"), default="none",
+                    help="held-out members that do not rank by BM25 "
+                    "(tests/semantic_adversaries.py): TF-IDF cosine and LSA (sparse), and "
+                    "a dense passage encoder (all; a few CPU minutes to encode the "
+                    "collection)")
     ap.add_argument("--limit-slow", type=int, default=None,
                     help="first N documents only for the slow settings (arity3)")
     ap.add_argument("--json", type=Path, default=None)
@@ -198,6 +206,11 @@ def main() -> None:
     ranked = ra.ranked_panel(coll, groups)
     winnow = ra.containment_panel(coll, groups)
     shingles = ra.Shingles(coll, groups, k=3)  # FindMyText-style: every 3-word shingle
+    semantic: list[object] = []
+    if a.semantic != "none":
+        import semantic_adversaries as sa
+
+        semantic = sa.semantic_panel(coll, groups, dense=a.semantic == "all", cache=work)
     print(f"adversaries built in {time.perf_counter() - t0:.1f} s", flush=True)
     embed = None
     if not a.no_cosine:
@@ -273,7 +286,7 @@ def main() -> None:
             } if inputs is None else inputs
             cos = [float(inputs[o["id"]] @ v) for o, v in zip(outs, vec, strict=True)]
             row["cosine"] = round(float(np.mean(cos)), 3)
-        for m in ranked:
+        for m in ranked + semantic:
             res = [ra.ranked_outcome(m, o["text"], ra.case_of(o["id"])) for o in outs]
             for q in ("whole", "sentence", "any_sentence"):
                 row[f"{m.name}:{q}"] = sum(r[q] for r in res)  # type: ignore[attr-defined]
@@ -291,12 +304,15 @@ def main() -> None:
         # the independent panel's worst member, as the tool's audit reads it
         row["panel_first_either"] = max(row[f"{m.name}:either"] for m in ranked)  # type: ignore[attr-defined]
         row["panel_top5_whole"] = max(row[f"{m.name}:whole_top5"] for m in ranked)  # type: ignore[attr-defined]
+        if semantic:  # held out from the panel's figures: reported beside them
+            row["semantic_first_either"] = max(row[f"{m.name}:either"] for m in semantic)  # type: ignore[attr-defined]
+            row["semantic_top5_whole"] = max(row[f"{m.name}:whole_top5"] for m in semantic)  # type: ignore[attr-defined]
         row["panel_containment_first"] = max(
             [row[f"winnow{k}:{rule}"] for k in winnow for rule in ra.RULES]
             + [row[f"shingles3:{rule}"] for rule in ra.Shingles.RULES])
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print_table(rows, [m.name for m in ranked], list(winnow), n)  # type: ignore[attr-defined]
+    print_table(rows, [m.name for m in ranked + semantic], list(winnow), n)  # type: ignore[attr-defined]
     print("load:", uptime(), flush=True)
     if a.json:
         with atomic_output(a.json) as f:

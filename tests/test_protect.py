@@ -80,6 +80,22 @@ def test_inputs_are_found_before_protection(index: NgramIndex) -> None:
         assert all(ranked_outcome(m, res.text, doc_id)["whole"] for m in others)
 
 
+def test_the_held_out_semantic_members_find_the_inputs() -> None:
+    """``tests/semantic_adversaries.py`` (TF-IDF cosine, LSA, a dense passage encoder),
+    the benchmark's members that rank by no BM25 weight, find every sample input's source:
+    their figures on protected outputs (``bench_ranked.py --semantic``) mean something."""
+    import semantic_adversaries as sa
+
+    groups = [i for i, _ in COLLECTION]
+    dense = sa.minilm_path() is not None
+    panel = sa.semantic_panel(COLLECTION, groups, dense=dense)
+    assert [m.name for m in panel][:2] == ["tfidf-cosine", "lsa-256"]
+    for m in panel:
+        for doc_id, text in INPUTS:
+            assert ranked_outcome(m, text, doc_id)["whole_top5"], (m.name, doc_id)
+        assert sum(ranked_outcome(m, t, i)["whole"] for i, t in INPUTS) >= len(INPUTS) - 1
+
+
 def test_protect_all_holds_for_the_tools_attacks(
     index: NgramIndex, protected: list[tuple[str, str, int, int]]
 ) -> None:

