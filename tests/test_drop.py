@@ -46,6 +46,9 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("into police custody today", "IN NN NN NN", 1, True),
         ("to frame grounds of appeal", "TO NN NNS IN NN", 1, False),  # a verb read as noun
         ("the contractor effecting removal", "DT NN NN NN", 1, False),  # the same
+        ("the contractor effecting removal would", "DT NN NN NN MD", 2, False),  # its verb
+        ("the contractor effecting removal would", "DT NN JJ NN MD", 2, False),
+        ("a flat without parking space", "DT NN IN NN NN", 3, True),
         ("mental health facilities were", "JJ NN NNS VBD", 1, False),  # "mental facilities"
         ("for open conditions there", "IN JJ NNS RB", 1, False),  # a term of art
         ("a sentence of life imprisonment", "DT NN IN NN NN", 3, False),

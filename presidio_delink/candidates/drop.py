@@ -130,6 +130,9 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         ok = low in DROP_ADVERBS
     else:
         ok = False
+    # an "-ing" word after a noun is a participle with its object, not a modifier of the
+    # next word ("the contractor effecting removal would be informed")
+    ok = ok and not (low.endswith("ing") and pt in _NOUNS)
     if not ok:
         return "not a modifier that can be left out"
     article = text[pa:pb].casefold()
