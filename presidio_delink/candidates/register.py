@@ -193,6 +193,12 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "motion": (),
         "area": (),  # "(areas: 120 m2)" -> "regions"
         "impartiality": (),  # "disposition"
+        # read on the 20 benchmark documents' offline outputs (ninth session): "a whole
+        # life order" -> "state", "its preliminary consideration" -> "information",
+        # "accepted the argument" -> "evidence"
+        "order": (),
+        "consideration": (),
+        "argument": ("contention",),
     },
     "a": {
         "unlawful": ("illegal",),
@@ -212,6 +218,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "sufficient": ("adequate",),
         "insufficient": ("inadequate",),
         "inadequate": ("insufficient",),
+        "last": (),  # "this last hearing" -> "past" (ninth session, benchmark documents)
     },
     "r": {
         "subsequently": ("later", "afterwards"),
