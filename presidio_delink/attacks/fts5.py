@@ -56,7 +56,8 @@ from presidio_delink.index import NgramIndex
 __all__ = [
     "ALL_MEMBERS", "CHAR_NGRAMS", "CROSS_NGRAMS", "EXTRA_MEMBERS", "MEMBERS",
     "PROTECT_MEMBERS", "PROTECT_MEMBERS_BASE", "PROTECT_MEMBERS_QTF", "STOP_WORDS", "Engine",
-    "Member", "char_grams", "cross_grams", "engine",
+    "WORD_NGRAMS", "Member", "char_grams", "cross_grams", "engine", "spanning_grams",
+    "word_grams",
 ]
 
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
@@ -90,6 +91,26 @@ CHAR_NGRAMS = {"char4": 4}
 #: one of its letters, so a gram such as ``"d th"`` carries two words in their order.
 #: Editing the word a gram starts in removes the gram.
 CROSS_NGRAMS = {"char4x": 4}
+#: Word n-gram tokenisers: each word starts the gram of it and the next ``n - 1`` words.
+WORD_NGRAMS = {"word2": 2}
+
+
+def spanning_grams(tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each word's grams under a tokenizer of :data:`CROSS_NGRAMS` or :data:`WORD_NGRAMS`:
+    the grams it starts."""
+    if tok in WORD_NGRAMS:
+        return word_grams(words, WORD_NGRAMS[tok])
+    return cross_grams(words, CROSS_NGRAMS[tok])
+
+
+def word_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    """Each word's word ``n``-gram: it and the next ``n - 1`` words (none for an empty
+    word, which is skipped, nor where fewer words follow)."""
+    live = [i for i, w in enumerate(words) if w]
+    out: list[tuple[str, ...]] = [()] * len(words)
+    for j in range(len(live) - n + 1):
+        out[live[j]] = (" ".join(words[i] for i in live[j : j + n]),)
+    return out
 
 
 def cross_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
@@ -133,6 +154,10 @@ class Member(NamedTuple):
         qtf: each term's summand counts once per occurrence in the query (a query
             parser that keeps every pasted word as a clause: repeated terms weigh more);
             False: once per distinct term (an OR query of the distinct terms).
+        model: ``"bm25"``, or ``"cosine"``: the vector space model before BM25, a
+            document's TF-IDF vector (``(1 + ln f) ln(N / n)``) divided by its length,
+            against the query's distinct terms weighted by their idf (k1, b and
+            ``idf`` unused).  Its score is a sum over the query's terms too.
     """
 
     tokenizer: str
@@ -142,12 +167,13 @@ class Member(NamedTuple):
     unit: str = "doc"
     idf: str = "fts5"
     qtf: bool = False
+    model: str = "bm25"
 
     @property
     def is_fts5(self) -> bool:
         """Whether FTS5's own ``bm25()`` computes this member (per-document, its k1/b/idf)."""
-        return self.tokenizer in _TOKENIZERS and (self.k1, self.b, self.idf, self.qtf) == (
-            _K1, _B, "fts5", False)
+        return self.tokenizer in _TOKENIZERS and (
+            self.k1, self.b, self.idf, self.qtf, self.model) == (_K1, _B, "fts5", False, "bm25")
 
 
 #: The audit's panel (``attack --method ranked``, ``delink``'s audit): FTS5's ``bm25()``
@@ -192,6 +218,11 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # character 4-grams of each word (:data:`CHAR_NGRAMS`), every occurrence counted
     "bm25-char4-qtf": Member("char4", False, _K1, _B, "doc", "lucene", True),
     "bm25-char4-k09b04-qtf": Member("char4", False, 0.9, 0.4, "doc", "lucene", True),
+    # the vector space model: TF-IDF cosine, no saturation, a length-normalised vector
+    "cosine-unicode61": Member("unicode61", False, model="cosine"),
+    "cosine-porter-stop": Member("porter", True, model="cosine"),
+    "cosine-word2": Member("word2", False, model="cosine"),
+    "bm25-word2": Member("word2", False, idf="lucene"),
 }
 
 #: Every member a panel may hold.
@@ -203,7 +234,8 @@ ALL_MEMBERS: dict[str, Member] = {**MEMBERS, **EXTRA_MEMBERS}
 #: held-in family stayed within the calibration's 5 %: ``benchmarks/README.md``).
 PROTECT_MEMBERS_BASE: tuple[str, ...] = tuple(
     m for m in ALL_MEMBERS
-    if "k09b04" not in m and not m.endswith("-qtf") and not m.startswith("bm25-char")
+    if "k09b04" not in m and not m.endswith("-qtf")
+    and not m.startswith(("bm25-char", "cosine")) and "word2" not in m
 )
 #: The same with FTS5's two query-tf readings (a query parser's: repeated terms weigh more).
 PROTECT_MEMBERS_QTF: tuple[str, ...] = (
@@ -290,7 +322,7 @@ class Engine:
             if m in self.members:
                 continue
             tok = ALL_MEMBERS[m].tokenizer
-            if tok in CROSS_NGRAMS:
+            if tok in CROSS_NGRAMS or tok in WORD_NGRAMS:
                 pass
             elif tok in CHAR_NGRAMS:
                 self.term_cache.setdefault(tok, {})
@@ -309,14 +341,14 @@ class Engine:
         spec = ALL_MEMBERS[member]
         tok, stop = spec.tokenizer, spec.stop
         term_ids: dict[str, int] = {}
-        if tok in CROSS_NGRAMS:  # a word's grams depend on the next words
+        if tok in CROSS_NGRAMS or tok in WORD_NGRAMS:  # grams depend on the next words
             bounds = np.searchsorted(doc_of, np.arange(self.n_docs + 1))
             tl: list[int] = []
             dl_: list[int] = []
             for d in range(self.n_docs):
                 ws = [self.words[i] for i in word_ids[bounds[d] : bounds[d + 1]].tolist()]
                 ids = [term_ids.setdefault(g, len(term_ids))
-                       for gs in cross_grams(ws, CROSS_NGRAMS[tok]) for g in gs]
+                       for gs in spanning_grams(tok, ws) for g in gs]
                 tl += ids
                 dl_ += [d] * len(ids)
             return self._weights(spec, term_ids, np.asarray(tl, dtype=np.int64),
@@ -361,6 +393,12 @@ class Engine:
             idf = np.log((n - df + 0.5) / (df + 0.5))
             idf[idf <= 0] = 1e-6
         f = tf.astype(np.float64)
+        if spec.model == "cosine":
+            idf = np.log(n / np.maximum(df, 1.0))
+            dw = (1.0 + np.log(f)) * idf[t_of]
+            norm = np.sqrt(np.bincount(d_of, weights=dw * dw, minlength=n))
+            w = idf[t_of] * dw / np.maximum(norm[d_of], 1e-12)
+            return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
         k1, b = spec.k1, spec.b
         w = idf[t_of] * (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl[d_of] / max(avgdl, 1e-12)))
         return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
@@ -368,8 +406,8 @@ class Engine:
     def token_terms(self, tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
         """The terms of each word of a word sequence (a text's, in order): the word's own
         terms (:meth:`terms`), or for :data:`CROSS_NGRAMS` the grams it starts."""
-        if tok in CROSS_NGRAMS:
-            return cross_grams(words, CROSS_NGRAMS[tok])
+        if tok in CROSS_NGRAMS or tok in WORD_NGRAMS:
+            return spanning_grams(tok, words)
         mapped = self.terms(tok, words)
         return [mapped[w] for w in words]
 

@@ -79,11 +79,15 @@ from presidio_delink.text import Token
 #: four calibrated members, which alone take the margin decision, and the readings that
 #: count for the source's rank only: query-tf (a query parser keeps every pasted word)
 #: at FTS5's and at Anserini's parameters, and character 4-grams, within words and across
-#: them (a fuzzy or n-gram engine).  The audit reads more than the protection decides on:
-#: what the protection edits away its own panel no longer sees.
+#: them (a fuzzy or n-gram engine); and word pairs, by BM25 and by TF-IDF cosine (an
+#: engine that indexes word bigrams, or ranks phrases: the pairs a text keeps in its
+#: source's order are evidence even where each pair is common enough to pass the phrase
+#: check).  The audit reads more than the protection decides on: what the protection
+#: edits away its own panel no longer sees.
 AUDIT_MEMBERS: tuple[str, ...] = (
     *MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf", "bm25-unicode61-k09b04-qtf",
-    "bm25-porter-stop-k09b04-qtf", "bm25-char4-qtf", "bm25-char4x-qtf",
+    "bm25-porter-stop-k09b04-qtf", "bm25-char4-qtf", "bm25-char4x-qtf", "bm25-word2",
+    "cosine-word2",
 )
 
 __all__ = [
