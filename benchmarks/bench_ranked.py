@@ -18,9 +18,10 @@ the defence is never tuned to them): a query parser over the pasted text (Tantiv
 3-word shingle (``shingles 3``: shared, rarity-weighted and longest-run rules).  Settings
 ``all-cM`` / ``ranked-cM`` run the protection with crowd size M (``-cM-mX``: and the ranked
 protection's whole-text margin X; a ``-worst`` or ``-joint`` suffix: its whole-text cover).
-With ``--semantic``, members that rank by no term weight at all
-(``tests/semantic_adversaries.py``: TF-IDF cosine, LSA, a dense passage encoder with
-late interaction), reported beside the panel (``semantic_*`` in the JSON), not in its worst.
+With ``--semantic``, members that rank otherwise than the panel's BM25 over words
+(``tests/semantic_adversaries.py``: TF-IDF cosine over words and word pairs, LSA, TF-IDF
+cosine and BM25 over word pairs alone, and with ``all`` a dense passage encoder with late
+interaction), reported beside the panel (``semantic_*`` in the JSON), not in its worst.
 
 Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
 output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of

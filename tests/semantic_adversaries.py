@@ -1,5 +1,5 @@
-"""Held-out ranked adversaries that do not score by term weights (no code shared with
-presidio_delink, nor with ``ranked_adversaries``' BM25 members).
+"""Held-out ranked adversaries that score otherwise than the panel's BM25 over words (no
+code shared with presidio_delink, nor with ``ranked_adversaries``).
 
 The defence's panel and the benchmark's other members all rank by BM25 over words or
 character grams.  These rank by other means, so that a protection tuned, however
@@ -17,6 +17,10 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   words of one topic fall on shared dimensions.
 * ``tfidf-cosine``: the vector space model itself (TF-IDF over words and word pairs,
   cosine, no length saturation): the classic engine before BM25.
+* ``tfidf-pairs``: the same over word pairs alone; ``bm25-pairs-qtf``: BM25 over word
+  pairs (k1 = 0.9, b = 0.4, Lucene's idf, every occurrence of a pair in the query
+  counted).  A pair common enough to pass the phrase check still counts as evidence, and
+  a text keeps hundreds of them in its source's order.
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
@@ -127,11 +131,12 @@ class DenseMaxSim:
 class _Vectors:
     """TF-IDF over words and word pairs of the documents (sublinear tf, min_df 2)."""
 
-    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str]) -> None:
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                 ngrams: tuple[int, int] = (1, 2)) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.vec = TfidfVectorizer(lowercase=True, token_pattern=TOKEN.pattern,
-                                   ngram_range=(1, 2), min_df=2, sublinear_tf=True,
+                                   ngram_range=ngrams, min_df=2, sublinear_tf=True,
                                    dtype=np.float32)
         self.x = self.vec.fit_transform([_clean(t) for _, t in docs])
         self.groups = _Groups(list(groups))
@@ -147,8 +152,9 @@ class TfidfCosine:
     name = "tfidf-cosine"
 
     def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
-                 vectors: _Vectors | None = None) -> None:
+                 vectors: _Vectors | None = None, name: str | None = None) -> None:
         self.v = vectors or _Vectors(docs, groups)
+        self.name = name or self.name
 
     def scores(self, text: str) -> dict[str, float]:
         sim = (self.v.x @ self.v.query(text).T).toarray().ravel()
@@ -176,13 +182,44 @@ class LatentSemantic:
         return self.v.to_groups(self.docs @ q[0])
 
 
+class PairBM25:
+    name = "bm25-pairs-qtf"
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                 k1: float = 0.9, b: float = 0.4) -> None:
+        from scipy import sparse
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        self.cv = CountVectorizer(lowercase=True, token_pattern=TOKEN.pattern,
+                                  ngram_range=(2, 2))
+        x = self.cv.fit_transform([_clean(t) for _, t in docs]).tocsc().astype(np.float64)
+        n = x.shape[0]
+        df = np.diff(x.indptr)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        dl = np.asarray(x.sum(axis=1)).ravel()
+        avg = max(float(dl.mean()), 1e-12)
+        c = x.tocoo()
+        w = idf[c.col] * c.data * (k1 + 1) / (c.data + k1 * (1 - b + b * dl[c.row] / avg))
+        self.x = sparse.csr_matrix((w, (c.row, c.col)), shape=x.shape)
+        self.groups = _Groups(list(groups))
+
+    def scores(self, text: str) -> dict[str, float]:
+        q = self.cv.transform([_clean(text)])  # counts: every occurrence of a pair
+        sim = np.asarray((self.x @ q.T).todense()).reshape(1, -1)
+        return self.groups.scores(self.groups.best(sim)[0])
+
+
 def semantic_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
                    dense: bool = True, cache: Path | None = None) -> list[object]:
     """The members over ``docs`` (``(id, text)``) with their ``groups``; the dense member
     only with ``dense`` (it encodes the whole collection; its passage vectors are kept in
     ``cache``, a folder, where given)."""
     vectors = _Vectors(docs, groups)
-    out: list[object] = [TfidfCosine(docs, groups, vectors), LatentSemantic(docs, groups, vectors)]
+    out: list[object] = [
+        TfidfCosine(docs, groups, vectors), LatentSemantic(docs, groups, vectors),
+        TfidfCosine(docs, groups, _Vectors(docs, groups, (2, 2)), name="tfidf-pairs"),
+        PairBM25(docs, groups),
+    ]
     if dense:
         out.append(DenseMaxSim(docs, groups, cache=cache))
     return out

@@ -89,7 +89,8 @@ def test_the_held_out_semantic_members_find_the_inputs() -> None:
     groups = [i for i, _ in COLLECTION]
     dense = sa.minilm_path() is not None
     panel = sa.semantic_panel(COLLECTION, groups, dense=dense)
-    assert [m.name for m in panel][:2] == ["tfidf-cosine", "lsa-256"]
+    assert [m.name for m in panel][:4] == [
+        "tfidf-cosine", "lsa-256", "tfidf-pairs", "bm25-pairs-qtf"]
     for m in panel:
         for doc_id, text in INPUTS:
             assert ranked_outcome(m, text, doc_id)["whole_top5"], (m.name, doc_id)
