@@ -120,6 +120,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "issue": (),
         "detain": (),  # "detained" -> "stayed"
         "sue": (),  # "sued" -> "actioned"
+        "ask": (),  # "asked the Office to submit" -> "required" (ninth session)
     },
     "n": {
         "judgment": ("ruling",),
@@ -198,6 +199,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # "accepted the argument" -> "evidence"
         "order": (),
         "consideration": (),
+        "car": (),  # "a motor car" -> "a motor auto"
         "argument": ("contention",),
     },
     "a": {
