@@ -289,7 +289,7 @@ class Auditor:
             f"every attack): broken for {self.flagged} of {n} documents with a known source"
         )
         return [
-            f"risk, ranked search (BM25, {members} readings, whole text or the best "
+            f"risk, ranked search (BM25 and TF-IDF, {members} readings, whole text or the best "
             f"sentence): source first for {self.first['ranked']}, in the top {TOP} for "
             f"{self.top5['ranked']} of {n} documents with a known source; the calibrated "
             f"margin claims it for {self.claimed['ranked']}; some sentence ranks it first "
