@@ -19,7 +19,7 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   cosine, no length saturation): the classic engine before BM25.
 * ``tfidf-pairs``: the same over word pairs alone; ``bm25-pairs-qtf``: BM25 over word
   pairs (k1 = 0.9, b = 0.4, Lucene's idf, every occurrence of a pair in the query
-  counted).  A pair common enough to pass the phrase check still counts as evidence, and
+  counted); ``bm25-3words-qtf``: the same over word triples.  A pair common enough to pass the phrase check still counts as evidence, and
   a text keeps hundreds of them in its source's order.
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
@@ -186,12 +186,14 @@ class PairBM25:
     name = "bm25-pairs-qtf"
 
     def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
-                 k1: float = 0.9, b: float = 0.4) -> None:
+                 k1: float = 0.9, b: float = 0.4, n_words: int = 2) -> None:
         from scipy import sparse
         from sklearn.feature_extraction.text import CountVectorizer
 
+        if n_words != 2:
+            self.name = f"bm25-{n_words}words-qtf"
         self.cv = CountVectorizer(lowercase=True, token_pattern=TOKEN.pattern,
-                                  ngram_range=(2, 2))
+                                  ngram_range=(n_words, n_words))
         x = self.cv.fit_transform([_clean(t) for _, t in docs]).tocsc().astype(np.float64)
         n = x.shape[0]
         df = np.diff(x.indptr)
@@ -219,6 +221,7 @@ def semantic_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
         TfidfCosine(docs, groups, vectors), LatentSemantic(docs, groups, vectors),
         TfidfCosine(docs, groups, _Vectors(docs, groups, (2, 2)), name="tfidf-pairs"),
         PairBM25(docs, groups),
+        PairBM25(docs, groups, n_words=3),
     ]
     if dense:
         out.append(DenseMaxSim(docs, groups, cache=cache))
