@@ -20,8 +20,9 @@ the defence is never tuned to them): a query parser over the pasted text (Tantiv
 protection's whole-text margin X; a ``-worst`` or ``-joint`` suffix: its whole-text cover).
 With ``--semantic``, members that rank otherwise than the panel's BM25 over words
 (``tests/semantic_adversaries.py``: TF-IDF cosine over words and word pairs, LSA, TF-IDF
-cosine and BM25 over word pairs alone, and with ``all`` a dense passage encoder with late
-interaction), reported beside the panel (``semantic_*`` in the JSON), not in its worst.
+cosine and BM25 over word pairs alone, BM25 over word triples, and with ``all`` a dense
+passage encoder with late interaction), reported beside the panel (``semantic_*`` in
+the JSON), not in its worst.
 
 Columns: words changed (redacted, rewritten) as a share of the input's words; cosine of the
 output's embedding to the input's (all-MiniLM-L6-v2); per ranked member the number of
@@ -184,10 +185,10 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
     ap.add_argument("--no-cosine", action="store_true")
     ap.add_argument("--semantic", choices=("none", "sparse", "all"), default="none",
-                    help="held-out members that do not rank by BM25 "
-                    "(tests/semantic_adversaries.py): TF-IDF cosine and LSA (sparse), and "
-                    "a dense passage encoder (all; a few CPU minutes to encode the "
-                    "collection)")
+                    help="held-out members that rank otherwise than the panel's BM25 over "
+                    "words (tests/semantic_adversaries.py): TF-IDF cosine, LSA, TF-IDF and "
+                    "BM25 over word pairs and BM25 over word triples (sparse), and a dense "
+                    "passage encoder (all; about 10 CPU minutes to encode the collection)")
     ap.add_argument("--limit-slow", type=int, default=None,
                     help="first N documents only for the slow settings (arity3)")
     ap.add_argument("--json", type=Path, default=None)

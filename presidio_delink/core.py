@@ -313,13 +313,15 @@ class DelinkLoop(Rewriting):
         (:meth:`run`) then validates every answer again, so this changes only which words
         change, never what is checked."""
         avoid = set(self._hopeless(text))
-        best: tuple[int, list[Run], int] | None = None
+        best: tuple[int, int, list[Run]] | None = None  # (cost, words left, runs)
+        optimum: int | None = None  # the fewest tokens: every plan without trading has it
         seen: set[tuple[tuple[int, int], ...]] = set()
-        optimum = 0
         for trade in (False, True):
+            if best is not None and best[1] == 0:
+                break  # a plan of the fewest words leaves nothing to a redaction
             for _ in range(PLAN_ROUNDS):
                 rs, opt = self.plan(text, rep, avoid, trade=trade)
-                optimum = optimum if trade else opt
+                optimum = opt if optimum is None else optimum
                 key = tuple((r.start, r.end) for r in rs)
                 if key in seen:
                     break
@@ -332,14 +334,12 @@ class DelinkLoop(Rewriting):
                 words_left = sum(r.n_words for r in left)
                 cost = sum(r.n_words for r in rs) + (REDACTION_WORTH - 1) * words_left
                 if best is None or cost < best[0]:
-                    best = (cost, rs, optimum)
+                    best = (cost, words_left, rs)
                 if not left:
                     break
                 avoid.update((r.start, r.end) for r in left)
-            if best is not None and best[0] == sum(r.n_words for r in best[1]):
-                break
-        assert best is not None
-        return best[1], best[2]
+        assert best is not None and optimum is not None
+        return best[2], optimum
 
     def _hopeless(self, text: str) -> list[tuple[int, int]]:
         """Spans of the tokens no candidate can replace, avoided from the first plan on:

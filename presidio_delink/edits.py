@@ -188,7 +188,7 @@ def choose_tokens(
     hi_all = max(hi for _, hi in tok_ivs)
     # need[j]: largest interval start among intervals ending strictly before j.
     by_end = sorted(tok_ivs, key=lambda x: x[1])
-    big = 1 << 20 if unit is None else unit
+    per_token = 1 << 20 if unit is None else unit  # 1 << 20: the count comes first
     best: dict[int, int] = {}
     prev: dict[int, int] = {}
     window: collections.deque[int] = collections.deque()  # candidate i, best[i] increasing
@@ -208,7 +208,7 @@ def choose_tokens(
             nxt += 1
         while window and window[0] < need:
             window.popleft()
-        own = big + word_cost(tokens[j].word) + (extra[j] if extra is not None else 0)
+        own = per_token + word_cost(tokens[j].word) + (extra[j] if extra is not None else 0)
         if need < 0:
             best[j] = own
             prev[j] = -1

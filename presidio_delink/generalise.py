@@ -198,10 +198,8 @@ def _noun_follows(after: str) -> bool:
     return bool(after) and after[:1].islower() and after.casefold() not in FUNCTION_WORDS
 
 
-def _number(span: str, before: str, after: str, listed: bool = False) -> list[str]:
+def _number(span: str, before: str, after: str) -> list[str]:
     if before.rstrip(".") in _REFERENCE or before in _REFERENCE or after in ("%", "§"):
-        return []
-    if listed:
         return []
     raw = span.replace(",", "")
     value = float(raw)
@@ -257,10 +255,11 @@ def generalise(
     before, after = _before(text, start), _after(text, end)
     low = span.casefold()
     if _NUMBER_RE.fullmatch(span):
-        if _glued(text, start, end):
-            return []  # a piece of a code or reference: "43186/98", "no. 2-113"
-        listed = bool(_LISTED_REFERENCE.search(text[max(0, start - 60) : start]))
-        return _number(span, before, after, listed)
+        if _glued(text, start, end) or _LISTED_REFERENCE.search(text[max(0, start - 60) : start]):
+            # a piece of a code or reference ("43186/98", "no. 2-113"), or a reference
+            # further along a list of them ("sections 103 § 2 and 134")
+            return []
+        return _number(span, before, after)
     if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
         if after.casefold() in _MONTHS or before in _MONTHS:
             return ["a day in"] if after.casefold() in _MONTHS else []

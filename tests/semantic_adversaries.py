@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +58,19 @@ def _clean(text: str) -> str:
 def _passages(text: str, size: int = PASSAGE) -> list[str]:
     ws = _clean(text).split()
     return [" ".join(ws[i : i + size]) for i in range(0, len(ws), size)] or [""]
+
+
+def _save(path: Path, matrix: np.ndarray) -> None:
+    """``matrix`` to ``path`` as a temporary file (mode 0600) renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, matrix)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def minilm_path() -> Path | None:
@@ -115,8 +130,7 @@ class DenseMaxSim:
         else:
             self.matrix = self._encode(passages)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, self.matrix)
+                _save(path, self.matrix)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         v = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,

@@ -81,9 +81,10 @@ def test_inputs_are_found_before_protection(index: NgramIndex) -> None:
 
 
 def test_the_held_out_semantic_members_find_the_inputs() -> None:
-    """``tests/semantic_adversaries.py`` (TF-IDF cosine, LSA, a dense passage encoder),
-    the benchmark's members that rank by no BM25 weight, find every sample input's source:
-    their figures on protected outputs (``bench_ranked.py --semantic``) mean something."""
+    """``tests/semantic_adversaries.py`` (TF-IDF cosine, LSA, word pairs and triples, a
+    dense passage encoder), the benchmark's members that rank otherwise than the panel's
+    BM25 over words, find every sample input's source: their figures on protected outputs
+    (``bench_ranked.py --semantic``) mean something."""
     import semantic_adversaries as sa
 
     groups = [i for i, _ in COLLECTION]

@@ -55,7 +55,8 @@ from presidio_delink.index import NgramIndex
 
 __all__ = [
     "ALL_MEMBERS", "CHAR_NGRAMS", "CROSS_NGRAMS", "EXTRA_MEMBERS", "MEMBERS",
-    "PROTECT_MEMBERS", "PROTECT_MEMBERS_BASE", "PROTECT_MEMBERS_QTF", "STOP_WORDS", "Engine",
+    "PROTECT_MEMBERS", "PROTECT_MEMBERS_BASE", "PROTECT_MEMBERS_QTF", "SPANNING_NGRAMS",
+    "STOP_WORDS", "Engine",
     "WORD_NGRAMS", "Member", "char_grams", "cross_grams", "engine", "spanning_grams",
     "word_grams",
 ]
@@ -93,11 +94,13 @@ CHAR_NGRAMS = {"char4": 4}
 CROSS_NGRAMS = {"char4x": 4}
 #: Word n-gram tokenisers: each word starts the gram of it and the next ``n - 1`` words.
 WORD_NGRAMS = {"word2": 2}
+#: The tokenisers whose grams run across words: a word's grams depend on the next words.
+SPANNING_NGRAMS = frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS)
 
 
 def spanning_grams(tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
-    """Each word's grams under a tokenizer of :data:`CROSS_NGRAMS` or :data:`WORD_NGRAMS`:
-    the grams it starts."""
+    """Each word's grams under a tokenizer of :data:`SPANNING_NGRAMS`: the grams it
+    starts."""
     if tok in WORD_NGRAMS:
         return word_grams(words, WORD_NGRAMS[tok])
     return cross_grams(words, CROSS_NGRAMS[tok])
@@ -218,11 +221,10 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # character 4-grams of each word (:data:`CHAR_NGRAMS`), every occurrence counted
     "bm25-char4-qtf": Member("char4", False, _K1, _B, "doc", "lucene", True),
     "bm25-char4-k09b04-qtf": Member("char4", False, 0.9, 0.4, "doc", "lucene", True),
-    # the vector space model: TF-IDF cosine, no saturation, a length-normalised vector
-    "cosine-unicode61": Member("unicode61", False, model="cosine"),
-    "cosine-porter-stop": Member("porter", True, model="cosine"),
-    "cosine-word2": Member("word2", False, model="cosine"),
+    # word pairs (:data:`WORD_NGRAMS`), by BM25 and by the vector space model (TF-IDF
+    # cosine: no saturation, a length-normalised vector)
     "bm25-word2": Member("word2", False, idf="lucene"),
+    "cosine-word2": Member("word2", False, model="cosine"),
 }
 
 #: Every member a panel may hold.
@@ -235,7 +237,7 @@ ALL_MEMBERS: dict[str, Member] = {**MEMBERS, **EXTRA_MEMBERS}
 PROTECT_MEMBERS_BASE: tuple[str, ...] = tuple(
     m for m in ALL_MEMBERS
     if "k09b04" not in m and not m.endswith("-qtf")
-    and not m.startswith(("bm25-char", "cosine")) and "word2" not in m
+    and not m.startswith("bm25-char") and "word2" not in m
 )
 #: The same with FTS5's two query-tf readings (a query parser's: repeated terms weigh more).
 PROTECT_MEMBERS_QTF: tuple[str, ...] = (
@@ -327,7 +329,7 @@ class Engine:
             if m in self.members:
                 continue
             tok = ALL_MEMBERS[m].tokenizer
-            if tok in CROSS_NGRAMS or tok in WORD_NGRAMS:
+            if tok in SPANNING_NGRAMS:
                 pass
             elif tok in CHAR_NGRAMS:
                 self.term_cache.setdefault(tok, {})
@@ -346,7 +348,7 @@ class Engine:
         spec = ALL_MEMBERS[member]
         tok, stop = spec.tokenizer, spec.stop
         term_ids: dict[str, int] = {}
-        if tok in CROSS_NGRAMS or tok in WORD_NGRAMS:  # grams depend on the next words
+        if tok in SPANNING_NGRAMS:  # a word's grams depend on the next words
             bounds = np.searchsorted(doc_of, np.arange(self.n_docs + 1))
             tl: list[int] = []
             dl_: list[int] = []
@@ -386,17 +388,10 @@ class Engine:
             unit_of = self.group_of
             tdoc = self.group_of[tdoc]
             n = self.n_groups
-        dl = np.bincount(tdoc, minlength=n).astype(np.float64)  # FTS5's column size
-        avgdl = dl.sum() / n if n else 0.0
         keys, tf = np.unique(terms * n + tdoc, return_counts=True)
         t_of, d_of = keys // n, keys % n
         ptr = np.searchsorted(t_of, np.arange(len(term_ids) + 1))
         df = np.diff(ptr).astype(np.float64)
-        if spec.idf == "lucene":
-            idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        else:
-            idf = np.log((n - df + 0.5) / (df + 0.5))
-            idf[idf <= 0] = 1e-6
         f = tf.astype(np.float64)
         if spec.model == "cosine":
             idf = np.log(n / np.maximum(df, 1.0))
@@ -404,14 +399,21 @@ class Engine:
             norm = np.sqrt(np.bincount(d_of, weights=dw * dw, minlength=n))
             w = idf[t_of] * dw / np.maximum(norm[d_of], 1e-12)
             return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
+        dl = np.bincount(tdoc, minlength=n).astype(np.float64)  # FTS5's column size
+        avgdl = dl.sum() / n if n else 0.0
+        if spec.idf == "lucene":
+            idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        else:
+            idf = np.log((n - df + 0.5) / (df + 0.5))
+            idf[idf <= 0] = 1e-6
         k1, b = spec.k1, spec.b
         w = idf[t_of] * (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl[d_of] / max(avgdl, 1e-12)))
         return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
 
     def token_terms(self, tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
         """The terms of each word of a word sequence (a text's, in order): the word's own
-        terms (:meth:`terms`), or for :data:`CROSS_NGRAMS` the grams it starts."""
-        if tok in CROSS_NGRAMS or tok in WORD_NGRAMS:
+        terms (:meth:`terms`), or for :data:`SPANNING_NGRAMS` the grams it starts."""
+        if tok in SPANNING_NGRAMS:
             return spanning_grams(tok, words)
         mapped = self.terms(tok, words)
         return [mapped[w] for w in words]

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from presidio_delink.attacks.fts5 import ALL_MEMBERS, CHAR_NGRAMS, CROSS_NGRAMS, WORD_NGRAMS
+from presidio_delink.attacks.fts5 import ALL_MEMBERS, CHAR_NGRAMS, SPANNING_NGRAMS
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.protect.common import (
@@ -310,8 +310,7 @@ def _joint_cover(
         # a distinct-term member over words ties its term's occurrences into one unit;
         # a character n-gram's occurrences run through many different words (ties
         # would join most of the text), so its terms count per occurrence, as qtf's do
-        qtf = spec.qtf or spec.tokenizer in CHAR_NGRAMS or spec.tokenizer in CROSS_NGRAMS or (
-            spec.tokenizer in WORD_NGRAMS)
+        qtf = spec.qtf or spec.tokenizer in CHAR_NGRAMS or spec.tokenizer in SPANNING_NGRAMS
         net: dict[str, tuple[tuple[tuple[int, int], ...], float]] = {}
         for cs, factor in ((mine, 1.0), (theirs, -(1.0 - margin))):
             for c in cs:
