@@ -31,9 +31,10 @@ for line in open(sys.argv[1]):
 PY
 .venv/bin/python - "${DEMO_DOCS:-2}" "$OUT/demo-input.jsonl" <<'PY'
 import json, sys
+from presidio_delink.io import atomic_output  # a 0600 temporary file, renamed into place
 docs = [json.loads(line) for line in open("samples/deidentified.jsonl", encoding="utf-8")]
 docs.sort(key=lambda d: len(d["text"]))
-with open(sys.argv[2], "w", encoding="utf-8") as out:
+with atomic_output(sys.argv[2]) as out:
     for d in docs[: int(sys.argv[1])]:
         out.write(json.dumps(d, ensure_ascii=False) + "\n")
 PY
