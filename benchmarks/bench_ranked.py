@@ -288,6 +288,8 @@ def main() -> None:
             } if inputs is None else inputs
             cos = [float(inputs[o["id"]] @ v) for o, v in zip(outs, vec, strict=True)]
             row["cosine"] = round(float(np.mean(cos)), 3)
+        union_first, union_top5 = [False] * n, [False] * n  # any panel member
+        every_first, every_top5 = [False] * n, [False] * n  # any reader, semantic too
         for m in ranked + semantic:
             res = [ra.ranked_outcome(m, o["text"], ra.case_of(o["id"])) for o in outs]
             for q in ("whole", "sentence", "any_sentence"):
@@ -296,6 +298,14 @@ def main() -> None:
             row[f"{m.name}:either"] = sum(  # type: ignore[attr-defined]
                 r["whole"] or r["sentence"] for r in res)
             row[f"{m.name}:whole_top5"] = sum(r["whole_top5"] for r in res)  # type: ignore[attr-defined]
+            row[f"{m.name}:either_top5"] = sum(  # type: ignore[attr-defined]
+                r["whole_top5"] or r["sentence_top5"] for r in res)
+            for i, r in enumerate(res):
+                if m in ranked:
+                    union_first[i] |= r["whole"] or r["sentence"]
+                    union_top5[i] |= r["whole_top5"] or r["sentence_top5"]
+                every_first[i] |= r["whole"] or r["sentence"]
+                every_top5[i] |= r["whole_top5"] or r["sentence_top5"]
         for k, w in winnow.items():
             res = [w.first(o["text"], ra.case_of(o["id"])) for o in outs]
             for rule in ra.RULES:
@@ -306,9 +316,18 @@ def main() -> None:
         # the independent panel's worst member, as the tool's audit reads it
         row["panel_first_either"] = max(row[f"{m.name}:either"] for m in ranked)  # type: ignore[attr-defined]
         row["panel_top5_whole"] = max(row[f"{m.name}:whole_top5"] for m in ranked)  # type: ignore[attr-defined]
+        row["panel_top5_either"] = max(row[f"{m.name}:either_top5"] for m in ranked)  # type: ignore[attr-defined]
+        # the panel read as the audit reads its own members: the source found by any of
+        # them (the audit's source_rank is the best over its members and queries)
+        row["panel_union_first"] = sum(union_first)
+        row["panel_union_top5"] = sum(union_top5)
+        if semantic:
+            row["every_reader_union_first"] = sum(every_first)
+            row["every_reader_union_top5"] = sum(every_top5)
         if semantic:  # held out from the panel's figures: reported beside them
             row["semantic_first_either"] = max(row[f"{m.name}:either"] for m in semantic)  # type: ignore[attr-defined]
             row["semantic_top5_whole"] = max(row[f"{m.name}:whole_top5"] for m in semantic)  # type: ignore[attr-defined]
+            row["semantic_top5_either"] = max(row[f"{m.name}:either_top5"] for m in semantic)  # type: ignore[attr-defined]
         row["panel_containment_first"] = max(
             [row[f"winnow{k}:{rule}"] for k in winnow for rule in ra.RULES]
             + [row[f"shingles3:{rule}"] for rule in ra.Shingles.RULES])
@@ -328,7 +347,8 @@ def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-d
     head = ["setting", "docs", "changed (red./rew.)", "protection red./rew.", "cosine",
             "s/doc (CPU)", "audit: ranked first (any sentence)", "audit: ranked top 5 "
             "(whole text)", "audit: containment first / top 5", "audit: exposed (crowd)"]
-    head += [f"{m} W/S (either) top5-W" for m in members]
+    head += ["panel, any member: first / top 5 (whole or best sentence)"]
+    head += [f"{m} W/S (either) top5-W (either)" for m in members]
     head += [f"winnow {k} (max rule)" for k in lengths] + ["shingles 3 (max rule)"]
     print("\n| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -345,13 +365,14 @@ def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-d
             f"{r['tool_containment_first']} / {r['tool_containment_top5']}",
             str(r["tool_exposed"]),
         ]
+        cells.append(f"{r['panel_union_first']} / {r['panel_union_top5']}")
         cells += [f"{r[f'{m}:whole']} / {r[f'{m}:sentence']} ({r[f'{m}:either']}) "
-                  f"{r[f'{m}:whole_top5']}" for m in members]
+                  f"{r[f'{m}:whole_top5']} ({r[f'{m}:either_top5']})" for m in members]
         cells += [str(max(r[f"winnow{k}:{rule}"] for rule in ra.RULES)) for k in lengths]
         cells.append(str(max(r[f"shingles3:{rule}"] for rule in ra.Shingles.RULES)))
         print("| " + " | ".join(cells) + " |")
     print(f"(counts of {n} documents whose case is ranked first; top5-W: in the top 5 "
-          "for the whole text)")
+          "for the whole text, and in brackets for the whole text or the best sentence)")
 
 
 if __name__ == "__main__":

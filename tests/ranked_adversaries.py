@@ -280,21 +280,26 @@ def rank_in(scores: dict[str, float], group: str) -> int | None:
 
 def ranked_outcome(member: object, text: str, group: str) -> dict[str, bool]:
     """Does ``member`` put ``group`` first: whole text, best sentence, any sentence; and
-    in the top 5 for the whole text (``whole_top5``; a Tantivy member reads 60 hits)."""
+    in the top 5 for the whole text (``whole_top5``; a Tantivy member reads 60 hits) and
+    for the best sentence (``sentence_top5``: the sentence whose top group leads most, its
+    ranking read to the fifth place)."""
     whole = member.scores(text)  # type: ignore[attr-defined]
     top, _, _ = top_group(whole)
     rank = rank_in(whole, group)
     best_lead, best_top, any_first = -1.0, None, False
+    best_rank: int | None = None
     for s in sentences(text):
-        t, s1, s2 = top_group(member.scores(s))  # type: ignore[attr-defined]
+        scores = member.scores(s)  # type: ignore[attr-defined]
+        t, s1, s2 = top_group(scores)
         if t is None:
             continue
         any_first = any_first or t == group
         lead = (s1 - s2) / s1
         if lead > best_lead:
-            best_lead, best_top = lead, t
+            best_lead, best_top, best_rank = lead, t, rank_in(scores, group)
     return {"whole": top == group, "sentence": best_top == group, "any_sentence": any_first,
-            "whole_top5": rank is not None and rank <= 5}
+            "whole_top5": rank is not None and rank <= 5,
+            "sentence_top5": best_rank is not None and best_rank <= 5}
 
 
 # -- containment: winnowing with several chain scoring rules -------------------------------
