@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from presidio_delink.candidates.drop import DROP_MARGIN, droppable
+from presidio_delink.candidates.drop import DROP_MARGIN, droppable, gloss_span
 from presidio_delink.candidates.lexicon import WordNet
 from presidio_delink.candidates.propose import (
     LEXICAL,
@@ -63,7 +63,7 @@ from presidio_delink.candidates.score import (
 )
 from presidio_delink.candidates.verify import FormCheck, Tagger, article_reason
 from presidio_delink.edits import FUNCTION_WORDS, Run, dropped
-from presidio_delink.generalise import generalise, place_label
+from presidio_delink.generalise import generalise, name_span, place_label
 from presidio_delink.grammar import unknown_word
 
 __all__ = [
@@ -120,6 +120,7 @@ FIXED_EXPRESSIONS = (
     "in the light of", "by virtue of", "in accordance with", "on behalf of", "in view of",
     "in the course of", "in so far as", "insofar as", "as a result", "in particular",
     "in any event", "at the time", "for the purposes of", "on the basis of", "by way of",
+    "in support of", "in support to", "with a view to",
 )
 _FIXED_RE = re.compile(
     r"\b(?:" + "|".join(re.escape(e).replace(r"\ ", r"\s+") for e in FIXED_EXPRESSIONS) + r")\b",
@@ -232,6 +233,9 @@ class CandidateChooser:
             if (*key, options) in seen or key in asked:
                 continue
             asked.add(key)
+            if gloss_span(text, r.start, r.end) == key:
+                seen[(*key, options)] = self._gloss(text, r, links)
+                continue
             words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
             label = next((lab for a, b, lab in ents if (a, b) == key), None)
             ch, live, words = self._proposals(text, r, words, label, accept)
@@ -423,6 +427,19 @@ class CandidateChooser:
             if len(ch.options) >= options:
                 break
 
+    @staticmethod
+    def _gloss(text: str, r: Run, links: Links | None) -> Choice:
+        """A gloss in brackets (:func:`~.drop.gloss_span`) left out, where that links
+        nowhere."""
+        ch = Choice(None, None, None, 1)
+        a, b, _new = dropped(text, r.start, r.end)
+        if links is not None and links(text[:a] + text[b:], a, a):
+            _refuse(ch, "links below k", 1)
+        else:
+            ch.text, ch.source, ch.score = "", "generalisation", 0.0
+            ch.options.append(("", "generalisation", 0.0))
+        return ch
+
     def _drop_ask(
         self, text: str, r: Run, toks: Sequence[tuple[int, int, str]], ch: Choice
     ) -> Ask | None:
@@ -552,6 +569,10 @@ class CandidateChooser:
             Candidate(g, "generalisation", 1.0, "type")
             for g in (self._typed(text, r.start, r.end, label) if typed else [])
         ]
+        name = name_span(text, r.start, r.end) if len(words) > 1 else None
+        if name is not None and name[:2] == (r.start, r.end):
+            # the whole name, its head noun standing for it ("the court")
+            cands.append(Candidate(name[2], "generalisation", 1.0, "type"))
         named = [w for w in words if in_name(text, w.start)]
         if named:
             lex = []
