@@ -66,6 +66,7 @@ from presidio_delink.edits import (
     tokens_within,
     whole_words,
 )
+from presidio_delink.generalise import name_span
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
 from presidio_delink.llm.base import (
@@ -329,6 +330,7 @@ class DelinkLoop(Rewriting):
                 scratch = DelinkResult(id="", text=None, input_text=text, passes=0,
                                        linkable_after=True)
                 answers = self.rewrite_runs(text, rs, forbidden, scratch, origins, llm=False)
+                rs = self._widened(text, rs, answers, forbidden, origins)
                 left = [r for r in rs
                         if answers.get((r.start, r.end), (None, None))[0] is None]
                 words_left = sum(r.n_words for r in left)
@@ -340,6 +342,59 @@ class DelinkLoop(Rewriting):
                 avoid.update((r.start, r.end) for r in left)
         assert best is not None and optimum is not None
         return best[2], optimum
+
+    def _widened(
+        self,
+        text: str,
+        rs: list[Run],
+        answers: Answers,
+        forbidden: list[str],
+        origins: Sequence[tuple[int, int, str]],
+    ) -> list[Run]:
+        """``rs`` where each run left without an answer (``answers``, filled in place)
+        that lies in a name whose head noun may stand for it
+        (:func:`~presidio_delink.generalise.name_span`) or in a gloss in brackets
+        (:func:`~presidio_delink.candidates.drop.gloss_span`) is widened to the whole
+        name or gloss, with the runs inside it, if the candidates then answer it: ``the
+        Federal [REDACTED] Court`` becomes ``the court``, ``the Constitutional Court
+        ([REDACTED])`` loses the bracket.  Where the answer still links (``the court
+        under Article 132``) the runs stay as they were: a wider redaction would take
+        more words for nothing."""
+        from presidio_delink.candidates.drop import gloss_span
+
+        wide: dict[tuple[int, int], list[Run]] = {}
+        for r in rs:
+            if answers.get((r.start, r.end), (None, None))[0] is not None:
+                continue
+            name = name_span(text, r.start, r.end)
+            span = (name[0], name[1]) if name is not None else gloss_span(text, r.start, r.end)
+            if span is not None and span != (r.start, r.end):
+                wide.setdefault(span, [])
+        if not wide:
+            return rs
+        for r in rs:
+            for a, b in wide:
+                if r.start < b and a < r.end:
+                    wide[(a, b)].append(r)
+        starts = [t.start for t in self.tokenizer.tokens(text)]
+        tried = [
+            (Run(a, b, len(tokens_within(starts, a, b))), inner)
+            for (a, b), inner in wide.items()
+            if all(a <= r.start and r.end <= b for r in inner)
+        ]
+        if not tried:
+            return rs
+        scratch = DelinkResult(id="", text=None, input_text=text, passes=0, linkable_after=True)
+        got = self.rewrite_runs(text, [w for w, _ in tried], forbidden, scratch, origins,
+                                llm=False)
+        out = list(rs)
+        for w, inner in tried:
+            new = got.get((w.start, w.end), (None, None))
+            if new[0] is None:
+                continue
+            answers[(w.start, w.end)] = new
+            out = [r for r in out if r not in inner] + [w]
+        return sorted(out, key=lambda r: r.start)
 
     def _hopeless(self, text: str) -> list[tuple[int, int]]:
         """Spans of the tokens no candidate can replace, avoided from the first plan on:

@@ -24,7 +24,7 @@ import re
 
 from presidio_delink.edits import FUNCTION_WORDS
 
-__all__ = ["PHRASES", "generalise", "magnitude", "place_label"]
+__all__ = ["NAME_HEADS", "PHRASES", "generalise", "magnitude", "name_span", "place_label"]
 
 
 def _split(words: str) -> list[str]:
@@ -147,6 +147,73 @@ PHRASES = frozenset(
     | set(_TYPED_HEAD.values())
 )
 """Every phrase :func:`generalise` can return (none holds a digit or a number word)."""
+
+
+NAME_HEADS = frozenset(_split("""
+court courts tribunal tribunals ministry ministries authority authorities office offices
+council councils commission commissions committee committees department departments
+agency agencies board boards chamber chambers division divisions section directorate
+inspectorate administration administrations service services police prosecutor
+prosecutors government parliament assembly army navy institute university hospital
+school bank company party union association foundation act acts code codes treaty
+constitution decree regulations ordinance
+"""))
+"""Head nouns that say what kind of body or text a name names: the head stands for the
+whole name (``the Federal Labour Court`` -> ``the court``, ``the Motor Vehicles Act`` ->
+``the act``; :func:`name_span`)."""
+_NAME_WORD = r"[A-ZÀ-ÖØ-Þ][\w’'-]*"
+_NAME_RE = re.compile(
+    rf"(?<![\w’'-]){_NAME_WORD}(?:(?: (?:of|for|and) | ){_NAME_WORD})*"
+)
+_NAME_DETERMINERS = frozenset(_split("the a an this that its his her their"))
+_CONNECTORS = frozenset(_split("of for and"))
+
+
+def name_span(text: str, start: int, end: int) -> tuple[int, int, str] | None:
+    """The name of two capitalised words or more that holds ``text[start:end]``, and
+    its head noun in lower case, where the head may stand for the name: ``(start, end,
+    head)``; else None.
+
+    The head is the last word before the first ``of``/``for`` (``the Ministry of
+    Defence``), else the name's last word (``the Federal Labour Court``); it must be one
+    of :data:`NAME_HEADS`.  ``and`` joins words of one name only after an ``of`` or
+    ``for`` (``the Ministry for European and International Affairs``; ``the Court and
+    Parliament`` are two).  A determiner must stand before the name (the name's own
+    capitalised ``The`` at a sentence's start counts), so ``the court`` reads in its
+    place; a name followed by a comma and another capitalised word (``the Ministry of
+    Education, Science and Culture``) has no sure end and gets none, nor does a name
+    whose head is its only word (``the Court``: the same word in lower case)."""
+    lo = max(0, start - 200)
+    for m in _NAME_RE.finditer(text, lo, min(len(text), end + 200)):
+        if m.end() <= start:
+            continue
+        if m.start() > start or m.end() < end:
+            return None
+        a, b = m.start(), m.end()
+        name = text[a:b]
+        if name.endswith(("’s", "'s")):  # a possessive: the name ends before it
+            b -= 2
+            name = name[:-2]
+        words = name.split(" ")
+        det = _before(text, a).casefold()
+        if words[0].casefold() in _NAME_DETERMINERS:  # "The Ministry ..." opening a sentence
+            det = words[0].casefold()
+            a += len(words[0]) + 1
+            words = words[1:]
+        if det not in _NAME_DETERMINERS or not (a <= start and end <= b):
+            return None
+        if words[-1].casefold() in _CONNECTORS or len(words) < 2:
+            return None
+        if re.match(r",\s+[A-ZÀ-ÖØ-Þ]", text[b : b + 4]):
+            return None  # a list inside the name: its end is unsure
+        i = next((j for j, w in enumerate(words) if w in ("of", "for")), len(words))
+        if "and" in words[:i]:
+            return None  # two names joined
+        head = words[i - 1].casefold() if i > 0 else ""
+        if head not in NAME_HEADS or any(c.isdigit() for c in name):
+            return None
+        return a, b, head
+    return None
 
 
 def magnitude(value: float, before_noun: bool) -> str | None:

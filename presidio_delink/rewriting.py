@@ -214,6 +214,7 @@ class Rewriting:
             context: str,
             commit: bool = True,
             form: bool = True,
+            lexical: bool = False,
         ) -> tuple[str | None, str]:
             si = next((i for i, (a, b) in enumerate(bounds) if a <= r.start < b), 0)
             a, b = bounds[si]
@@ -228,10 +229,13 @@ class Rewriting:
             next_to = neighbours(text, r.start, r.end)
 
             def reject(cand: str) -> str | None:
+                # a candidate of the lexicons is no name: capitalised, it opens a sentence
+                # ("Subsequently" -> "Later")
+                known = known_lower | lower_words(cand.lower()) if lexical else known_lower
                 return rejection(
                     span, cand, self.tokenizer, forbidden, siblings, context,
                     copy_grams=copy_grams, around=next_to,
-                    known_lower=known_lower, sentence_words=around, taken_words=taken_words,
+                    known_lower=known, sentence_words=around, taken_words=taken_words,
                 )
 
             for cand in self._repaired(text, r, value, res):
@@ -346,7 +350,8 @@ class Rewriting:
             return text[bounds[si][0] : bounds[si][1]]
 
         def accept(r: Run, cand: str) -> str | None:
-            new, why = check(r, [cand], [], sentence(r), commit=False, form=False)
+            new, why = check(r, [cand], [], sentence(r), commit=False, form=False,
+                             lexical=True)
             return None if new == cand else why or "repaired"
 
         # the same number of options with or without ``llm``: the loop's planner asks
@@ -373,7 +378,7 @@ class Rewriting:
                 options[r] = [o[0] for o in ch.options]
                 continue
             if ch is not None and ch.text is not None:
-                new, _why = check(r, [ch.text], [], sentence(r), form=False)
+                new, _why = check(r, [ch.text], [], sentence(r), form=False, lexical=True)
             if new is not None and new != REDACTED:
                 out[(r.start, r.end)] = (self._placed(new, text, r), CANDIDATE)
             elif ch is not None and ch.writer:

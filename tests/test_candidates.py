@@ -593,6 +593,87 @@ def test_the_plan_trades_a_redaction_for_two_rewrites(tmp_path: Path) -> None:
     assert res.text == "police [REDACTED] thieves"
 
 
+NAMES = [
+    ("d0", "the Federal Labour Court ruled"),
+    ("d1", "a court ruled"), ("d2", "a court ruled"),
+    ("d3", "the federal budget"), ("d4", "the federal budget"),
+]
+
+
+@needs_spacy_model
+@pytest.mark.parametrize(
+    ("extra", "want"),
+    [
+        ([], "the court ruled"),
+        # "the court" found in one group only: the head would link, so the name keeps all
+        # but the redacted word rather than losing two more words for nothing
+        ([("d5", "in the court")], "the Federal [REDACTED] Court ruled"),
+    ],
+)
+def test_a_name_word_left_to_a_redaction_widens_to_the_name_head(
+    tmp_path: Path, extra: list[tuple[str, str]], want: str
+) -> None:
+    """``Labour`` breaks both phrases that link and nothing replaces a word of a name;
+    the whole name's head noun stands for it where that links nowhere."""
+    idx = NgramIndex.build(NAMES + extra, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon: no words
+        wordnet=MapLexicon({}), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(NAMES[0][1], "t")
+    assert not res.linkable_after and res.text == want
+    (entry,) = res.audit
+    if want == "the court ruled":
+        assert entry.original == "Federal Labour Court" and entry.replacement == "court"
+        assert entry.method == "candidate" and entry.source == "generalisation"
+        assert res.words_redacted == 0 and res.words_rewritten == 3
+    else:
+        assert entry.original == "Labour" and entry.method == "redacted"
+
+
+GLOSS = [
+    ("d0", "the Court (Verfassungsgerichtshof) ruled"),
+    ("d1", "the court ruled"), ("d2", "the court ruled"),
+    ("d3", "the Verfassungsgerichtshof"), ("d4", "the Verfassungsgerichtshof"),
+]
+
+
+@needs_spacy_model
+def test_a_gloss_in_brackets_is_left_out_whole(tmp_path: Path) -> None:
+    """``verfassungsgerichtshof ruled`` links; nothing replaces the German name, but the
+    sentence has named the court already: the bracket goes, not a word inside it."""
+    idx = NgramIndex.build(GLOSS, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon: no words
+        wordnet=MapLexicon({}), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(GLOSS[0][1], "t")
+    assert not res.linkable_after and res.text == "the Court ruled"
+    (entry,) = res.audit
+    assert entry.original == "(Verfassungsgerichtshof)" and entry.replacement == ""
+    assert entry.method == "candidate" and entry.source == "generalisation"
+
+
+OPENER = [
+    ("d0", "Subsequently the police left"),
+    ("d1", "the police left"), ("d2", "the police left"),
+]
+
+
+@needs_spacy_model
+def test_a_stand_in_opening_a_sentence_is_no_new_name(tmp_path: Path) -> None:
+    """``Later``, capitalised because it opens the sentence, is the register's word for
+    ``Subsequently``, not a name from nowhere (the document never writes ``later``)."""
+    idx = NgramIndex.build(OPENER, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon: no words
+        wordnet=MapLexicon({}), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(OPENER[0][1], "t")
+    assert not res.linkable_after
+    assert res.text in ("Later the police left", "Afterwards the police left")
+
+
 # -- rewrite="choose": the LLM chooses among the verified candidates --------------------------
 class Choosing:
     """A fake LLM that answers each span with choices to ``pick(options)``; records what it

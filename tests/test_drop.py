@@ -10,7 +10,7 @@ import pytest
 
 from presidio_delink import NgramIndex
 from presidio_delink.candidates import CandidateChooser
-from presidio_delink.candidates.drop import droppable
+from presidio_delink.candidates.drop import droppable, gloss_span
 from presidio_delink.candidates.lexicon import LexCandidate
 from presidio_delink.edits import REDACTED, Run
 from presidio_delink.linkage import analyze
@@ -180,3 +180,28 @@ def test_the_loop_removes_the_word_and_one_space(tmp_path: Path) -> None:
     (edit,) = [c for c in chunks if c.kind != "same"]
     assert edit.before.strip() == "young" and edit.proposed == ""
     assert edit.method == "candidate"
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "want"),
+    [
+        ("the Constitutional Court (Verfassungsgerichtshof). She", "Verfassungsgerichtshof",
+         "(Verfassungsgerichtshof)"),
+        ("the Panel (Unabhängiger Verwaltungssenat) dismissed", "Verwaltungssenat",
+         "(Unabhängiger Verwaltungssenat)"),
+        ("a deacon (Diakon, Dienstamtgehilfe). In", "Diakon", "(Diakon, Dienstamtgehilfe)"),
+        ("the Ministry of Culture (“the Ministry”). The", "the", "(“the Ministry”)"),
+        ("the whole gloss (Strafverfügung) itself", "(Strafverfügung)", "(Strafverfügung)"),
+        # asides, references and redactions are no glosses
+        ("a decision (of about 30 pages) upon", "pages", None),
+        ("Civil Procedure (Rule 3.4.2.). On", "Rule", None),
+        ("at the [REDACTED] (Germany). The", "Germany", None),
+        ("(b) Professor Smith withdraws", "b", None),
+        ("the Court (Verfassungsgerichtshof) ruled", "Court", None),  # outside it
+        ("Mr X (Mr [REDACTED]) came", "Mr", None),
+    ],
+)
+def test_gloss_span(text: str, word: str, want: str | None) -> None:
+    at = text.rindex(word) if word != "Mr" else text.index("(Mr") + 1
+    got = gloss_span(text, at, at + len(word))
+    assert (text[got[0] : got[1]] if got else None) == want

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from presidio_delink.edits import rejection
-from presidio_delink.generalise import PHRASES, generalise, magnitude, place_label
+from presidio_delink.generalise import (
+    NAME_HEADS,
+    PHRASES,
+    generalise,
+    magnitude,
+    name_span,
+    place_label,
+)
 from presidio_delink.text import Tokenizer
 
 TOK = Tokenizer()
@@ -313,3 +320,32 @@ def test_place_label() -> None:
     assert place_label("PERSON", "city") == "PERSON"  # a person's name, not the place
     assert place_label("GPE", None) == "GPE"
     assert place_label(None, "country") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "want"),
+    [
+        ("appealed to the Federal Labour Court on Monday.", "Labour",
+         ("Federal Labour Court", "court")),
+        ("section 103 of the Motor Vehicles Act to pay", "Motor", ("Motor Vehicles Act", "act")),
+        ("The Ministry of Defence took over.", "Defence", ("Ministry of Defence", "ministry")),
+        ("the Ankara State Security Court’s judgment", "State", ("Ankara State Security Court", "court")),
+        ("the Ministry for European and International Affairs said", "International",
+         ("Ministry for European and International Affairs", "ministry")),
+        # no sure end: a list inside the name
+        ("the Ministry of Education, Science and Culture", "Education", None),
+        ("before the Court.", "Court", None),  # one word: its head is itself
+        ("Federal Labour Court decided", "Labour", None),  # no determiner before it
+        ("the Federal Republic of Germany", "Federal", None),  # no head that says its kind
+        ("the Regional Court and Supreme Court held", "Regional", None),  # two names
+        ("the First Section of the Court", "First", ("First Section", "section")),
+    ],
+)
+def test_name_span(text: str, word: str, want: tuple[str, str] | None) -> None:
+    at = text.index(word)
+    got = name_span(text, at, at + len(word))
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and (text[got[0] : got[1]], got[2]) == want
+        assert got[2] in NAME_HEADS

@@ -17,7 +17,11 @@ and its claims without it (:func:`droppable`):
   (``Mrs``) nor a rank (:data:`RANKS`), where two capitalised words or more are left
   (``the Directorate General`` -> ``the General`` names someone else, ``the High Court``
   -> ``the Court`` another court);
-* an adverb of :data:`DROP_ADVERBS` (``subsequently``, ``later``) between two words.
+* an adverb of :data:`DROP_ADVERBS` (``subsequently``, ``later``) between two words;
+* a gloss in brackets after a word, whole (:func:`gloss_span`): the original's name of
+  what the sentence has just named (``the Constitutional Court (Verfassungsgerichtshof)``,
+  ``a conscription order (Stellungsbescheid)``), an acronym (``(GDR)``) or a short
+  definition (``(“the Ministry”)``).  The sentence says the same without it.
 
 The word must sit between two words of its sentence (no punctuation either side: a
 dropped opener would leave ``, he was``), outside a quotation (a quote is not edited
@@ -42,6 +46,7 @@ from presidio_delink.candidates.verify import article_for
 
 __all__ = [
     "DROP_ADVERBS", "DROP_MARGIN", "KEEP_ADJECTIVES", "KEEP_NOUNS", "RANKS", "droppable",
+    "gloss_span",
 ]
 
 
@@ -158,3 +163,31 @@ def _capitalised_after(text: str, toks: Sequence[tuple[int, int, str]], j: int) 
         return False
     (_a, b, _t), (na, nb, _nt) = toks[j], toks[j + 1]
     return text[b:na] == " " and text[na:nb][:1].isupper()
+
+
+#: The most words a gloss in brackets may hold (:func:`gloss_span`).
+GLOSS_WORDS = 12
+
+
+def gloss_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The bracketed gloss that holds ``text[start:end]``, brackets included, or None.
+
+    A gloss opens with ``(`` after a word and one space, holds at most
+    :data:`GLOSS_WORDS` words on one line, no other bracket, no digit, no ``§`` and no
+    placeholder (a reference, a date, an amount or a redaction is no gloss), and begins
+    with a capital or a quotation mark: a name (``(Verwaltungsgerichtshof)``,
+    ``(Diakon, Dienstamtgehilfe)``) or a definition (``(“the Ministry”)``), not an
+    aside (``(about 30 pages)``, ``(b)``)."""
+    lo = text.rfind("(", max(0, start - 400), start + 1)
+    hi = text.find(")", max(end - 1, lo + 1), end + 400)
+    if lo <= 0 or hi < 0 or text[lo - 1] != " " or end > hi + 1:
+        return None
+    inner = text[lo + 1 : hi]
+    before = text[max(0, lo - 2) : lo - 1]
+    if not before or not (before[-1].isalpha() or before[-1] in "’'”\""):
+        return None
+    if any(c in inner for c in "()[]<>\n§") or any(c.isdigit() for c in inner):
+        return None
+    if len(inner.split()) > GLOSS_WORDS or not (inner[:1].isupper() or inner[:1] in "“\"„‘"):
+        return None
+    return lo, hi + 1
