@@ -616,3 +616,18 @@ def test_an_earlier_rewrite_is_redacted_not_rewritten_again() -> None:
     job = ProtectJob(text, "g", Guarantee(2), marks=marks, editor=ed)
     out = ProtectOutcome(text=text, rounds=1, marks=list(marks))
     assert job.costs(out, [rel, house]) == {rel: job.redaction_cost, house: 1.0}
+
+
+def test_a_run_inside_a_gloss_widens_to_the_whole_gloss() -> None:
+    from presidio_delink.edits import Run
+    from presidio_delink.protect.editor import _glosses_whole
+
+    text = "the Court (Unabhängiger Verwaltungssenat) held that the law applied"
+    a = text.index("Unabhängiger")
+    b = text.index("Verwaltungssenat")
+    c = text.index("law")
+    rs = [Run(a, a + 12, 1), Run(b, b + 16, 1), Run(c, c + 3, 1)]
+    got = _glosses_whole(text, rs)
+    assert [(text[r.start : r.end], r.n_words) for r in got] == [
+        ("(Unabhängiger Verwaltungssenat)", 2), ("law", 1)
+    ]

@@ -295,7 +295,8 @@ class CandidateChooser:
         the collection uses that the collection also uses in the same company, that keeps
         the word's pairings with its neighbours (:meth:`_unpaired`) and (with ``known``,
         the loop's ``known_word``) that it uses at all, or leaving it out
-        (:func:`~.drop.droppable`'s rules).
+        (:func:`~.drop.droppable`'s rules, or a gloss in brackets that holds it:
+        :func:`~.drop.gloss_span`).
 
         Why: the protections choose which words to change among many that would do
         (:mod:`presidio_delink.protect`); a word with a proposal may be rewritten, one
@@ -318,6 +319,7 @@ class CandidateChooser:
             ok = (
                 bool(swaps(w))
                 or droppable(text, toks, i) is None
+                or gloss_span(text, a, b) is not None
                 or (w.text not in TITLES and bool(self._typed(text, a, b, label)))
                 or self._lexicon_keeps(text, w, known)
             )

@@ -63,6 +63,24 @@ def shares_term(old: str, new: str) -> bool:
     return False
 
 
+def _glosses_whole(text: str, rs: list[Run]) -> list[Run]:
+    """``rs`` with the runs inside a gloss in brackets
+    (:func:`~presidio_delink.candidates.drop.gloss_span`) replaced by the whole gloss,
+    which the candidates leave out (``(Verfassungsgerichtshof)``: every word of it
+    goes)."""
+    from presidio_delink.candidates.drop import gloss_span
+
+    out: dict[tuple[int, int], Run] = {}
+    for r in rs:
+        g = gloss_span(text, r.start, r.end)
+        if g is None:
+            out[(r.start, r.end)] = r
+            continue
+        had = out.get(g)
+        out[g] = Run(g[0], g[1], r.n_words + (had.n_words if had is not None else 0))
+    return sorted(out.values(), key=lambda r: r.start)
+
+
 class LoopEditor:
     """Proposes generalisations and LLM rewrites for the protection's chosen words.
 
@@ -92,6 +110,8 @@ class LoopEditor:
         rs = [Run(a, b, n) for a, b, n in runs_of(text, spans)]
         if not rs:
             return {}
+        if getattr(self.loop, "chooser", None) is not None:
+            rs = _glosses_whole(text, rs)
         answers = self.loop.rewrite_runs(text, rs, self.forbidden, self.res)
         out: dict[tuple[int, int], tuple[str, str, str | None]] = {}
         for r in rs:
