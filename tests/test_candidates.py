@@ -999,6 +999,27 @@ def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
     assert register_candidates(word, tag) == stand_ins
 
 
+@pytest.mark.parametrize(
+    ("word", "tag", "next_word", "stand_ins"),
+    [
+        ("held", "VBD", "that", ["found"]),
+        ("held", "VBD", "in", []),  # "held in custody": listed with no stand-in
+        ("claiming", "VBG", "compensation", ["seeking"]),
+        ("claimed", "VBD", "that", ["maintained"]),
+        ("Considered", "VBD", "That", ["Found"]),
+        ("submitted", "VBD", "that", ["argued", "maintained"]),
+        ("submitted", "VBN", "to", []),  # no frame: not listed, WordNet's words
+    ],
+)
+def test_a_frame_of_the_register_holds_before_its_next_word(
+    word: str, tag: str, next_word: str, stand_ins: list[str]
+) -> None:
+    from presidio_delink.candidates.register import listed, register_candidates
+
+    assert register_candidates(word, tag, next_word) == stand_ins
+    assert listed(word, tag, next_word) == (bool(stand_ins) or word == "held")
+
+
 def test_the_legal_register_gives_no_stand_in_for_a_name() -> None:
     from presidio_delink.candidates.propose import register
     from presidio_delink.candidates.register import RELATION

@@ -345,8 +345,9 @@ class CandidateChooser:
         :meth:`proposable`."""
         if in_name(text, w.start):
             return False
-        if listed(w.text, w.tag):
-            lex = register(w)
+        nxt = _next_word(text, w.end)
+        if listed(w.text, w.tag, nxt):
+            lex = register(w, nxt)
         else:
             lex = lexicon_candidates(self.wordnet, [w])[: 2 * MAX_CANDIDATES]
         for c in self._by_sense(w.text, lex)[:MAX_CANDIDATES]:
@@ -578,8 +579,9 @@ class CandidateChooser:
         named = [w for w in words if in_name(text, w.start)]
         if named:
             lex = []
-        elif len(words) == 1 and listed(words[0].text, words[0].tag):
-            lex = register(words[0])  # the register's word: WordNet's are not proposed
+        elif len(words) == 1 and listed(words[0].text, words[0].tag, _next_word(text, r.end)):
+            # the register's word: WordNet's are not proposed
+            lex = register(words[0], _next_word(text, r.end))
         else:
             lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
         if len(words) == 1:
@@ -665,6 +667,13 @@ def in_name(text: str, start: int) -> bool:
         return False
     before = text[max(0, start - 80) : start].rstrip(" \t")
     return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
+
+
+def _next_word(text: str, end: int) -> str:
+    """The word right after ``end``, one space between (``""`` where punctuation or
+    nothing follows)."""
+    m = _WORD_RE.match(text, end + 1) if text[end : end + 1] == " " else None
+    return m.group(0) if m is not None else ""
 
 
 def _cased(word: str, like: str) -> str:

@@ -190,11 +190,11 @@ def lexicon_candidates(wordnet: WordNet, words: Sequence[Word]) -> list[Candidat
     return sorted(out, key=lambda c: -c.meaning)
 
 
-def register(word: Word) -> list[Candidate]:
-    """The legal register's stand-ins of a one-word run's word (:mod:`.register`; none
-    for a name, whose tag has no WordNet part of speech), prior 1, relation
-    :data:`~.register.RELATION`."""
-    found = register_candidates(word.text, word.tag)
+def register(word: Word, next_word: str = "") -> list[Candidate]:
+    """The legal register's stand-ins of a one-word run's word before ``next_word``
+    (:mod:`.register`; none for a name, whose tag has no WordNet part of speech), prior
+    1, relation :data:`~.register.RELATION`."""
+    found = register_candidates(word.text, word.tag, next_word)
     return [Candidate(t, "lexicon", 1.0, RELATION) for t in found]
 
 

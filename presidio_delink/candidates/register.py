@@ -16,7 +16,9 @@ occurs there: ``dismiss`` -> ``reject`` (the appeal, the complaint, the request)
 ``quash`` -> ``annul``.  A pair is listed only where the stand-in keeps what the
 sentence says in those frames; a word whose frames split its meaning is left out
 (``hold``: "held that" / "held in custody"; ``claim``: "claimed that" / "claimed
-compensation"; ``release``: a prisoner / a statement).  A more general word counts
+compensation"; ``release``: a prisoner / a statement), or given stand-ins in the frames
+where one holds, told by the next word (:data:`FRAMES`: "held that" -> "found that",
+"claimed compensation" -> "sought compensation").  A more general word counts
 where it names the same thing at a coarser grain (``pension`` -> ``benefit``):
 the generalisation the loop exists to make.  :data:`TAGS` limits an entry to some Penn
 tags (``alleged`` before a noun is an adjective: "the alleged violation" cannot become
@@ -46,7 +48,8 @@ from __future__ import annotations
 from presidio_delink.candidates.lexicon import inflect, lemma_of, wordnet_pos
 
 __all__ = [
-    "LEGAL", "RELATION", "STAND_INS", "TAGS", "is_stand_in", "listed", "register_candidates",
+    "FRAMES", "LEGAL", "RELATION", "STAND_INS", "TAGS", "is_stand_in", "listed",
+    "register_candidates",
 ]
 
 #: The relation of a stand-in to its word (:class:`~.propose.Candidate.relation`).
@@ -281,13 +284,40 @@ TAGS: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
-def _entry(text: str, tag: str) -> tuple[str, tuple[str, ...]] | None:
+#: Stand-ins that hold in one frame only, by the word after: a verb whose frames split
+#: its meaning keeps one of them before ``that`` (``held that`` is ``found that``, where
+#: ``held in custody`` is not ``found``; ``claimed that`` is ``maintained that``, where
+#: ``claimed compensation`` is ``sought compensation``).  A frame's entry wins over
+#: :data:`LEGAL`'s, which may list the word with no stand-in.
+FRAMES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
+    ("v", "hold"): {"that": ("find",)},
+    ("v", "consider"): {"that": ("find",)},
+    ("v", "claim"): {"that": ("maintain",), "compensation": ("seek",), "damages": ("seek",)},
+    ("v", "submit"): {"that": ("argue", "maintain")},
+    ("v", "state"): {"that": ("declare",)},
+    ("v", "note"): {"that": ("observe",)},
+    ("v", "admit"): {"that": ("acknowledge",)},
+    ("v", "allege"): {"that": ("claim",)},
+    ("v", "argue"): {"that": ("contend",)},
+    ("v", "maintain"): {"that": ("argue",)},
+    ("v", "find"): {"that": ("hold",)},
+}
+"""Stand-ins by WordNet part of speech and lemma, then by the next word (lower case)."""
+
+
+def _entry(
+    text: str, tag: str, next_word: str = ""
+) -> tuple[str, tuple[str, ...]] | None:
     """The part of speech and stand-ins of :data:`LEGAL`'s entry for ``text`` tagged
-    ``tag``, where it has one for that tag."""
+    ``tag``, where it has one for that tag; a frame of :data:`FRAMES` for it before
+    ``next_word`` first."""
     pos = wordnet_pos(tag)
     if pos is None or tag in ("JJR", "JJS", "RBR", "RBS"):  # "earlier" is no "previouser"
         return None
     lemma = lemma_of(text, pos) if pos in ("n", "v") else text.lower()
+    framed = FRAMES.get((pos, lemma), {}).get(next_word.lower())
+    if framed is not None:
+        return pos, framed
     table = LEGAL.get(pos, {})
     allowed = TAGS.get((pos, lemma))
     if lemma not in table or (allowed is not None and tag not in allowed):
@@ -295,16 +325,18 @@ def _entry(text: str, tag: str) -> tuple[str, tuple[str, ...]] | None:
     return pos, table[lemma]
 
 
-def listed(text: str, tag: str) -> bool:
-    """Whether the register has an entry for ``text`` tagged ``tag``, stand-ins or
-    none (:data:`LEGAL`): then WordNet's words for it are not proposed."""
-    return _entry(text, tag) is not None
+def listed(text: str, tag: str, next_word: str = "") -> bool:
+    """Whether the register has an entry for ``text`` tagged ``tag`` before
+    ``next_word``, stand-ins or none (:data:`LEGAL`, :data:`FRAMES`): then WordNet's
+    words for it are not proposed."""
+    return _entry(text, tag, next_word) is not None
 
 
-def register_candidates(text: str, tag: str) -> list[str]:
-    """The stand-ins of the word ``text`` tagged ``tag`` (module docstring), inflected and
-    cased like it; none for a word not in :data:`LEGAL`, or listed without one."""
-    entry = _entry(text, tag)
+def register_candidates(text: str, tag: str, next_word: str = "") -> list[str]:
+    """The stand-ins of the word ``text`` tagged ``tag`` before ``next_word`` (module
+    docstring), inflected and cased like it; none for a word not in :data:`LEGAL` or
+    :data:`FRAMES`, or listed without one."""
+    entry = _entry(text, tag, next_word)
     if entry is None:
         return []
     pos, stand_ins = entry
@@ -318,7 +350,10 @@ def register_candidates(text: str, tag: str) -> list[str]:
 
 
 #: Every stand-in's lemma: common words of the register, known whatever the collection.
-STAND_INS = frozenset(w for table in LEGAL.values() for ins in table.values() for w in ins)
+STAND_INS = frozenset(
+    [w for table in LEGAL.values() for ins in table.values() for w in ins]
+    + [w for frames in FRAMES.values() for ins in frames.values() for w in ins]
+)
 
 
 def is_stand_in(word: str) -> bool:
