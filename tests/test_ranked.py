@@ -3,7 +3,6 @@ contributions, groups, placeholders, and the CLI / delink audit that use it."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import random
@@ -124,14 +123,14 @@ def _query_text(src: int) -> str:
     return " ".join(ws)
 
 
-def _brute_pairs(query: str, model: str) -> dict[str, float]:
-    """Word pairs (each word and the next, placeholders skipped): BM25 (Lucene's idf) or
-    TF-IDF cosine (``(1 + ln f) ln(N / n)`` over the document's length, the query's
-    distinct pairs weighted by their idf)."""
+def _brute_pairs(query: str, model: str, n_words: int = 2) -> dict[str, float]:
+    """Word pairs (each word and the next, placeholders skipped; triples with
+    ``n_words`` 3): BM25 (Lucene's idf) or TF-IDF cosine (``(1 + ln f) ln(N / n)`` over
+    the document's length, the query's distinct pairs weighted by their idf)."""
 
     def pairs(text: str) -> list[str]:
         ws = _words(text, False)
-        return [f"{a} {b}" for a, b in itertools.pairwise(ws)]
+        return [" ".join(ws[i : i + n_words]) for i in range(len(ws) - n_words + 1)]
 
     docs = {d: Counter(pairs(t)) for d, t, _g in CORPUS}
     n = len(docs)
@@ -156,10 +155,10 @@ def _brute_pairs(query: str, model: str) -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize("member", ["bm25-word2", "cosine-word2"])
+@pytest.mark.parametrize("member", ["bm25-word2", "cosine-word2", "bm25-word3"])
 def test_word_pair_members_match_brute_force(attack: RankedAttack, member: str) -> None:
     text = _query_text(7)
-    want = _brute_pairs(text, member.partition("-")[0])
+    want = _brute_pairs(text, member.partition("-")[0], int(member[-1]))
     ps = RankedAttack(attack.index, members=(member,)).scores(text, sentences=False)
     row = ps.row(member)
     assert row is not None

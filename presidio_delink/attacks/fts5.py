@@ -93,7 +93,7 @@ CHAR_NGRAMS = {"char4": 4}
 #: Editing the word a gram starts in removes the gram.
 CROSS_NGRAMS = {"char4x": 4}
 #: Word n-gram tokenisers: each word starts the gram of it and the next ``n - 1`` words.
-WORD_NGRAMS = {"word2": 2}
+WORD_NGRAMS = {"word2": 2, "word3": 3}
 #: The tokenisers whose grams run across words: a word's grams depend on the next words.
 SPANNING_NGRAMS = frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS)
 
@@ -225,6 +225,8 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # cosine: no saturation, a length-normalised vector)
     "bm25-word2": Member("word2", False, idf="lucene"),
     "cosine-word2": Member("word2", False, model="cosine"),
+    # word triples: what a phrase or shingle engine reads (3-word fingerprints)
+    "bm25-word3": Member("word3", False, idf="lucene"),
 }
 
 #: Every member a panel may hold.
@@ -237,7 +239,7 @@ ALL_MEMBERS: dict[str, Member] = {**MEMBERS, **EXTRA_MEMBERS}
 PROTECT_MEMBERS_BASE: tuple[str, ...] = tuple(
     m for m in ALL_MEMBERS
     if "k09b04" not in m and not m.endswith("-qtf")
-    and not m.startswith("bm25-char") and "word2" not in m
+    and not m.startswith("bm25-char") and "-word" not in m
 )
 #: The same with FTS5's two query-tf readings (a query parser's: repeated terms weigh more).
 PROTECT_MEMBERS_QTF: tuple[str, ...] = (
