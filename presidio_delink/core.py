@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -359,7 +360,9 @@ class DelinkLoop(Rewriting):
         Federal [REDACTED] Court`` becomes ``the court``, ``the Constitutional Court
         ([REDACTED])`` loses the bracket.  Where the answer still links (``the court
         under Article 132``) the runs stay as they were: a wider redaction would take
-        more words for nothing."""
+        more words for nothing.  A possessive left so (``the [REDACTED] lawyer`` for
+        ``the applicant's lawyer``) is asked again without its ``'s``: the noun's
+        candidates then stand in for the noun (``the person's lawyer``)."""
         from presidio_delink.candidates.drop import gloss_span
 
         wide: dict[tuple[int, int], list[Run]] = {}
@@ -368,6 +371,8 @@ class DelinkLoop(Rewriting):
                 continue
             name = name_span(text, r.start, r.end)
             span = (name[0], name[1]) if name is not None else gloss_span(text, r.start, r.end)
+            if span is None and _POSSESSIVE.fullmatch(text, r.start, r.end):
+                span = (r.start, r.end - 2)  # the noun of "applicant's"
             if span is not None and span != (r.start, r.end):
                 wide.setdefault(span, [])
         if not wide:
@@ -381,6 +386,7 @@ class DelinkLoop(Rewriting):
             (Run(a, b, len(tokens_within(starts, a, b))), inner)
             for (a, b), inner in wide.items()
             if all(a <= r.start and r.end <= b for r in inner)
+            or (len(inner) == 1 and inner[0].start == a and b < inner[0].end)  # possessive
         ]
         if not tried:
             return rs
@@ -508,6 +514,10 @@ def _carried(
             out.append((a + delta, a + delta + len(new), at.get((a, b), text[a:b])))
         delta += len(new) - (b - a)
     return sorted(out + carry(origins, edits))
+
+
+#: One written word, a noun's possessive: ``applicant's``, ``authority’s``.
+_POSSESSIVE = re.compile(r"[^\W\d_][\w-]*['’]s")
 
 
 def _union(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:

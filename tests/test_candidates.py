@@ -631,6 +631,28 @@ def test_a_name_word_left_to_a_redaction_widens_to_the_name_head(
         assert entry.original == "Labour" and entry.method == "redacted"
 
 
+POSSESSIVE = [
+    ("d0", "the applicant's lawyer came"),
+    ("d1", "the person's lawyer came"), ("d2", "the person's lawyer came"),
+    ("d3", "the applicant left"), ("d4", "the applicant left"),
+]
+
+
+@needs_spacy_model
+def test_a_possessive_takes_its_nouns_stand_in(tmp_path: Path) -> None:
+    """``applicant's`` is one written word: no candidate for it whole, but its noun's
+    stand-in keeps the ``'s`` (``the person's lawyer``), not a redaction."""
+    idx = NgramIndex.build(POSSESSIVE, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon
+        wordnet=MapLexicon({"applicant": ["person"]}), scorer=FlatScorer(), index=None, k=2
+    )
+    res = d.delink(POSSESSIVE[0][1], "t")
+    assert not res.linkable_after and res.text == "the person's lawyer came"
+    (entry,) = res.audit
+    assert (entry.original, entry.replacement, entry.method) == ("applicant", "person", "candidate")
+
+
 GLOSS = [
     ("d0", "the Court (Verfassungsgerichtshof) ruled"),
     ("d1", "the court ruled"), ("d2", "the court ruled"),
