@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             idx = NgramIndex.load(a.index_dir)
         except Exception:  # missing or older: build it
             idx = None
+        if idx is not None and len(set(idx.doc_groups)) == len(idx.doc_ids):
+            sys.exit(f"{a.index_dir} holds an index not grouped by case (another "
+                     "benchmark's?): give another --index-dir")
     if idx is None:
         idx = NgramIndex.build(list(tab_collection()), a.index_dir, max_n=8,
                                group_regex=ra.GROUP_RE.pattern)
