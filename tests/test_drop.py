@@ -70,6 +70,8 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("membership of an illegal organisation", "NN IN DT JJ NN", 3, False),
         ("his lengthy detention ended", "PRP$ JJ NN VBD", 1, True),
         ("he was arrested", "PRP VBD VBN", 2, False),
+        # the second of two coordinated adjectives: "military or service"
+        ("military or civilian service raised", "JJ CC JJ NN VBD", 2, False),
     ],
 )
 def test_which_modifiers_may_be_left_out(text: str, tags: str, i: int, ok: bool) -> None:

@@ -111,6 +111,9 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         # before a common noun
         ok = (nt in ("NN", "NNS", "JJ")) and nxt.islower()
         ok = ok and not pt.startswith(("VB", "RB", "MD"))
+        # nor the second of two coordinated adjectives ("military or civilian service"
+        # would read "military or service")
+        ok = ok and pt != "CC"
         ok = ok and low not in KEEP_ADJECTIVES and not low.startswith("non")
     elif tag == "NN":
         # a noun before a lower-case noun, not after an adjective that may be its own
