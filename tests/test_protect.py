@@ -178,6 +178,24 @@ def test_edit_spans_refuses_a_rewrite_that_keeps_the_word() -> None:
     assert [a.method for a in audit] == ["redacted", "generalised"]
 
 
+def test_edit_spans_takes_a_wider_proposal_that_drops_the_chosen_word() -> None:
+    """A name's head standing for the name keeps a word of the name, not the chosen one:
+    accepted; a proposal that writes the chosen word again is not."""
+
+    class Head:
+        def propose(self, text, spans):  # type: ignore[no-untyped-def]
+            return {(4, 24): "court"}
+
+    text = "The Federal Labour Court ruled."
+    labour = (12, 18)
+    out, _marks, audit, red, rew = edit_spans(text, [labour], [], Head())
+    assert out == "The court ruled." and (red, rew) == (0, 1)
+    assert audit[0].original == "Federal Labour Court" and audit[0].n_words == 1
+    court = (19, 24)
+    out, _marks, audit, red, rew = edit_spans(text, [court], [], Head())
+    assert out == "The Federal Labour [REDACTED] ruled." and (red, rew) == (1, 0)
+
+
 def test_protect_ranked_alone_stops_at_the_goal(index: NgramIndex) -> None:
     d = Delinker(index, k=2, arity=1)
     ranked = RankedAttack(index)
@@ -306,7 +324,9 @@ def test_protection_labels_the_candidates_it_takes(index: NgramIndex) -> None:
     assert mine and res.llm_calls == 0 and not res.choices
     assert {a.method for a in mine} <= {"candidate", "generalised", "redacted"}
     took = [a for a in mine if a.method == "candidate"]
-    assert took and all(a.source in ("lexicon", "collection") for a in took)
+    # a gloss or modifier left out, or a name's head, is the generalisation's
+    assert took and all(a.source in ("lexicon", "collection", "generalisation") for a in took)
+    assert any(a.source in ("lexicon", "collection") for a in took)
     assert all(a.source is None for a in mine if a.method == "redacted")
 
 
@@ -622,12 +642,14 @@ def test_a_run_inside_a_gloss_widens_to_the_whole_gloss() -> None:
     from presidio_delink.edits import Run
     from presidio_delink.protect.editor import _glosses_whole
 
-    text = "the Court (Unabhängiger Verwaltungssenat) held that the law applied"
+    text = ("the Court (Unabhängiger Verwaltungssenat) held that the law applied before "
+            "the Federal Labour Court")
     a = text.index("Unabhängiger")
     b = text.index("Verwaltungssenat")
     c = text.index("law")
-    rs = [Run(a, a + 12, 1), Run(b, b + 16, 1), Run(c, c + 3, 1)]
+    d = text.index("Labour")
+    rs = [Run(a, a + 12, 1), Run(b, b + 16, 1), Run(c, c + 3, 1), Run(d, d + 6, 1)]
     got = _glosses_whole(text, rs)
     assert [(text[r.start : r.end], r.n_words) for r in got] == [
-        ("(Unabhängiger Verwaltungssenat)", 2), ("law", 1)
+        ("(Unabhängiger Verwaltungssenat)", 2), ("law", 1), ("Federal Labour Court", 1)
     ]

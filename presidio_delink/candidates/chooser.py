@@ -296,7 +296,8 @@ class CandidateChooser:
         the word's pairings with its neighbours (:meth:`_unpaired`) and (with ``known``,
         the loop's ``known_word``) that it uses at all, or leaving it out
         (:func:`~.drop.droppable`'s rules, or a gloss in brackets that holds it:
-        :func:`~.drop.gloss_span`).
+        :func:`~.drop.gloss_span`), or a name's head standing for the name that holds
+        it (:func:`~presidio_delink.generalise.name_span`).
 
         Why: the protections choose which words to change among many that would do
         (:mod:`presidio_delink.protect`); a word with a proposal may be rewritten, one
@@ -320,6 +321,7 @@ class CandidateChooser:
                 bool(swaps(w))
                 or droppable(text, toks, i) is None
                 or gloss_span(text, a, b) is not None
+                or name_span(text, a, b) is not None
                 or (w.text not in TITLES and bool(self._typed(text, a, b, label)))
                 or self._lexicon_keeps(text, w, known)
             )

@@ -225,6 +225,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # ownership" -> "right", "place of residence" -> "abode", "two bedrooms" ->
         # "chambers"
         "evidence": (),  # "after taking evidence" -> "information" (benchmark, tenth session)
+        "remand": (),  # "detention on remand" -> "on return" (the samples' protection)
         "insurance": (),
         "elder": (),
         "yard": (),
@@ -260,6 +261,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "vertical": (),
         # benchmark sentences (tenth session): "national legislation" -> "public"
         "national": ("domestic",),
+        "civilian": (),  # "two civilian judges" -> "citizen" (the samples' protection)
     },
     "r": {
         "subsequently": ("later", "afterwards"),

@@ -120,8 +120,9 @@ def edit_spans(
     """Apply one round of edits: every span (a word occurrence) is replaced.
 
     The one place where the protections change text: ``editor`` (a generaliser or an LLM)
-    may propose a replacement for a span or a run of adjacent spans; a proposal that
-    writes one of the replaced words again (casefolded) is refused and its spans redacted.
+    may propose a replacement for a span or a run of adjacent spans, or for a wider span
+    holding them (a whole name or gloss); a proposal that writes one of the chosen words
+    again (casefolded) is refused and its spans redacted.
     A span inside or across an earlier rewrite (a mark labelled ``llm``: the loop's or an
     earlier round's) is not offered to the editor and is redacted: a synonym of a
     synonym drifts from what the text said (read: ``possession`` -> ``relation`` ->
@@ -146,8 +147,9 @@ def edit_spans(
         )
         inside = [s for s in todo if a <= s[0] and s[1] <= b and s not in done]
         old = text[a:b]
+        chosen = " ".join(text[x:y] for x, y in inside)  # a widened name keeps its head
         if not inside or (not new.strip() and new != "") or any(
-            w in new.casefold().split() for w in old.casefold().split()
+            w in new.casefold().split() for w in chosen.casefold().split()
         ):
             continue
         if edits and edits[-1][1] > a:  # overlaps an accepted proposal

@@ -67,12 +67,16 @@ def _glosses_whole(text: str, rs: list[Run]) -> list[Run]:
     """``rs`` with the runs inside a gloss in brackets
     (:func:`~presidio_delink.candidates.drop.gloss_span`) replaced by the whole gloss,
     which the candidates leave out (``(Verfassungsgerichtshof)``: every word of it
-    goes)."""
+    goes), and those inside a name whose head noun may stand for it
+    (:func:`~presidio_delink.generalise.name_span`) by the whole name (``the Federal
+    Labour Court`` -> ``the court``)."""
     from presidio_delink.candidates.drop import gloss_span
+    from presidio_delink.generalise import name_span
 
     out: dict[tuple[int, int], Run] = {}
     for r in rs:
-        g = gloss_span(text, r.start, r.end)
+        name = name_span(text, r.start, r.end)
+        g = (name[0], name[1]) if name is not None else gloss_span(text, r.start, r.end)
         if g is None:
             out[(r.start, r.end)] = r
             continue
@@ -110,6 +114,7 @@ class LoopEditor:
         rs = [Run(a, b, n) for a, b, n in runs_of(text, spans)]
         if not rs:
             return {}
+        chosen = {(r.start, r.end): text[r.start : r.end] for r in rs}
         if getattr(self.loop, "chooser", None) is not None:
             rs = _glosses_whole(text, rs)
         answers = self.loop.rewrite_runs(text, rs, self.forbidden, self.res)
@@ -119,7 +124,9 @@ class LoopEditor:
             choice = self.res.choices.pop((r.start, r.end), None)
             if new is None or new == REDACTED or (not new.strip() and new != ""):
                 continue  # "": a modifier left out
-            if shares_term(text[r.start : r.end], new):
+            # the words the protection chose must go; a widened name keeps its head
+            old = " ".join(w for (a, b), w in chosen.items() if r.start <= a and b <= r.end)
+            if shares_term(old, new):
                 self.res.refusals["keeps the term"] = self.res.refusals.get("keeps the term", 0) + 1
                 continue
             method = audit_method(reason)
