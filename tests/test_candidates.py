@@ -593,6 +593,17 @@ def test_the_plan_trades_a_redaction_for_two_rewrites(tmp_path: Path) -> None:
     assert res.text == "police [REDACTED] thieves"
 
 
+def _candidates_run(tmp_path: Path, docs: list[tuple[str, str]], table: dict[str, list[str]]) -> Any:
+    """The loop (``rewrite="candidates"``, no LLM) on the first of ``docs``, an index of
+    them all (word pairs), and a lexicon of ``table``'s stand-ins."""
+    idx = NgramIndex.build(docs, tmp_path / "idx", max_n=2)
+    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
+    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon
+        wordnet=MapLexicon(table), scorer=FlatScorer(), index=None, k=2
+    )
+    return d.delink(docs[0][1], "t")
+
+
 NAMES = [
     ("d0", "the Federal Labour Court ruled"),
     ("d1", "a court ruled"), ("d2", "a court ruled"),
@@ -615,12 +626,7 @@ def test_a_name_word_left_to_a_redaction_widens_to_the_name_head(
 ) -> None:
     """``Labour`` breaks both phrases that link and nothing replaces a word of a name;
     the whole name's head noun stands for it where that links nowhere."""
-    idx = NgramIndex.build(NAMES + extra, tmp_path / "idx", max_n=2)
-    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
-    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon: no words
-        wordnet=MapLexicon({}), scorer=FlatScorer(), index=None, k=2
-    )
-    res = d.delink(NAMES[0][1], "t")
+    res = _candidates_run(tmp_path, NAMES + extra, {})
     assert not res.linkable_after and res.text == want
     (entry,) = res.audit
     if want == "the court ruled":
@@ -642,12 +648,7 @@ POSSESSIVE = [
 def test_a_possessive_takes_its_nouns_stand_in(tmp_path: Path) -> None:
     """``applicant's`` is one written word: no candidate for it whole, but its noun's
     stand-in keeps the ``'s`` (``the person's lawyer``), not a redaction."""
-    idx = NgramIndex.build(POSSESSIVE, tmp_path / "idx", max_n=2)
-    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
-    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon
-        wordnet=MapLexicon({"applicant": ["person"]}), scorer=FlatScorer(), index=None, k=2
-    )
-    res = d.delink(POSSESSIVE[0][1], "t")
+    res = _candidates_run(tmp_path, POSSESSIVE, {"applicant": ["person"]})
     assert not res.linkable_after and res.text == "the person's lawyer came"
     (entry,) = res.audit
     assert (entry.original, entry.replacement, entry.method) == ("applicant", "person", "candidate")
@@ -664,12 +665,7 @@ GLOSS = [
 def test_a_gloss_in_brackets_is_left_out_whole(tmp_path: Path) -> None:
     """``verfassungsgerichtshof ruled`` links; nothing replaces the German name, but the
     sentence has named the court already: the bracket goes, not a word inside it."""
-    idx = NgramIndex.build(GLOSS, tmp_path / "idx", max_n=2)
-    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
-    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon: no words
-        wordnet=MapLexicon({}), scorer=FlatScorer(), index=None, k=2
-    )
-    res = d.delink(GLOSS[0][1], "t")
+    res = _candidates_run(tmp_path, GLOSS, {})
     assert not res.linkable_after and res.text == "the Court ruled"
     (entry,) = res.audit
     assert entry.original == "(Verfassungsgerichtshof)" and entry.replacement == ""
@@ -686,12 +682,7 @@ OPENER = [
 def test_a_stand_in_opening_a_sentence_is_no_new_name(tmp_path: Path) -> None:
     """``Later``, capitalised because it opens the sentence, is the register's word for
     ``Subsequently``, not a name from nowhere (the document never writes ``later``)."""
-    idx = NgramIndex.build(OPENER, tmp_path / "idx", max_n=2)
-    d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
-    d._chooser = CandidateChooser(  # noqa: SLF001 - the test's lexicon: no words
-        wordnet=MapLexicon({}), scorer=FlatScorer(), index=None, k=2
-    )
-    res = d.delink(OPENER[0][1], "t")
+    res = _candidates_run(tmp_path, OPENER, {})
     assert not res.linkable_after
     assert res.text in ("Later the police left", "Afterwards the police left")
 
