@@ -828,19 +828,22 @@ def test_the_choices_example_counts_as_an_example_only_where_it_is_shown() -> No
 @needs_spacy_model
 def test_proposable_is_the_first_step_of_choosing(tagger: Tagger) -> None:
     """The protections' cheap estimate: a content word with a lexicon word and a number
-    with a generalisation are proposable; function words, a name's last word, a word
+    with a generalisation are proposable, and so is a name's word that its head may stand
+    for; function words, a name's head, a word
     inside a fixed expression and one the legal register lists without a stand-in
     (``appeal``) are not; a span that is not one tagged word is not."""
     ch = CandidateChooser(scorer=FlatScorer(), tagger=tagger)  # type: ignore[arg-type]
     text = ("The applicant lodged an appeal with the Izmir Court on 12 May 1999, but it was "
             "dismissed in the light of the facts.")
-    words = ["applicant", "appeal", "12", "dismissed", "The", "with", "Court", "light"]
+    words = ["applicant", "appeal", "12", "dismissed", "The", "with", "Court", "light",
+             "Izmir"]
     spans = [(text.index(w), text.index(w) + len(w)) for w in words]
     spans.append((text.index("lodged"), text.index("lodged") + 9))  # "lodged an"
     got = dict(zip(words + ["two words"], ch.proposable(text, spans), strict=True))
+    # a name's head is not proposable, its other words are: the head stands for the name
     assert got == {"applicant": True, "appeal": False, "12": True, "dismissed": True,
                    "The": False, "with": False, "Court": False, "light": False,
-                   "two words": False}
+                   "Izmir": True, "two words": False}
     # what it passes, choose() gets candidates for; what it refuses gets none
     r = Run(spans[3][0], spans[3][1], 1)
     assert ch.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)].proposed > 0

@@ -321,7 +321,7 @@ class CandidateChooser:
                 bool(swaps(w))
                 or droppable(text, toks, i) is None
                 or gloss_span(text, a, b) is not None
-                or name_span(text, a, b) is not None
+                or _head_stands_for(text, a, b)
                 or (w.text not in TITLES and bool(self._typed(text, a, b, label)))
                 or self._lexicon_keeps(text, w, known)
             )
@@ -669,6 +669,14 @@ def in_name(text: str, start: int) -> bool:
         return False
     before = text[max(0, start - 80) : start].rstrip(" \t")
     return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
+
+
+def _head_stands_for(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a word of a name whose head may stand for it
+    (:func:`~presidio_delink.generalise.name_span`), not the head itself: the head
+    writes the head again (``the Izmir Court`` -> ``the court`` keeps ``court``)."""
+    name = name_span(text, start, end)
+    return name is not None and text[start:end].casefold() != name[2]
 
 
 def _next_word(text: str, end: int) -> str:
