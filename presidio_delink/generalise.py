@@ -344,6 +344,8 @@ def generalise(
         return []  # a code or reference: no general phrase stands in for it alone
     if label is None or label.upper() not in _TYPED:
         return []
+    if low in _CURRENCY_BEFORE or low in _CURRENCY_AFTER:
+        return []  # a currency the tagger typed a name ("SEK" -> "an organisation")
     lab = label.upper()
     noun_next = (
         next_tag.startswith("NN") and not after[:1].isupper()

@@ -349,3 +349,10 @@ def test_name_span(text: str, word: str, want: tuple[str, str] | None) -> None:
     else:
         assert got is not None and (text[got[0] : got[1]], got[2]) == want
         assert got[2] in NAME_HEADS
+
+
+@pytest.mark.parametrize("code", ["SEK", "EUR", "euros"])
+def test_a_currency_is_never_typed_a_name(code: str) -> None:
+    text = f"he was paid {code} in damages"
+    at = text.index(code)
+    assert generalise(text, at, at + len(code), "ORG") == []

@@ -107,7 +107,7 @@ OTHER_SENSE = 0.1
 #: Titles the tagger's NER reads as names (``Dr`` as an organisation): never typed
 #: (:class:`~.chooser.CandidateChooser`), never left out (:mod:`.drop`, with ``Lord``
 #: and ``Lady``).
-TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge"})
+TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge", "QC", "KC"})
 SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
     "PRP$": {"their": ("the",), "his": ("the",), "her": ("the",), "its": ("the",)},
     "IN": {
