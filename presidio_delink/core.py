@@ -67,7 +67,6 @@ from presidio_delink.edits import (
     tokens_within,
     whole_words,
 )
-from presidio_delink.generalise import name_span
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
 from presidio_delink.llm.base import (
@@ -363,14 +362,13 @@ class DelinkLoop(Rewriting):
         more words for nothing.  A possessive left so (``the [REDACTED] lawyer`` for
         ``the applicant's lawyer``) is asked again without its ``'s``: the noun's
         candidates then stand in for the noun (``the person's lawyer``)."""
-        from presidio_delink.candidates.drop import gloss_span
+        from presidio_delink.candidates.chooser import widened_span
 
         wide: dict[tuple[int, int], list[Run]] = {}
         for r in rs:
             if answers.get((r.start, r.end), (None, None))[0] is not None:
                 continue
-            name = name_span(text, r.start, r.end)
-            span = (name[0], name[1]) if name is not None else gloss_span(text, r.start, r.end)
+            span = widened_span(text, r.start, r.end)
             if span is None and _POSSESSIVE.fullmatch(text, r.start, r.end):
                 span = (r.start, r.end - 2)  # the noun of "applicant's"
             if span is not None and span != (r.start, r.end):

@@ -640,7 +640,7 @@ def test_an_earlier_rewrite_is_redacted_not_rewritten_again() -> None:
 
 def test_a_run_inside_a_gloss_widens_to_the_whole_gloss() -> None:
     from presidio_delink.edits import Run
-    from presidio_delink.protect.editor import _glosses_whole
+    from presidio_delink.protect.editor import _widened_runs
 
     text = ("the Court (Unabhängiger Verwaltungssenat) held that the law applied before "
             "the Federal Labour Court")
@@ -649,7 +649,7 @@ def test_a_run_inside_a_gloss_widens_to_the_whole_gloss() -> None:
     c = text.index("law")
     d = text.index("Labour")
     rs = [Run(a, a + 12, 1), Run(b, b + 16, 1), Run(c, c + 3, 1), Run(d, d + 6, 1)]
-    got = _glosses_whole(text, rs)
+    got = _widened_runs(text, rs)
     assert [(text[r.start : r.end], r.n_words) for r in got] == [
         ("(Unabhängiger Verwaltungssenat)", 2), ("law", 1), ("Federal Labour Court", 1)
     ]

@@ -80,6 +80,7 @@ __all__ = [
     "Choice",
     "fixed_expression",
     "in_name",
+    "widened_span",
 ]
 
 log = logging.getLogger(__name__)
@@ -579,11 +580,11 @@ class CandidateChooser:
             # the whole name, its head noun standing for it ("the court")
             cands.append(Candidate(name[2], "generalisation", 1.0, "type"))
         named = [w for w in words if in_name(text, w.start)]
+        nxt = _next_word(text, r.end)
         if named:
             lex = []
-        elif len(words) == 1 and listed(words[0].text, words[0].tag, _next_word(text, r.end)):
-            # the register's word: WordNet's are not proposed
-            lex = register(words[0], _next_word(text, r.end))
+        elif len(words) == 1 and listed(words[0].text, words[0].tag, nxt):
+            lex = register(words[0], nxt)  # the register's word: WordNet's are not proposed
         else:
             lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
         if len(words) == 1:
@@ -669,6 +670,15 @@ def in_name(text: str, start: int) -> bool:
         return False
     before = text[max(0, start - 80) : start].rstrip(" \t")
     return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
+
+
+def widened_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The name whose head noun may stand for it
+    (:func:`~presidio_delink.generalise.name_span`), else the gloss in brackets
+    (:func:`~.drop.gloss_span`), that holds ``text[start:end]``: the span a run there
+    widens to, the loop's and the protection's alike; None where there is none."""
+    name = name_span(text, start, end)
+    return (name[0], name[1]) if name is not None else gloss_span(text, start, end)
 
 
 def _head_stands_for(text: str, start: int, end: int) -> bool:

@@ -63,20 +63,17 @@ def shares_term(old: str, new: str) -> bool:
     return False
 
 
-def _glosses_whole(text: str, rs: list[Run]) -> list[Run]:
-    """``rs`` with the runs inside a gloss in brackets
-    (:func:`~presidio_delink.candidates.drop.gloss_span`) replaced by the whole gloss,
-    which the candidates leave out (``(Verfassungsgerichtshof)``: every word of it
-    goes), and those inside a name whose head noun may stand for it
-    (:func:`~presidio_delink.generalise.name_span`) by the whole name (``the Federal
-    Labour Court`` -> ``the court``)."""
-    from presidio_delink.candidates.drop import gloss_span
-    from presidio_delink.generalise import name_span
+def _widened_runs(text: str, rs: list[Run]) -> list[Run]:
+    """``rs`` with the runs inside a name whose head noun may stand for it, or inside a
+    gloss in brackets, replaced by the whole name or gloss
+    (:func:`~presidio_delink.candidates.chooser.widened_span`, as the loop widens them):
+    ``the Federal Labour Court`` -> ``the court``; ``(Verfassungsgerichtshof)`` left
+    out, every word of it."""
+    from presidio_delink.candidates.chooser import widened_span
 
     out: dict[tuple[int, int], Run] = {}
     for r in rs:
-        name = name_span(text, r.start, r.end)
-        g = (name[0], name[1]) if name is not None else gloss_span(text, r.start, r.end)
+        g = widened_span(text, r.start, r.end)
         if g is None:
             out[(r.start, r.end)] = r
             continue
@@ -116,7 +113,7 @@ class LoopEditor:
             return {}
         chosen = {(r.start, r.end): text[r.start : r.end] for r in rs}
         if getattr(self.loop, "chooser", None) is not None:
-            rs = _glosses_whole(text, rs)
+            rs = _widened_runs(text, rs)
         answers = self.loop.rewrite_runs(text, rs, self.forbidden, self.res)
         out: dict[tuple[int, int], tuple[str, str, str | None]] = {}
         for r in rs:
