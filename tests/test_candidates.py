@@ -994,7 +994,7 @@ def _one_word(
     [
         ("dismissed", "VBD", ["rejected"]),  # WordNet's senses of "dismiss" have no "reject"
         ("Quashed", "VBN", ["Annulled", "Overturned"]),  # inflected and cased
-        ("judgments", "NNS", ["rulings"]),
+        ("judgments", "NNS", ["rulings", "decisions"]),
         ("offences", "NNS", ["crimes"]),
         ("pension", "NN", ["benefit"]),
         ("alleged", "VBD", ["claimed"]),
@@ -1005,6 +1005,12 @@ def _one_word(
         ("applicant", "NN", []),
         ("earlier", "JJ", ["previous"]),
         ("earlier", "JJR", []),  # no "previouser"
+        ("wives", "NNS", ["spouses"]),  # the kin generalised
+        ("lawyers", "NNS", ["legal representatives"]),  # a phrase's last word inflected
+        ("upheld", "VBN", ["confirmed"]),
+        ("registered", "VBD", ["recorded"]),
+        ("registered", "VBN", []),  # "a registered letter": only in a frame (below)
+        ("plots", "NNS", []),  # a plot to kill is no parcel: only in a frame
     ],
 )
 def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
@@ -1025,6 +1031,14 @@ def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
         ("Considered", "VBD", "That", ["Found"]),
         ("submitted", "VBD", "that", ["argued", "maintained"]),
         ("submitted", "VBN", "to", []),  # no frame: not listed, WordNet's words
+        ("requested", "VBN", "to", ["asked"]),
+        ("requested", "VBD", "an", []),  # "requested an oral hearing" is not "asked"
+        ("costs", "NNS", "and", []),  # "costs and expenses" keeps its words
+        ("costs", "NNS", "of", ["expenses"]),
+        ("plots", "NNS", "of", ["parcels"]),
+        ("registered", "VBN", "in", ["recorded"]),
+        ("further", "RB", "held", ["also"]),
+        ("further", "RB", "to", []),  # "further to": no frame
     ],
 )
 def test_a_frame_of_the_register_holds_before_its_next_word(
@@ -1033,7 +1047,9 @@ def test_a_frame_of_the_register_holds_before_its_next_word(
     from presidio_delink.candidates.register import listed, register_candidates
 
     assert register_candidates(word, tag, next_word) == stand_ins
-    assert listed(word, tag, next_word) == (bool(stand_ins) or word == "held")
+    assert listed(word, tag, next_word) == (
+        bool(stand_ins) or word == "held" or (word, next_word) == ("costs", "and")
+    )
 
 
 def test_the_legal_register_gives_no_stand_in_for_a_name() -> None:

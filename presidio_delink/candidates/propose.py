@@ -118,6 +118,7 @@ SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
         "whilst": ("while",),
         "although": ("though",),
         "though": ("although",),
+        "whereas": ("while",),
         "upon": ("on",),
         "during": ("in the course of", "throughout"),
         "before": ("prior to",),
