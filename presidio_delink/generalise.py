@@ -330,6 +330,8 @@ def generalise(
     if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
         if after.casefold() in _MONTHS or before in _MONTHS:
             return ["a day in"] if after.casefold() in _MONTHS else []
+        if span[:1].isupper() and after[:1].isupper():
+            return []  # part of a name: "the Second Division" is not "the other Division"
         if before in ("a", "an"):
             return ["further"]  # "a 3rd hearing" -> "a further hearing"
         return ["other"] if before in _DETERMINERS else ["another"]

@@ -50,6 +50,7 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("on 3rd May", "3rd", None, ["a day in"]),
         # ordinals
         ("the third applicant", "third", None, ["other"]),
+        ("the Second Division of the court", "Second", None, []),  # part of a name
         ("a 3rd hearing", "3rd", None, ["further"]),
         ("third, the court", "third", None, ["another"]),
         # typed entities (spaCy NER labels)

@@ -500,17 +500,21 @@ class CandidateChooser:
         -> ``legal help``, ``reasonable time`` -> ``fair time``, ``oral hearing`` ->
         ``oral proceeding``).  The legal register's words too (:mod:`.register`).  A
         function word is no partner (``the applicants`` -> ``the individuals`` tells only
-        whether a small collection happens to say the candidate)."""
+        whether a small collection happens to say the candidate), nor is a subject and its
+        verb a pairing (``the applicant lodged`` -> ``the individual lodged``: any subject
+        may lodge, and the collection says ``applicant lodged`` in hundreds of documents
+        only because it is about applicants)."""
         if (c.relation not in LEXICAL and c.relation != RELATION) or " " in c.text:
             return False
         word = text[start:end]
         left = _LEFT_WORD.search(text, max(0, start - 40), start)
         right = _RIGHT_WORD.match(text, end, end + 40)
+        tag = self._tag_at(text, start)
         sides = []
-        if left:
+        if left and not (tag.startswith("VB") and _nominal(self._tag_at(text, left.start(1)))):
             n = left.group(1)
             sides.append((n, f"{n} {word}", f"{n} {c.text}"))
-        if right:
+        if right and not (_nominal(tag) and self._tag_at(text, right.start(1)).startswith("VB")):
             n = right.group(1)
             sides.append((n, f"{word} {n}", f"{c.text} {n}"))
         for other, said, instead in sides:
@@ -522,6 +526,12 @@ class CandidateChooser:
             if together >= PAIRING * min(self._df(word), self._df(other)):
                 return True
         return False
+
+    def _tag_at(self, text: str, start: int) -> str:
+        """The Penn tag of the word of ``text`` that starts at ``start`` ("" if none)."""
+        toks = self._memo_of(text)[1][0]
+        i = bisect.bisect_left(toks, (start,))
+        return toks[i][2] if i < len(toks) and toks[i][0] == start else ""
 
     def _df(self, phrase: str) -> int:
         """In how many documents of the index ``phrase`` occurs (cached; -1 where the
@@ -687,6 +697,11 @@ def _head_stands_for(text: str, start: int, end: int) -> bool:
     writes the head again (``the Izmir Court`` -> ``the court`` keeps ``court``)."""
     name = name_span(text, start, end)
     return name is not None and text[start:end].casefold() != name[2]
+
+
+def _nominal(tag: str) -> bool:
+    """A noun's or a personal pronoun's Penn tag: a verb's subject."""
+    return tag.startswith("NN") or tag == "PRP"
 
 
 def _next_word(text: str, end: int) -> str:
