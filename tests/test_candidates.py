@@ -1039,6 +1039,10 @@ def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
         ("registered", "VBN", "in", ["recorded"]),
         ("further", "RB", "held", ["also"]),
         ("further", "RB", "to", []),  # "further to": no frame
+        ("under", "IN", "section", ["pursuant to"]),  # a preposition by its frame
+        ("under", "IN", "arrest", []),
+        ("hearing", "NN", "of", []),  # "the hearing of witnesses"
+        ("hearings", "NNS", "were", ["sessions"]),
     ],
 )
 def test_a_frame_of_the_register_holds_before_its_next_word(
@@ -1048,7 +1052,7 @@ def test_a_frame_of_the_register_holds_before_its_next_word(
 
     assert register_candidates(word, tag, next_word) == stand_ins
     assert listed(word, tag, next_word) == (
-        bool(stand_ins) or word == "held" or (word, next_word) == ("costs", "and")
+        bool(stand_ins) or word in ("held", "hearing") or (word, next_word) == ("costs", "and")
     )
 
 

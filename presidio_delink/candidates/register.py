@@ -131,6 +131,9 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "assist": ("help",),
         "need": ("require",),
         "refuse": ("decline",),
+        "forward": ("transmit",),
+        "transmit": ("forward",),
+        "calculate": ("compute",),
         # listed without a stand-in: WordNet's words for these read another sense in a
         # judgment (read in the benchmarks: "sentenced" -> "condemned", "based his
         # decision" -> "established", "admit an expert opinion" -> "declare", "stay the
@@ -291,6 +294,10 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "abduction": ("kidnapping",),
         "bribery": ("corruption",),
         "cash": ("money",),
+        "accident": ("incident",),
+        "transcript": ("record",),
+        "reply": ("response",),
+        "profession": ("occupation",),
         # listed without a stand-in (read: "appeal" -> "prayer", "trial" -> "test",
         # "hearing" -> "learning", "its position" -> "its place", "property" ->
         # "possession", "court time" -> "government time", "deputy" -> "law officer",
@@ -298,7 +305,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # levels" -> "two stages", "not a woman" -> "not an adult")
         "appeal": (),
         "trial": (),
-        "hearing": (),
+        "hearing": ("session",),  # WordNet's "learning" read wrong; "fair hearing" is a pairing
         "position": (),
         "property": (),
         "court": (),
@@ -342,6 +349,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "claim": (),
         "residence": (),
         "bedroom": (),
+        "share": (),  # held-in texts 12-29 (eleventh session): "four shares" -> "assets"
     },
     "a": {
         "unlawful": ("illegal",),
@@ -395,6 +403,8 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "previously": ("earlier",),
         "initially": ("at first",),
         "approximately": ("about",),
+        "unlawfully": ("illegally",),
+        "illegally": ("unlawfully",),
         "currently": ("at present",),
         "then": (),  # "It is then noted" -> "It is so noted"
     },
@@ -449,6 +459,12 @@ FRAMES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
     ("v", "establish"): {"whether": ("determine",), "that": ("find",)},
     ("v", "indicate"): {"that": ("state",)},
     ("n", "cost"): {"and": ()},
+    ("n", "hearing"): {"of": ()},  # "the hearing of witnesses" is no "session of"
+    ("v", "observe"): {"that": ("note",)},
+    # a preposition (Penn IN) by its frame alone: "under section 103" is "pursuant to",
+    # where "under the guardianship of" or "under arrest" is not
+    ("in", "under"): {w: ("pursuant to",) for w in (
+        "section", "sections", "subsection", "paragraph", "paragraphs", "clause", "rule")},
     ("n", "question"): {"whether": ("issue",), "of": ("issue",)},
     ("n", "prospect"): {"of": ("chance",)},
     # a plot of land, not a plot to kill; a registered letter is no recorded one
@@ -469,7 +485,7 @@ def _entry(
     """The part of speech and stand-ins of :data:`LEGAL`'s entry for ``text`` tagged
     ``tag``, where it has one for that tag; a frame of :data:`FRAMES` for it before
     ``next_word`` first."""
-    pos = wordnet_pos(tag)
+    pos = "in" if tag == "IN" else wordnet_pos(tag)  # a preposition: by its frame only
     if pos is None or tag in ("JJR", "JJS", "RBR", "RBS"):  # "earlier" is no "previouser"
         return None
     lemma = lemma_of(text, pos) if pos in ("n", "v") else text.lower()
@@ -502,7 +518,7 @@ def register_candidates(text: str, tag: str, next_word: str = "") -> list[str]:
     pos, stand_ins = entry
     out: list[str] = []
     for stand_in in stand_ins:
-        form = stand_in if " " in stand_in and pos == "r" else inflect(stand_in, tag)
+        form = stand_in if " " in stand_in and pos in ("r", "in") else inflect(stand_in, tag)
         if form is None or form.lower() == text.lower() or form in out:
             continue
         out.append(form[:1].upper() + form[1:] if text[:1].isupper() else form)
