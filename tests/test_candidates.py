@@ -1124,6 +1124,24 @@ def test_a_function_word_is_no_partner(tmp_path: Path, tagger: Tagger) -> None:
     assert not chooser._unpaired(text, r.start, r.end, c)  # noqa: SLF001
 
 
+@needs_spacy_model
+def test_a_subject_and_its_verb_are_no_pairing(tmp_path: Path, tagger: Tagger) -> None:
+    from presidio_delink.candidates.propose import Candidate
+
+    docs = [(f"d{i}", f"The applicant lodged claimed compensation in case {i}.") for i in range(4)]
+    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
+    text = "Later the applicant lodged a complaint and claimed compensation."
+    chooser, r = _one_word(tagger, text, "applicant", [], index)
+    # "applicant lodged" is said in 4 documents, "person lodged" in none: any subject may
+    # lodge; nor does the verb pair with its subject ("applicant filed")
+    assert not chooser._unpaired(text, r.start, r.end, Candidate("person", "lexicon", 1.0, "synonym"))  # noqa: SLF001
+    v = text.index("lodged")
+    assert not chooser._unpaired(text, v, v + 6, Candidate("filed", "lexicon", 1.0, "synonym"))  # noqa: SLF001
+    # a verb and its object still are ("claimed compensation", never "asked compensation")
+    v = text.index("claimed")
+    assert chooser._unpaired(text, v, v + 7, Candidate("asked", "lexicon", 1.0, "synonym"))  # noqa: SLF001
+
+
 def test_a_register_word_is_known_whatever_the_collection(index: NgramIndex) -> None:
     d = Delinker(index, k=2, arity=1, rewriter=None, rewrite="candidates")
     assert d._known_word("police")  # noqa: SLF001 - the collection's
