@@ -1088,6 +1088,12 @@ def test_a_word_the_register_lists_without_a_stand_in_gets_no_lexicon_word(
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
     assert ch.text is None and ch.proposed == 0  # "trial" -> "test" reads another sense
     assert chooser.proposable(text, [(r.start, r.end)]) == [False]
+    # a word listed for one tag only gets none in another, not WordNet's ("case" is listed
+    # for NN: "dismissed the cases" -> "the facts" was read)
+    text = "Yesterday the court dismissed the cases of the company."
+    chooser, r = _one_word(tagger, text, "cases", ["facts", "instances"])
+    ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
+    assert ch.text is None and ch.proposed == 0
 
 
 @needs_spacy_model
