@@ -384,6 +384,7 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # benchmark sentences (eleventh session, TAB test documents): "particularly
         # depraved" -> "misdirected"
         "depraved": (),
+        "legal": (),  # "the relevant legal conditions" -> "judicial" (the same, 13feea9)
         # ordinals pick one thing among others: "the Second Division" -> "the other
         # Division" (held-in texts 12-29, eleventh session)
         "first": (),
