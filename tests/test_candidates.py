@@ -1105,12 +1105,20 @@ def test_a_lexicon_word_takes_the_article_before_it(tagger: Tagger) -> None:
     assert ch.refused == {"its article would not fit the next word": 1}
 
 
+def _paired(
+    tmp_path: Path, tagger: Tagger, line: str, text: str, word: str
+) -> tuple[CandidateChooser, Run]:
+    """The chooser of ``word`` in ``text`` over four documents that each say ``line``
+    (``{}``: the document's number)."""
+    docs = [(f"d{i}", line.format(i)) for i in range(4)]
+    return _one_word(tagger, text, word, [], NgramIndex.build(docs, tmp_path / "idx", max_n=3))
+
+
 @needs_spacy_model
 def test_a_register_word_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger) -> None:
-    docs = [(f"d{i}", f"It was a criminal offence in case {i}. Crime fell.") for i in range(4)]
-    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
     text = "The applicant was charged with a criminal offence in the town."
-    chooser, r = _one_word(tagger, text, "offence", [], index)
+    chooser, r = _paired(tmp_path, tagger, "It was a criminal offence in case {}. Crime fell.",
+                         text, "offence")
     ch = chooser.choose(text, [r], lambda _r, _c: None)[(r.start, r.end)]
     # "criminal offence" is said in 4 documents, "criminal crime" in none
     assert ch.text is None
@@ -1121,10 +1129,8 @@ def test_a_register_word_keeps_the_words_pairings(tmp_path: Path, tagger: Tagger
 def test_a_function_word_is_no_partner(tmp_path: Path, tagger: Tagger) -> None:
     from presidio_delink.candidates.propose import Candidate
 
-    docs = [(f"d{i}", f"The applicants left in case {i}.") for i in range(4)]
-    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
     text = "Later the applicants sold the house."
-    chooser, r = _one_word(tagger, text, "applicants", [], index)
+    chooser, r = _paired(tmp_path, tagger, "The applicants left in case {}.", text, "applicants")
     c = Candidate("persons", "lexicon", 1.0, "synonym")
     # "the applicants" is said in 4 documents, "the persons" in none: "the" pairs with anything
     assert not chooser._unpaired(text, r.start, r.end, c)  # noqa: SLF001
@@ -1134,10 +1140,9 @@ def test_a_function_word_is_no_partner(tmp_path: Path, tagger: Tagger) -> None:
 def test_a_subject_and_its_verb_are_no_pairing(tmp_path: Path, tagger: Tagger) -> None:
     from presidio_delink.candidates.propose import Candidate
 
-    docs = [(f"d{i}", f"The applicant lodged claimed compensation in case {i}.") for i in range(4)]
-    index = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
     text = "Later the applicant lodged a complaint and claimed compensation."
-    chooser, r = _one_word(tagger, text, "applicant", [], index)
+    chooser, r = _paired(tmp_path, tagger, "The applicant lodged claimed compensation in case {}.",
+                         text, "applicant")
     # "applicant lodged" is said in 4 documents, "person lodged" in none: any subject may
     # lodge; nor does the verb pair with its subject ("applicant filed")
     assert not chooser._unpaired(text, r.start, r.end, Candidate("person", "lexicon", 1.0, "synonym"))  # noqa: SLF001
