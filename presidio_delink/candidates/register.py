@@ -18,11 +18,13 @@ sentence says in those frames; a word whose frames split its meaning is left out
 (``hold``: "held that" / "held in custody"; ``claim``: "claimed that" / "claimed
 compensation"; ``release``: a prisoner / a statement), or given stand-ins in the frames
 where one holds, told by the next word (:data:`FRAMES`: "held that" -> "found that",
-"claimed compensation" -> "sought compensation").  A more general word counts
-where it names the same thing at a coarser grain (``pension`` -> ``benefit``):
-the generalisation the loop exists to make.  :data:`TAGS` limits an entry to some Penn
-tags (``alleged`` before a noun is an adjective: "the alleged violation" cannot become
-"the claimed violation").  Some words are listed with no stand-in: WordNet's words for
+"claimed compensation" -> "sought compensation"); a preposition has stand-ins only
+there ("under section 103" -> "pursuant to", never "under arrest").  A more general word
+counts where it names the same thing at a coarser grain (``pension`` -> ``benefit``,
+``wife`` -> ``spouse``): the generalisation the loop exists to make.  :data:`TAGS`
+limits an entry to some Penn tags (``alleged`` before a noun is an adjective: "the
+alleged violation" cannot become "the claimed violation"); in another tag the word is
+listed with none.  Some words are listed with no stand-in: WordNet's words for
 them read another sense in a judgment (``trial`` -> ``test``, ``appeal`` -> ``prayer``,
 ``its position`` -> ``its place``), so they get no lexicon word and are redacted (or left
 to the LLM as part of a phrase).
