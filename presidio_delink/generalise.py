@@ -332,6 +332,8 @@ def generalise(
             return ["a day in"] if after.casefold() in _MONTHS else []
         if span[:1].isupper() and after[:1].isupper():
             return []  # part of a name: "the Second Division" is not "the other Division"
+        if before == "per":
+            return []  # a unit: "800 litres per second"
         if before in ("a", "an"):
             return ["further"]  # "a 3rd hearing" -> "a further hearing"
         return ["other"] if before in _DETERMINERS else ["another"]

@@ -1011,6 +1011,8 @@ def _one_word(
         ("registered", "VBD", ["recorded"]),
         ("registered", "VBN", []),  # "a registered letter": only in a frame (below)
         ("plots", "NNS", []),  # a plot to kill is no parcel: only in a frame
+        ("invoked", "VBD", ["relied on"]),  # a phrasal verb's first word inflected
+        ("regulations", "NNS", []),  # "regulation works on a river" is no "rule"
     ],
 )
 def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(

@@ -51,6 +51,7 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         # ordinals
         ("the third applicant", "third", None, ["other"]),
         ("the Second Division of the court", "Second", None, []),  # part of a name
+        ("800 litres per second.", "second", None, []),  # a unit of time
         ("a 3rd hearing", "3rd", None, ["further"]),
         ("third, the court", "third", None, ["another"]),
         # typed entities (spaCy NER labels)
