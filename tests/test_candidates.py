@@ -419,6 +419,25 @@ def test_function_words_have_fixed_stand_ins() -> None:
     assert kept("PRP$", "DT") and kept("IN", "TO") and not kept("IN", "DT")
 
 
+def test_a_relative_which_becomes_that_only_after_its_noun() -> None:
+    from presidio_delink.candidates.propose import Word, relative_swap, swaps
+
+    assert [c.text for c in swaps(Word("which", 0, 5, "WDT"))] == ["that"]
+
+    def tags(text: str, of: dict[str, str]) -> dict[int, str]:
+        return {text.index(w): t for w, t in of.items()}
+
+    cases = [
+        ("the decision which was taken", {"decision": "NN"}, True),
+        ("the decision, which was taken", {"decision": "NN"}, False),  # not restrictive
+        ("the extent to which it held", {"to": "IN"}, False),
+        ("to decide which court held", {"decide": "VB"}, False),  # not a relative
+    ]
+    for text, of, ok in cases:
+        at = tags(text, of)
+        assert relative_swap(text, text.index("which"), lambda i, at=at: at.get(i, "")) is ok
+
+
 def test_neighbours_compare_the_company_words_keep(tmp_path: Path) -> None:
     from presidio_delink.candidates.propose import Neighbours
 

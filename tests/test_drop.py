@@ -72,6 +72,12 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("he was arrested", "PRP VBD VBN", 2, False),
         # the second of two coordinated adjectives: "military or service"
         ("military or civilian service raised", "JJ CC JJ NN VBD", 2, False),
+        # the past perfect's auxiliary where the participle is also the past tense
+        ("the court had dismissed the appeal", "DT NN VBD VBN DT NN", 2, True),
+        ("the court had taken a decision", "DT NN VBD VBN DT NN", 2, False),  # "took"
+        ("the court had been informed", "DT NN VBD VBN VBN", 2, False),  # "was"
+        ("the court had not dismissed it", "DT NN VBD RB VBN PRP", 2, False),
+        ("the applicant had a lawyer", "DT NN VBD DT NN", 2, False),  # the verb itself
     ],
 )
 def test_which_modifiers_may_be_left_out(text: str, tags: str, i: int, ok: bool) -> None:

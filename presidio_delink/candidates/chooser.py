@@ -50,6 +50,7 @@ from presidio_delink.candidates.propose import (
     collection_fillers,
     lexicon_candidates,
     register,
+    relative_swap,
     swaps,
 )
 from presidio_delink.candidates.register import RELATION, listed
@@ -319,7 +320,7 @@ class CandidateChooser:
             w = Word(text[a:b], a, b, toks[i][2])
             label = label_of.get((a, b))
             ok = (
-                bool(swaps(w))
+                (bool(swaps(w)) and self._swappable(text, w))
                 or droppable(text, toks, i) is None
                 or gloss_span(text, a, b) is not None
                 or _head_stands_for(text, a, b)
@@ -527,6 +528,13 @@ class CandidateChooser:
                 return True
         return False
 
+    def _swappable(self, text: str, w: Word) -> bool:
+        """Whether the function word ``w`` may take its :data:`~.propose.SWAPS` here: a
+        relative ``which`` only after its noun (:func:`~.propose.relative_swap`)."""
+        if w.tag != "WDT":
+            return True
+        return relative_swap(text, w.start, lambda at: self._tag_at(text, at))
+
     def _tag_at(self, text: str, start: int) -> str:
         """The Penn tag of the word of ``text`` that starts at ``start`` ("" if none)."""
         toks = self._memo_of(text)[1][0]
@@ -597,7 +605,7 @@ class CandidateChooser:
             lex = register(words[0], nxt)  # the register's word: WordNet's are not proposed
         else:
             lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
-        if len(words) == 1:
+        if len(words) == 1 and self._swappable(text, words[0]):
             lex = swaps(words[0]) + lex
         self._mark_slot(text, r, lex)
         cands += (self._by_sense(words[0].text, lex) if len(words) == 1 else lex)[:MAX_CANDIDATES]

@@ -18,6 +18,10 @@ and its claims without it (:func:`droppable`):
   (``the Directorate General`` -> ``the General`` names someone else, ``the High Court``
   -> ``the Court`` another court);
 * an adverb of :data:`DROP_ADVERBS` (``subsequently``, ``later``) between two words;
+* the past perfect's ``had`` right before a participle that is also the verb's past
+  tense (``the court had dismissed the appeal`` -> ``the court dismissed the appeal``;
+  not ``had taken``, ``had been`` or ``had not``): the event is told in the simple past,
+  only its being earlier than the narrative's moment is left implicit;
 * a gloss in brackets after a word, whole (:func:`gloss_span`): the original's name of
   what the sentence has just named (``the Constitutional Court (Verfassungsgerichtshof)``,
   ``a conscription order (Stellungsbescheid)``), an acronym (``(GDR)``) or a short
@@ -136,6 +140,10 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         ok = ok and _capitalised_after(text, toks, i + 1)
     elif tag == "RB":
         ok = low in DROP_ADVERBS
+    elif tag == "VBD" and low == "had":
+        # the past perfect's auxiliary before a participle that is also the verb's past
+        # tense: "the court had dismissed the appeal" -> "the court dismissed the appeal"
+        ok = nt == "VBN" and _simple_past(nxt)
     else:
         ok = False
     # an "-ing" word after a noun is a participle with its object, not a modifier of the
@@ -151,6 +159,17 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
     if _quoted(text, a):
         return "inside a quotation"
     return None
+
+
+def _simple_past(participle: str) -> bool:
+    """Whether ``participle`` (a verb's past participle) is also its past tense
+    (``dismissed``, ``held``; not ``taken``, ``been`` or ``gone``)."""
+    from presidio_delink.candidates.lexicon import inflect, lemma_of
+
+    low = participle.casefold()
+    if not low.isalpha():
+        return False
+    return inflect(lemma_of(low, "v"), "VBD") == low and inflect(lemma_of(low, "v"), "VBN") == low
 
 
 def _quoted(text: str, at: int) -> bool:

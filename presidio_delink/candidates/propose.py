@@ -57,6 +57,7 @@ of at most :data:`MAX_DOCS` documents per run and per word compared (cached).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,7 @@ __all__ = [
     "collection_fillers",
     "lexicon_candidates",
     "register",
+    "relative_swap",
     "spelling_variant",
     "swaps",
 ]
@@ -110,6 +112,8 @@ OTHER_SENSE = 0.1
 TITLES = frozenset({"Dr", "Mr", "Mrs", "Ms", "Miss", "Prof", "Sir", "Judge", "QC", "KC"})
 SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
     "PRP$": {"their": ("the",), "his": ("the",), "her": ("the",), "its": ("the",)},
+    # a restrictive relative right after its noun only (:func:`relative_swap`)
+    "WDT": {"which": ("that",)},
     "IN": {
         "until": ("till", "up to"),
         "till": ("until",),
@@ -137,7 +141,9 @@ SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 """Function words and their stand-ins of the same grammar and meaning, by Penn tag: a
 possessive becomes the article (it generalises: ``their house`` -> ``the house``); a
-preposition or conjunction becomes one that says the same."""
+preposition or conjunction becomes one that says the same; a relative ``which`` right
+after its noun becomes ``that`` (``the decision which was taken``; never ``, which``,
+``in which`` or ``decide which``: :func:`relative_swap`)."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,17 @@ def swaps(word: Word) -> list[Candidate]:
     out = table.get(word.text.lower(), ())
     cased = [w[:1].upper() + w[1:] if word.text[:1].isupper() else w for w in out]
     return [Candidate(w, "lexicon", 1.0, "function word") for w in cased]
+
+
+def relative_swap(text: str, start: int, tag_at: Any) -> bool:
+    """Whether the relative ``which`` at ``start`` may become ``that``: the word before it,
+    one space between, is a noun (``tag_at``: offset -> Penn tag), so ``which`` opens a
+    restrictive clause (``the decision which was taken``).  After a comma, a preposition
+    (``in which``) or a verb (``decide which court``) it may not."""
+    m = re.search(r"(\w+) $", text[max(0, start - 60) : start])
+    if m is None:
+        return False
+    return str(tag_at(start - 1 - len(m.group(1)))).startswith("NN")
 
 
 def collection_fillers(
