@@ -334,6 +334,10 @@ def generalise(
             return []  # part of a name: "the Second Division" is not "the other Division"
         if before == "per":
             return []  # a unit: "800 litres per second"
+        if low == "second" and before in ("a", "one", "each", "every", "split") and (
+            not _noun_follows(after) or after.casefold() in ("later", "earlier", "ago")
+        ):
+            return []  # a unit too: "within a second", "a second later"
         if before in ("a", "an"):
             return ["further"]  # "a 3rd hearing" -> "a further hearing"
         return ["other"] if before in _DETERMINERS else ["another"]

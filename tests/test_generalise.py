@@ -52,6 +52,9 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("the third applicant", "third", None, ["other"]),
         ("the Second Division of the court", "Second", None, []),  # part of a name
         ("800 litres per second.", "second", None, []),  # a unit of time
+        ("stopped within a second.", "second", None, []),  # the same unit
+        ("a second later he left", "second", None, []),
+        ("a second hearing was held", "second", None, ["further"]),
         ("a 3rd hearing", "3rd", None, ["further"]),
         ("third, the court", "third", None, ["another"]),
         # typed entities (spaCy NER labels)
