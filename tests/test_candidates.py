@@ -1032,6 +1032,16 @@ def _one_word(
         ("plots", "NNS", []),  # a plot to kill is no parcel: only in a frame
         ("invoked", "VBD", ["relied on"]),  # a phrasal verb's first word inflected
         ("regulations", "NNS", []),  # "regulation works on a river" is no "rule"
+        ("residing", "VBG", ["living"]),  # twelfth session's entries
+        ("renewed", "VBN", ["extended"]),
+        ("contracts", "NNS", ["agreements"]),
+        ("time-limit", "NN", ["deadline"]),
+        ("passages", "NNS", ["extracts"]),  # of an article
+        ("passage", "NN", []),  # "the passage of time" is no "extract"
+        ("ambiguous", "JJ", ["unclear"]),
+        ("Specifically", "RB", ["In particular"]),  # an adverb's phrase, cased
+        ("namely", "RB", ["that is to say"]),
+        ("explicitly", "RB", ["expressly"]),
     ],
 )
 def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
@@ -1064,6 +1074,13 @@ def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
         ("under", "IN", "arrest", []),
         ("hearing", "NN", "of", []),  # "the hearing of witnesses"
         ("hearings", "NNS", "were", ["sessions"]),
+        ("entertain", "VB", "the", ["examine"]),  # "refused to entertain the complaint"
+        ("entertained", "VBD", "doubts", []),
+        ("refusal", "NN", "of", ["denial"]),  # "the refusal of legal aid"
+        ("refusal", "NN", "to", []),  # "a refusal to testify"
+        ("already", "RB", "been", ["previously"]),  # "had already been carried out"
+        ("already", "RB", "pending", []),  # "is already pending": not listed
+        ("further", "RB", "rejected", ["also"]),
     ],
 )
 def test_a_frame_of_the_register_holds_before_its_next_word(
