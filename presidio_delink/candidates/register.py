@@ -141,7 +141,6 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # twelfth session: held-in TAB train/dev texts 0-29 and 30-109, every context read
         "reside": ("live",),
         "tamper": ("interfere",),
-        "renew": ("extend",),
         "re-establish": ("restore",),
         "reassess": ("re-examine",),
         # listed without a stand-in: WordNet's words for these read another sense in a
@@ -542,7 +541,6 @@ FRAMES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
     ("n", "refusal"): {"of": ("denial",)},
     ("n", "enforcement"): {"of": ("execution",)},
     ("v", "conclude"): {"that": ("find",)},  # "concluded a contract" is no "found"
-    ("n", "view"): {"that": ("opinion",)},  # "an unobstructed view towards the sea"
     ("r", "already"): {w: ("previously",) for w in (
         "been", "made", "paid", "served", "examined", "considered", "decided", "dismissed",
         "rejected", "granted")},
