@@ -61,7 +61,11 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("was held in Istanbul on 5 May", "Istanbul", "GPE", ["a place"]),
         ("was held in Istanbul on 5 May", "Istanbul", "CITY", ["a city"]),
         ("the Istanbul court", "Istanbul", "GPE", ["local"]),
-        ("employed by Acme.", "Acme", "ORG", ["an organisation"]),
+        ("employed by Acme Holdings.", "Acme Holdings", "ORG", ["an organisation"]),
+        ("a member of PKK.", "PKK", "ORG", ["an organisation"]),  # an acronym
+        # one word the small tagger typed an organisation: often a town or a statute
+        ("forced to leave Lapithos.", "Lapithos", "ORG", []),
+        ("and, inter alia, the", "inter alia", "ORG", []),
         ("told Smith that", "Smith", "PERSON", ["a person"]),
         # nothing sure fits in place of the value alone: no candidate
         ("application no. 36110/97", "36110", None, []),
