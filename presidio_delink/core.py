@@ -402,8 +402,8 @@ class DelinkLoop(Rewriting):
 
     def _hopeless(self, text: str) -> list[tuple[int, int]]:
         """Spans of the tokens no candidate can replace, avoided from the first plan on:
-        function words that are neither an article or a demonstrative (the collection's
-        words of that kind in its slot stand in for one,
+        function words that are not a demonstrative (the collection's words of that kind
+        in its slot stand in for one,
         :data:`~presidio_delink.candidates.chooser.DETERMINER_KINDS`) nor one of the fixed
         stand-ins' words
         (:data:`~presidio_delink.candidates.propose.SWAPS`); and the words of a name of

@@ -413,7 +413,7 @@ def test_function_words_have_fixed_stand_ins() -> None:
     from presidio_delink.candidates.verify import same_form as kept
 
     assert [c.text for c in swaps(Word("their", 0, 5, "PRP$"))] == ["the"]
-    assert [c.text for c in swaps(Word("Until", 0, 5, "IN"))] == ["Till", "Up to"]
+    assert [c.text for c in swaps(Word("Until", 0, 5, "IN"))] == ["Till"]  # not "up to"
     assert swaps(Word("and", 0, 3, "CC")) == []  # no stand-in says the same
     assert swaps(Word("their", 0, 5, "DT")) == []  # the tag decides, not the spelling
     assert kept("PRP$", "DT") and kept("IN", "TO") and not kept("IN", "DT")
@@ -436,6 +436,21 @@ def test_a_relative_which_becomes_that_only_after_its_noun() -> None:
     for text, of, ok in cases:
         at = tags(text, of)
         assert relative_swap(text, text.index("which"), lambda i, at=at: at.get(i, "")) is ok
+
+
+def test_before_becomes_prior_to_only_where_it_tells_time() -> None:
+    from presidio_delink.candidates.propose import temporal_before
+
+    def ok(text: str) -> bool:
+        at = text.index("before") + len("before")
+        return temporal_before(text, at)
+
+    assert ok("lodged before [REDACTED] the applicant")
+    assert ok("lodged before 1 May")
+    assert ok("questioned before leaving the country")
+    assert not ok("sued the State before the District Court")  # the forum
+    assert not ok("brought before him")
+    assert not ok("appeared before Judge Smith")
 
 
 def test_neighbours_compare_the_company_words_keep(tmp_path: Path) -> None:
@@ -790,9 +805,9 @@ def test_function_words_without_stand_ins_are_avoided_from_the_first_plan(
     d = Delinker(idx, k=2, rewriter=None, rewrite="candidates")
     text = "the police of the town arrested him because of it"
     hopeless = {text[a:b] for a, b in d._hopeless(text)}  # noqa: SLF001
-    assert {"of", "him", "it"} <= hopeless
-    # determiners (slot fillers) and words with fixed stand-ins stay open
-    assert not hopeless & {"the", "because", "police", "town", "arrested"}
+    assert {"of", "him", "it", "the"} <= hopeless  # an article has no stand-in either
+    # words with fixed stand-ins stay open
+    assert not hopeless & {"because", "police", "town", "arrested"}
     # the words of a name of several words are avoided too: its number goes first
     text = "He was charged under Article 169 of the Criminal Code. Court fees were paid."
     hopeless = {text[a:b] for a, b in d._hopeless(text)}  # noqa: SLF001
@@ -802,18 +817,26 @@ def test_function_words_without_stand_ins_are_avoided_from_the_first_plan(
     assert not hopeless & {"Article", "169", "Court", "fees", "Criminal"}
 
 
-def test_a_negation_or_quantifier_never_gets_another_determiner(tmp_path: Path) -> None:
+def test_a_negation_quantifier_or_article_never_gets_another_determiner(
+    tmp_path: Path,
+) -> None:
     docs = [
-        ("d1", "he said that the interest should be paid"),
-        ("d2", "she said that the interest should be paid later"),
-        ("d3", "it said that a interest should be paid"),
-        ("d4", "they said that a interest should be paid now"),
-        ("d5", "we said that no interest should be paid"),
+        ("d1", "he said so the interest should be paid"),
+        ("d2", "she said so the interest should be paid later"),
+        ("d3", "it said so a interest should be paid"),
+        ("d4", "they said so a interest should be paid now"),
+        ("d5", "we said so no interest should be paid"),
+        ("d6", "he said so this interest should be paid"),
+        ("d7", "she said so this interest should be paid later"),
+        ("d8", "it said so that interest should be paid"),
+        ("d9", "they said so that interest should be paid now"),
     ]
     idx = NgramIndex.build(docs, tmp_path / "idx", max_n=3)
     ch = CandidateChooser(wordnet=FixedLexicon([]), scorer=FlatScorer(), index=idx, k=2)
-    for own, expected in (("no", set()), ("the", {"a"}), ("a", {"the"})):
-        text = f"I said that {own} interest should be paid"
+    # an article says whether the thing is known: "the" and "a" are no stand-ins
+    cases = (("no", set()), ("the", set()), ("a", set()), ("this", {"that"}), ("that", {"this"}))
+    for own, expected in cases:
+        text = f"I said so {own} interest should be paid"
         a = text.index(f" {own} ") + 1
         run = Run(a, a + len(own), 1)
         got = ch._proposed(text, run, [Word(own, a, a + len(own), "DT")], None)  # noqa: SLF001

@@ -79,6 +79,7 @@ opposite contrary different separate single double joint individual no non unkno
 prior subsequent initial final interim provisional temporary permanent minor major
 open closed private public secret mental physical indefinite definite limited unlimited
 illegal legal unlawful lawful illicit licit arbitrary unjustified justified
+constitutional reasonable mandatory majority unfair fair procedural substantive
 """)
 #: Nouns whose absence changes what the head names (``life imprisonment``, ``family
 #: life``, ``death penalty``).

@@ -16,8 +16,8 @@ specific first:
   says little of the sense (``was _ by`` takes any verb), so the company test below judges
   these words too.  Other content words found in the slot are *not* proposed: what fills
   ``was _ on`` in other documents is as often another fact (``arrested`` / ``born``) as
-  the same one told otherwise; only a determiner may take another determiner of its slot
-  (``the`` -> ``a``);
+  the same one told otherwise; only a demonstrative may take another of its slot
+  (``this`` -> ``that``; never an article, which says whether the thing is known);
 * ``lexicon`` too, first, for a word of :mod:`.register`'s legal thesaurus: the words
   a judgment may say either way (``dismissed`` -> ``rejected``, ``quashed`` ->
   ``annulled``), which WordNet's general senses miss;
@@ -87,6 +87,7 @@ __all__ = [
     "relative_swap",
     "spelling_variant",
     "swaps",
+    "temporal_before",
 ]
 
 HYPERNYM = 0.6
@@ -115,7 +116,7 @@ SWAPS: dict[str, dict[str, tuple[str, ...]]] = {
     # a restrictive relative right after its noun only (:func:`relative_swap`)
     "WDT": {"which": ("that",)},
     "IN": {
-        "until": ("till", "up to"),
+        "until": ("till",),  # "postponed up to [a date]" reads wrong
         "till": ("until",),
         "because": ("since", "as"),
         "while": ("whilst",),
@@ -249,6 +250,29 @@ def relative_swap(text: str, start: int, tag_at: Any) -> bool:
     if m is None:
         return False
     return str(tag_at(start - 1 - len(m.group(1)))).startswith("NN")
+
+
+#: What may follow ``before`` that names a forum, not a time: ``sued the State before
+#: the District Court``, ``Before the public prosecutor``, ``before him``.
+_FORUM_NEXT = frozenset(
+    ("the", "a", "an", "this", "that", "his", "her", "its", "their", "him", "them", "me", "us")
+)
+
+
+def temporal_before(text: str, end: int) -> bool:
+    """Whether ``before`` ending at ``end`` tells time, so that ``prior to`` says the same:
+    a date, a placeholder, a number or an ``-ing`` word follows (``before 1 May``, ``before
+    [REDACTED]``, ``before leaving``), not a determiner, a pronoun or a name, after which
+    it is as often the forum (``before the District Court``: read in the rewrite
+    benchmark's outputs, ``sued ... prior to the District Court``)."""
+    m = re.match(r"\s+(\S+)", text[end : end + 40])
+    if m is None:
+        return False
+    nxt = m.group(1)
+    low = nxt.lower().strip(".,;:")
+    if nxt[:1] in "<[" or nxt[:1].isdigit():
+        return True
+    return nxt[:1].islower() and low not in _FORUM_NEXT and low.endswith("ing")
 
 
 def collection_fillers(
