@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from presidio_delink.edits import FUNCTION_WORDS
+from presidio_delink.text import DEFAULT_PLACEHOLDERS
 
 __all__ = ["NAME_HEADS", "PHRASES", "generalise", "magnitude", "name_span", "place_label"]
 
@@ -70,9 +71,10 @@ _NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?")
 _ORDINAL_RE = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+\.?|[£$€¥§])\s*$")
 _WORD_AFTER = re.compile(r"^\s*([^\W\d_]+|%|§)")
+_PLACEHOLDER = "(?-i:" + "|".join(DEFAULT_PLACEHOLDERS) + ")"  # the tokenizer's, case kept
 _LISTED_REFERENCE = re.compile(
     r"\b(?:" + "|".join(re.escape(w.rstrip(".")) for w in sorted(_REFERENCE) if w[0].isalpha())
-    + r")\.?\s+(?:\d|<[A-Z_]+>|\[REDACTED\])(?:[\d§().,\s]|<[A-Z_]+>|\[REDACTED\])*"
+    + rf")\.?\s+(?:\d|{_PLACEHOLDER})(?:[\d§().,\s]|{_PLACEHOLDER})*"
     r"(?:,|\band|\bor|\bto)\s*$",
     re.IGNORECASE,
 )
@@ -81,6 +83,8 @@ _LISTED_REFERENCE = re.compile(
 masking tool replaced by a placeholder still make the list (``plots nos. 19,
 <DATE_TIME> and 29``, ``Articles 6, <DATE_TIME> and 18``: read in the rewrite
 benchmark's outputs, where ``29`` had become ``several dozen``)."""
+_TALLY_BEFORE = re.compile(r"\bvotes?\s+to\s*$", re.IGNORECASE)
+"""The words before the second number of a tally (``by 3 votes to 2``)."""
 
 _TYPED = {
     # a place of unknown kind: a village called a city is a changed fact ("Lapithos, a
@@ -343,8 +347,8 @@ def generalise(
             # a piece of a code or reference ("43186/98", "no. 2-113"), or a reference
             # further along a list of them ("sections 103 § 2 and 134")
             return []
-        if after.casefold() in ("votes", "vote") or re.search(
-            r"\bvotes?\s+to\s*$", text[max(0, start - 20) : start], re.IGNORECASE
+        if after.casefold() in ("votes", "vote") or _TALLY_BEFORE.search(
+            text[max(0, start - 20) : start]
         ):
             return []  # a tally: "by 3 votes to 2" is no "by several votes to a few"
         return _number(span, before, after)

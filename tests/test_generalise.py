@@ -87,6 +87,9 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("sections 3 and 4 witnesses", "4", None, []),
         ("heard 3 witnesses and 40 experts", "40", None, ["dozens of"]),
         ("15 % of the votes", "15", None, []),
+        ("by 3 votes to 2, it quashed", "3", None, []),  # a tally
+        ("by 3 votes to 2, it quashed", "2", None, []),
+        ("Articles 6, [REDACTED] and 18 of", "18", None, []),  # a masked list number
         ("the 1996 Act", "1996", None, []),
         ("March 12 was", "12", None, []),
         ("36 Rue Lepic", "36", None, []),

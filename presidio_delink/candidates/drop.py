@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from presidio_delink.candidates.lexicon import inflect, lemma_of
 from presidio_delink.candidates.propose import TITLES
 from presidio_delink.candidates.verify import article_for
 
@@ -165,12 +166,11 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
 def _simple_past(participle: str) -> bool:
     """Whether ``participle`` (a verb's past participle) is also its past tense
     (``dismissed``, ``held``; not ``taken``, ``been`` or ``gone``)."""
-    from presidio_delink.candidates.lexicon import inflect, lemma_of
-
     low = participle.casefold()
     if not low.isalpha():
         return False
-    return inflect(lemma_of(low, "v"), "VBD") == low and inflect(lemma_of(low, "v"), "VBN") == low
+    lemma = lemma_of(low, "v")
+    return inflect(lemma, "VBD") == low and inflect(lemma, "VBN") == low
 
 
 def _quoted(text: str, at: int) -> bool:

@@ -58,7 +58,7 @@ of at most :data:`MAX_DOCS` documents per run and per word compared (cached).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,7 +241,7 @@ def swaps(word: Word) -> list[Candidate]:
     return [Candidate(w, "lexicon", 1.0, "function word") for w in cased]
 
 
-def relative_swap(text: str, start: int, tag_at: Any) -> bool:
+def relative_swap(text: str, start: int, tag_at: Callable[[int], str]) -> bool:
     """Whether the relative ``which`` at ``start`` may become ``that``: the word before it,
     one space between, is a noun (``tag_at``: offset -> Penn tag), so ``which`` opens a
     restrictive clause (``the decision which was taken``).  After a comma, a preposition
@@ -249,14 +249,7 @@ def relative_swap(text: str, start: int, tag_at: Any) -> bool:
     m = re.search(r"(\w+) $", text[max(0, start - 60) : start])
     if m is None:
         return False
-    return str(tag_at(start - 1 - len(m.group(1)))).startswith("NN")
-
-
-#: What may follow ``before`` that names a forum, not a time: ``sued the State before
-#: the District Court``, ``Before the public prosecutor``, ``before him``.
-_FORUM_NEXT = frozenset(
-    ("the", "a", "an", "this", "that", "his", "her", "its", "their", "him", "them", "me", "us")
-)
+    return tag_at(start - 1 - len(m.group(1))).startswith("NN")
 
 
 def temporal_before(text: str, end: int) -> bool:
@@ -269,10 +262,9 @@ def temporal_before(text: str, end: int) -> bool:
     if m is None:
         return False
     nxt = m.group(1)
-    low = nxt.lower().strip(".,;:")
     if nxt[:1] in "<[" or nxt[:1].isdigit():
         return True
-    return nxt[:1].islower() and low not in _FORUM_NEXT and low.endswith("ing")
+    return nxt[:1].islower() and nxt.rstrip(".,;:").endswith("ing")
 
 
 def collection_fillers(
