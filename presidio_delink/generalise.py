@@ -239,6 +239,7 @@ def magnitude(value: float, before_noun: bool) -> str | None:
 
 
 _GLUE = frozenset("/-‐‑–:.")
+_HYPHENS = frozenset("-‐‑")
 
 
 def _glued(text: str, start: int, end: int) -> bool:
@@ -252,7 +253,10 @@ def _glued(text: str, start: int, end: int) -> bool:
     right = text[end : end + 2]
     for glue, other in ((left[1:], left[:1]), (right[:1], right[1:])):
         joined = other.isalnum() or other in ("[", "]")
-        if glue and joined and (glue in _GLUE or (glue == "," and other.isdigit())):
+        # a comma joins digits ("147,000"), or digits to a placeholder that took the
+        # number's other part ("[REDACTED],018")
+        by_comma = glue == "," and (other.isdigit() or other in ("[", "]"))
+        if glue and joined and (glue in _GLUE or by_comma):
             return True
     return False
 
@@ -352,6 +356,9 @@ def generalise(
         ):
             return []  # a tally: "by 3 votes to 2" is no "by several votes to a few"
         return _number(span, before, after)
+    counted = _ORDINAL_RE.fullmatch(span) or low in _ORDINALS or low in _CARDINALS
+    if counted and text[end : end + 1] in _HYPHENS and text[end + 1 : end + 2].isalpha():
+        return []  # a compound: "third-party" is no "another-party", "a two-year" no "a a few-year"
     if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
         if after.casefold() in _MONTHS or before in _MONTHS:
             return ["a day in"] if after.casefold() in _MONTHS else []

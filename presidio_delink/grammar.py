@@ -134,11 +134,32 @@ def unknown_word(replacement: str, document: str, known: Callable[[str], bool]) 
     return None
 
 
+_CAPS_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def _in_heading(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a word of a line written in capitals: it is, and
+    so is the word next to it on the same line (``THE CIRCUMSTANCES OF THE CASE``; an
+    acronym alone, ``the PKK``, is not)."""
+    span = text[start:end]
+    if not (_CAPS_WORD.fullmatch(span) and span.isupper()):
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = _CAPS_WORD.findall(text[line_start:start])
+    after = _CAPS_WORD.findall(text[end : len(text) if line_end < 0 else line_end])
+    near = ([before[-1]] if before else []) + ([after[0]] if after else [])
+    return any(w.isupper() for w in near)
+
+
 def sentence_case(replacement: str, text: str, start: int, end: int) -> str:
     """``replacement`` with a capital first letter where the span opens its sentence with
-    one (and the replacement is not a placeholder)."""
+    one (and the replacement is not a placeholder); in capitals where the span is a word
+    of a line written in capitals (:func:`_in_heading`)."""
     span = text[start:end]
     rep = replacement
+    if _in_heading(text, start, end) and any(c.islower() for c in rep):
+        return rep.upper()
     if not span[:1].isupper() or not rep[:1].islower():
         return rep
     if not _SENTENCE_START.search(text[max(0, start - 4) : start]):

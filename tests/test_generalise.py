@@ -60,6 +60,9 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("plots nos. 19, <DATE_TIME> and 29, sheet", "29", None, []),
         ("Articles 6, <DATE_TIME> and 18 of", "18", None, []),
         ("third, the court", "third", None, ["another"]),
+        # a compound's first part (the protection wrote "another-party")
+        ("a third-party intervener", "third", None, []),
+        ("a two-year sentence", "two", None, []),
         # typed entities (spaCy NER labels)
         ("was held in Istanbul on 5 May", "Istanbul", "GPE", ["a place"]),
         ("was held in Istanbul on 5 May", "Istanbul", "CITY", ["a city"]),
@@ -76,6 +79,7 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         # [REDACTED]/a few")
         ("application (no. [REDACTED]/97)", "97", None, []),
         ("plots nos. 60/[REDACTED]", "60", None, []),
+        ("paid [REDACTED],018 euros", "018", None, []),  # the rest of "1,018"
         ("under Article 146 of the Criminal Code", "146", None, []),
         ("Rule 39 of the Rules of Court", "39", None, []),
         ("section 3 of the Act", "3", None, []),

