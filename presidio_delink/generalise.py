@@ -240,6 +240,9 @@ def magnitude(value: float, before_noun: bool) -> str | None:
 
 _GLUE = frozenset("/-‐‑–:.")
 _HYPHENS = frozenset("-‐‑")
+#: Nouns after "the second" that do not come in pairs: "the second time" is no "the
+#: other time".
+_NOT_PAIRED = frozenset({"time", "times", "round", "place", "day", "week", "month", "year"})
 
 
 def _glued(text: str, start: int, end: int) -> bool:
@@ -370,9 +373,15 @@ def generalise(
             not _noun_follows(after) or after.casefold() in ("later", "earlier", "ago")
         ):
             return []  # a unit too: "within a second", "a second later"
+        if not _noun_follows(after):
+            return []  # "placed 15th", "Third, the court": no noun for "other" to qualify
         if before in ("a", "an"):
             return ["further"]  # "a 3rd hearing" -> "a further hearing"
-        return ["other"] if before in _DETERMINERS else ["another"]
+        if before == "the" and low in ("second", "2nd") and after.casefold() not in _NOT_PAIRED:
+            return ["other"]  # "the second applicant": one of two
+        # "the 40th vice president" is no "the other vice president", "his second wife"
+        # no "his other wife", "the court of second instance" no "of another instance"
+        return []
     if low in _CARDINALS and low not in ("zero", "one"):
         if low in ("hundred", "thousand", "million", "billion"):
             return []  # part of a spelled-out number: its first word carries the value

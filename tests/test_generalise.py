@@ -49,7 +49,15 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("was born in 1957.", "1957", None, ["that year"]),
         ("on 3rd May", "3rd", None, ["a day in"]),
         # ordinals
-        ("the third applicant", "third", None, ["other"]),
+        ("the second applicant", "second", None, ["other"]),  # one of two
+        # a rank among many, or no noun after it: "the other" would say another thing
+        # (read on Wikipedia biographies, thirteenth session)
+        ("the third applicant", "third", None, []),
+        ("the 40th vice president of", "40th", None, []),
+        ("his second wife", "second", None, []),
+        ("the second time", "second", None, []),
+        ("the court of second instance", "second", None, []),
+        ("where they placed 15th.", "15th", None, []),
         ("the Second Division of the court", "Second", None, []),  # part of a name
         ("800 litres per second.", "second", None, []),  # a unit of time
         ("stopped within a second.", "second", None, []),  # the same unit
@@ -59,7 +67,7 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         # a list of references whose other numbers a masking tool replaced
         ("plots nos. 19, <DATE_TIME> and 29, sheet", "29", None, []),
         ("Articles 6, <DATE_TIME> and 18 of", "18", None, []),
-        ("third, the court", "third", None, ["another"]),
+        ("third, the court", "third", None, []),
         # a compound's first part (the protection wrote "another-party")
         ("a third-party intervener", "third", None, []),
         ("a two-year sentence", "two", None, []),

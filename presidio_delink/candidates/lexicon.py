@@ -85,7 +85,12 @@ def inflect(lemma: str, tag: str) -> str | None:
         return lemma
     i = 0 if tag.startswith("VB") else len(words) - 1
     pos = "v" if tag.startswith("VB") else "n" if tag.startswith("NN") else "a"
-    forms = getInflection(lemma_of(words[i], pos) if pos != "a" else words[i], tag=tag)
+    # a verb's lemma is its base form already: lemmatised again, WordNet's "found" (to
+    # establish) would be read as "find" and stay "found" in the past tense
+    base = words[i] if pos != "n" else lemma_of(words[i], pos)
+    forms = getInflection(base, tag=tag) or (
+        getInflection(lemma_of(base, pos), tag=tag) if pos == "v" else ()
+    )
     if not forms:
         return None
     words[i] = forms[0]

@@ -423,6 +423,10 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         "purpose": (),
         "account": (),
         "material": (),
+        # and after those fixes: "THE CIRCUMSTANCES OF THE CASE" -> "CONDITIONS" ("in
+        # the circumstances" is no "in the conditions"), "the rest of" -> "inactivity"
+        "circumstance": (),
+        "rest": (),
     },
     "a": {
         "jurisdictional": (),  # -> "territorial" (the same reading)
