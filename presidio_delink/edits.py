@@ -494,7 +494,9 @@ def rejection(
     number or number word (``three`` -> ``two``: another specific value; vague counts such
     as ``several thousand`` pass), two consecutive words found in ``sentence_words`` (the
     folded words of the span's sentence outside the span, and of rewrites already accepted
-    in it: ``the code was to the code``), a content word of a rewrite already accepted
+    in it: ``the code was to the code``), a content word found within :data:`NEAR_WORDS`
+    of the span there (``""`` in ``sentence_words`` marks its place: ``a singer,
+    musician`` -> ``a musician, musician``), a content word of a rewrite already accepted
     in that sentence (``taken_words``: ``charging the date under Article 146 of the Criminal
     date``), a run opening a relative clause answered without a relative word
     (``whose object`` -> ``its purpose``; ``where`` -> ``in which`` passes), and a run
@@ -564,6 +566,15 @@ def rejection(
         pairs = set(zip(sentence_words, sentence_words[1:], strict=False))
         if any(p in pairs for p in zip(rep_words, rep_words[1:], strict=False)):
             return "repeats a phrase of its sentence"
+        if "" in sentence_words:  # the span's place: a word a few places off says it again
+            cut = list(sentence_words).index("")
+            near = {*sentence_words[max(0, cut - NEAR_WORDS) : cut],
+                    *sentence_words[cut + 1 : cut + 1 + NEAR_WORDS]}
+            if any(
+                w in near and w not in span_words and w not in _COMMON_FOLDED and len(w) > 2
+                for w in rep_words
+            ):
+                return "repeats a word beside it"  # "a singer, musician" -> "a musician, musician"
     if taken_words and any(
         w in taken_words and w not in _COMMON_FOLDED and len(w) > 2 for w in rep_words
     ):
@@ -577,6 +588,9 @@ def rejection(
     return None
 
 
+#: How many words on either side of a run a replacement may not repeat
+#: (:func:`rejection`).
+NEAR_WORDS = 3
 #: A run that opens a relative clause keeps a relative word: "an organisation whose
 #: object was" -> "an organisation its purpose was" is no sentence.
 #: (``that`` may answer one, but as a run's first word it is as often a determiner.)

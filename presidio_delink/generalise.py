@@ -240,6 +240,11 @@ def magnitude(value: float, before_noun: bool) -> str | None:
 
 _GLUE = frozenset("/-‐‑–:.")
 _HYPHENS = frozenset("-‐‑")
+#: Capitalised words a number may follow outside a name: function words (a sentence's
+#: first), months and currencies.
+_NOT_A_NAME = FUNCTION_WORDS | frozenset(_MONTHS) | _CURRENCY_BEFORE
+#: Marks of a unit right after a number: minutes or feet (``67'``), seconds or inches.
+_UNIT_MARKS = frozenset("'’′\"″")
 #: Nouns after "the second" that do not come in pairs: "the second time" is no "the
 #: other time".
 _NOT_PAIRED = frozenset({"time", "times", "round", "place", "day", "week", "month", "year"})
@@ -286,8 +291,10 @@ def _number(span: str, before: str, after: str) -> list[str]:
     raw = span.replace(",", "")
     value = float(raw)
     low_after = after.casefold()
-    if "." not in raw and "," not in span and len(raw) == 4 and 1800 <= value <= 2100:
-        # a year: "in 1996", "5 May 1996", "(1996)"; "the 1996 Act" gets nothing
+    year = "." not in raw and "," not in span and len(raw) == 4
+    if year and (1800 <= value <= 2100 or (value >= 1000 and not _noun_follows(after))):
+        # a year: "in 1996", "5 May 1996", "(1996)", "from 1596 to"; "the 1996 Act" gets
+        # nothing, and no year becomes "several thousand"
         timely = before in _TIME_BEFORE or before in _MONTHS or not after
         return ["that year"] if timely else []
     if value.is_integer() and 1 <= value <= 31 and low_after in _MONTHS:
@@ -354,6 +361,11 @@ def generalise(
             # a piece of a code or reference ("43186/98", "no. 2-113"), or a reference
             # further along a list of them ("sections 103 § 2 and 134")
             return []
+        if text[start - 1 : start] == "." or text[end : end + 1] in _UNIT_MARKS:
+            return []  # a decimal fraction (".983"), minutes or inches ("67'")
+        named = _WORD_BEFORE.search(text[max(0, start - 40) : start])
+        if named and named.group(1)[:1].isupper() and before not in _NOT_A_NAME:
+            return []  # part of a name: "the Forbes 400 list", "Apollo 11"
         if after.casefold() in ("votes", "vote") or _TALLY_BEFORE.search(
             text[max(0, start - 20) : start]
         ):
