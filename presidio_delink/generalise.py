@@ -243,6 +243,20 @@ _HYPHENS = frozenset("-‐‑")
 #: Capitalised words a number may follow outside a name: function words (a sentence's
 #: first), months and currencies.
 _NOT_A_NAME = FUNCTION_WORDS | frozenset(_MONTHS) | _CURRENCY_BEFORE
+#: Abbreviated units a number measures (``5 ft 11 in``): no count stands in for it.
+_UNITS = frozenset(_split("ft cm mm km kg lb lbs oz mph km/h"))  # "in": too many senses
+_RANGE_AFTER = re.compile(r"\s*(?:and|to|-|–)\s*\d")
+_RANGE_BEFORE = re.compile(r"(?:\bbetween|\d\s*(?:and|to|-|–))\s*$")
+
+
+def _in_range(text: str, start: int, end: int) -> bool:
+    """Whether the number ``text[start:end]`` is one end of a range of numbers
+    (``between 251 and 258``, ``3 to 5``): each end made vague alone reads wrong."""
+    return bool(
+        _RANGE_AFTER.match(text, end) or _RANGE_BEFORE.search(text[max(0, start - 12) : start])
+    )
+
+
 #: Marks of a unit right after a number: minutes or feet (``67'``), seconds or inches.
 _UNIT_MARKS = frozenset("'’′\"″")
 #: Nouns after "the second" that do not come in pairs: "the second time" is no "the
@@ -361,8 +375,10 @@ def generalise(
             # a piece of a code or reference ("43186/98", "no. 2-113"), or a reference
             # further along a list of them ("sections 103 § 2 and 134")
             return []
-        if text[start - 1 : start] == "." or text[end : end + 1] in _UNIT_MARKS:
-            return []  # a decimal fraction (".983"), minutes or inches ("67'")
+        if text[start - 1 : start] in (".", "#") or text[end : end + 1] in _UNIT_MARKS:
+            return []  # a decimal fraction (".983"), a rank ("#182"), minutes ("67'")
+        if before in _UNITS or after in _UNITS or _in_range(text, start, end):
+            return []  # "5 ft 11 in", "between 251 and 258": a measure or a range
         named = _WORD_BEFORE.search(text[max(0, start - 40) : start])
         if named and named.group(1)[:1].isupper() and before not in _NOT_A_NAME:
             return []  # part of a name: "the Forbes 400 list", "Apollo 11"
@@ -394,6 +410,8 @@ def generalise(
         # "the 40th vice president" is no "the other vice president", "his second wife"
         # no "his other wife", "the court of second instance" no "of another instance"
         return []
+    if low in _CARDINALS and low not in ("zero", "one") and before in _REFERENCE:
+        return []  # "peaked at number two": a rank, not a count
     if low in _CARDINALS and low not in ("zero", "one"):
         if low in ("hundred", "thousand", "million", "billion"):
             return []  # part of a spelled-out number: its first word carries the value

@@ -94,6 +94,12 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("at #182 on the Forbes 400 list", "400", None, []),  # part of a name
         ("governor from [REDACTED], 1596 to 1601", "1596", None, []),  # a year
         ("In 44 cases the court", "44", None, ["dozens of"]),  # a sentence's first word
+        ("It peaked at number two on the", "two", None, []),  # a rank
+        ("tied at #182 on the list", "182", None, []),
+        ("Standing at 5 ft 11 in (1.80 m)", "11", None, []),  # a measure
+        ("Standing at 5 ft 11 in (1.80 m)", "5", None, []),
+        ("between 251 and 258.", "251", None, []),  # a range's ends
+        ("between 251 and 258.", "258", None, []),
         ("under Article 146 of the Criminal Code", "146", None, []),
         ("Rule 39 of the Rules of Court", "39", None, []),
         ("section 3 of the Act", "3", None, []),

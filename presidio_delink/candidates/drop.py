@@ -96,6 +96,13 @@ subsequently later again also then thereafter meanwhile eventually finally immed
 promptly duly fully formally officially personally initially originally recently shortly
 briefly repeatedly expressly specifically explicitly separately jointly
 """)
+#: Heads of the names of public bodies that each town or region has its own of: the
+#: name's first word may be left out before them (:func:`droppable`).
+PLACE_BODIES = _words("""
+court courts tribunal tribunals prosecutor prosecutors police directorate directorates
+ministry office offices prison prisons council councils authority authorities
+inspectorate department administration registry gendarmerie hospital
+""")
 _TITLES = TITLES | {"Lord", "Lady"}
 _NOUNS = frozenset({"NN", "NNS", "NNP", "NNPS"})
 
@@ -140,6 +147,11 @@ def droppable(text: str, toks: Sequence[tuple[int, int, str]], i: int) -> str | 
         # two capitalised words left at least: "the High Court" -> "the Court" would name
         # another court (in a judgment of the ECHR, the ECHR itself)
         ok = ok and _capitalised_after(text, toks, i + 1)
+        # and only where the rest names a kind of public body each place has its own of
+        # ("the Izmir State Security Court"); "the Canadian Football League" or "the
+        # Ottawa District Hockey Association" without it names another body (read on
+        # Wikipedia biographies)
+        ok = ok and _name_head(text, toks, i + 1) in PLACE_BODIES
     elif tag == "RB":
         ok = low in DROP_ADVERBS
     elif tag == "VBD" and low == "had":
@@ -177,6 +189,14 @@ def _quoted(text: str, at: int) -> bool:
     """Whether ``text[at]`` lies inside a quotation opened earlier in its paragraph."""
     para = text[text.rfind("\n", 0, at) + 1 : at]
     return para.count("“") > para.count("”") or para.count('"') % 2 == 1
+
+
+def _name_head(text: str, toks: Sequence[tuple[int, int, str]], j: int) -> str:
+    """The last word (lower case) of the run of capitalised words from ``toks[j]``, one
+    space apart."""
+    while _capitalised_after(text, toks, j):
+        j += 1
+    return text[toks[j][0] : toks[j][1]].casefold()
 
 
 def _capitalised_after(text: str, toks: Sequence[tuple[int, int, str]], j: int) -> bool:

@@ -37,6 +37,8 @@ SENSES = 4
 TOO_GENERAL = frozenset({
     "be", "have", "do", "make", "take", "get", "give", "go", "put", "set", "come", "let",
     "keep", "hold", "see", "thing", "entity", "object", "abstraction", "act", "too",
+    # pronouns WordNet lists with "person": "the only person to" -> "the only someone"
+    "someone", "somebody", "mortal", "soul",
 })
 _DEFAULT_DIRS = ("/usr/share/wordnet", "/usr/share/wordnet/dict", "/usr/local/WordNet-3.0/dict")
 _FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}

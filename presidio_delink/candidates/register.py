@@ -460,8 +460,10 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # "cultural", "two vertical floors" -> "upright"
         "social": (),
         "vertical": (),
-        # benchmark sentences (tenth session): "national legislation" -> "public"
-        "national": ("domestic",),
+        # benchmark sentences (tenth session): "national legislation" -> "public";
+        # "domestic" only before the law and its institutions (:data:`FRAMES`): "came to
+        # national power", "the national team" (Wikipedia biographies, thirteenth session)
+        "national": (),
         "civilian": (),  # "two civilian judges" -> "citizen" (the samples' protection)
         # benchmark sentences (eleventh session, TAB test documents): "particularly
         # depraved" -> "misdirected"
@@ -628,6 +630,9 @@ FRAMES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
     ("n", "refusal"): {"of": ("denial",)},
     ("n", "enforcement"): {"of": ("execution",)},
     ("v", "conclude"): {"that": ("find",)},  # "concluded a contract" is no "found"
+    ("a", "national"): {w: ("domestic",) for w in (
+        "law", "laws", "legislation", "court", "courts", "authorities", "authority",
+        "proceedings", "remedies", "remedy", "judge", "judges", "level", "legal")},
     ("r", "already"): {w: ("previously",) for w in (
         "been", "made", "paid", "served", "examined", "considered", "decided", "dismissed",
         "rejected", "granted")},
