@@ -243,6 +243,10 @@ _HYPHENS = frozenset("-‐‑")
 #: Capitalised words a number may follow outside a name: function words (a sentence's
 #: first), months and currencies.
 _NOT_A_NAME = FUNCTION_WORDS | frozenset(_MONTHS) | _CURRENCY_BEFORE
+_SUPERLATIVE = re.compile(r"\w+est|most|least|best|worst")
+_OUT_OF = re.compile(r"out of\s*$")
+#: Words before a year or a time rather than a count (``regent in 255``).
+_YEAR_BEFORE = frozenset(_split("in since until till circa"))
 #: Abbreviated units a number measures (``5 ft 11 in``): no count stands in for it.
 _UNITS = frozenset(_split("ft cm mm km kg lb lbs oz mph km/h"))  # "in": too many senses
 _RANGE_AFTER = re.compile(r"\s*(?:and|to|-|–)\s*\d")
@@ -379,6 +383,13 @@ def generalise(
             return []  # a decimal fraction (".983"), a rank ("#182"), minutes ("67'")
         if before in _UNITS or after in _UNITS or _in_range(text, start, end):
             return []  # "5 ft 11 in", "between 251 and 258": a measure or a range
+        if _OUT_OF.search(text[max(0, start - 8) : start]):
+            return []  # "12 seats out of 120": the whole a count is a share of
+        short = span.isdigit() and len(span) <= 3
+        if short and before in _YEAR_BEFORE and not _noun_follows(after) and (
+            after.casefold() not in _MONTHS
+        ):
+            return []  # "regent in 255": a year before 1000, or a time
         named = _WORD_BEFORE.search(text[max(0, start - 40) : start])
         if named and named.group(1)[:1].isupper() and before not in _NOT_A_NAME:
             return []  # part of a name: "the Forbes 400 list", "Apollo 11"
@@ -401,8 +412,10 @@ def generalise(
             not _noun_follows(after) or after.casefold() in ("later", "earlier", "ago")
         ):
             return []  # a unit too: "within a second", "a second later"
-        if not _noun_follows(after):
-            return []  # "placed 15th", "Third, the court": no noun for "other" to qualify
+        if not _noun_follows(after) or _SUPERLATIVE.fullmatch(after.casefold()):
+            # "placed 15th", "Third, the court": no noun for "other" to qualify; "the
+            # second largest city" ranks it
+            return []
         if before in ("a", "an"):
             return ["further"]  # "a 3rd hearing" -> "a further hearing"
         if before == "the" and low in ("second", "2nd") and after.casefold() not in _NOT_PAIRED:

@@ -100,6 +100,11 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("Standing at 5 ft 11 in (1.80 m)", "5", None, []),
         ("between 251 and 258.", "251", None, []),  # a range's ends
         ("between 251 and 258.", "258", None, []),
+        ("the second largest city", "second", None, []),  # a rank
+        ("won 12 seats out of 120.", "120", None, []),  # a share's whole
+        ("as regent in 255. Although", "255", None, []),  # a year before 1000
+        ("in 12 March 1996", "12", None, ["a day in"]),
+        ("a fine of 500.", "500", None, ["several hundred"]),
         ("under Article 146 of the Criminal Code", "146", None, []),
         ("Rule 39 of the Rules of Court", "39", None, []),
         ("section 3 of the Act", "3", None, []),

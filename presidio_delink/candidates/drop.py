@@ -83,8 +83,9 @@ illegal legal unlawful lawful illicit licit arbitrary unjustified justified
 constitutional reasonable mandatory majority unfair fair procedural substantive
 """)
 #: Nouns whose absence changes what the head names (``life imprisonment``, ``family
-#: life``, ``death penalty``).
-KEEP_NOUNS = _words("life death family health")
+#: life``, ``death penalty``; read on Wikipedia biographies: ``child pornography``,
+#: ``state security system``, ``stage name``, ``term limits``).
+KEEP_NOUNS = _words("life death family health child security stage term")
 #: First words of a name that rank or scope it: without them the rest names another
 #: body (``the Supreme Court of Appeal`` is not ``the Court of Appeal``; ``the Grand
 #: Chamber`` is not a Chamber).

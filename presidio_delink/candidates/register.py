@@ -194,6 +194,11 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # that" keeps its frame), "did not designate an Agent" -> "show"
         "have": (),
         "prevent": (),
+        # Wikipedia biographies (thirteenth session): "got into the film industry" ->
+        # "found", "rides for a team" -> "sits", "described it to be" -> "depicted"
+        "get": (),
+        "ride": (),
+        "describe": (),
         "maintain": (),
         "designate": (),
     },
