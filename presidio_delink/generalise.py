@@ -245,6 +245,10 @@ _HYPHENS = frozenset("-‐‑")
 _NOT_A_NAME = FUNCTION_WORDS | frozenset(_MONTHS) | _CURRENCY_BEFORE
 _SUPERLATIVE = re.compile(r"\w+est|most|least|best|worst")
 _OUT_OF = re.compile(r"out of\s*$")
+_SYMBOLS = frozenset("$£€¥₺")
+_SCALE_AFTER = re.compile(r"\s*(?:hundred|thousand|million|billion|trillion|bn|m)\b", re.I)
+_NEXT_TO_PLACEHOLDER = re.compile(r" ?[\[<][A-Z]")
+_PLACEHOLDER_BEFORE = re.compile(r"[\]>] ?$")
 #: Words before a year or a time rather than a count (``regent in 255``).
 _YEAR_BEFORE = frozenset(_split("in since until till circa"))
 #: Abbreviated units a number measures (``5 ft 11 in``): no count stands in for it.
@@ -383,6 +387,12 @@ def generalise(
             return []  # a decimal fraction (".983"), a rank ("#182"), minutes ("67'")
         if before in _UNITS or after in _UNITS or _in_range(text, start, end):
             return []  # "5 ft 11 in", "between 251 and 258": a measure or a range
+        if text[start - 1 : start] in _SYMBOLS or _SCALE_AFTER.match(text, end):
+            return []  # "$145 million": the symbol or the scale word carries the value
+        if _NEXT_TO_PLACEHOLDER.match(text, end) or _PLACEHOLDER_BEFORE.search(
+            text[max(0, start - 20) : start]
+        ):
+            return []  # "born 25 [REDACTED]": a day of a masked date
         if _OUT_OF.search(text[max(0, start - 8) : start]):
             return []  # "12 seats out of 120": the whole a count is a share of
         short = span.isdigit() and len(span) <= 3

@@ -105,6 +105,9 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("as regent in 255. Although", "255", None, []),  # a year before 1000
         ("in 12 March 1996", "12", None, ["a day in"]),
         ("a fine of 500.", "500", None, ["several hundred"]),
+        ("sold for $145 million.", "145", None, []),  # the scale word carries the value
+        ("born 25 [REDACTED]) is", "25", None, []),  # a day of a masked date
+        ("on [REDACTED] 25, he", "25", None, []),
         ("under Article 146 of the Criminal Code", "146", None, []),
         ("Rule 39 of the Rules of Court", "39", None, []),
         ("section 3 of the Act", "3", None, []),
