@@ -68,6 +68,7 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         # name names another body (Wikipedia biographies, thirteenth session)
         ("the Canadian Football League team", "DT NNP NNP NNP NN", 1, False),
         ("banned as child pornography by", "VBN IN NN NN IN", 2, False),
+        ("in the illegal armed organisation .", "IN DT JJ JJ NN .", 3, False),  # the charge
         ("the Ottawa District Hockey Association and", "DT NNP NNP NNP NNP CC", 1, False),
         ("and Mrs Price said", "CC NNP NNP VBD", 1, False),  # a title
         ("the applicants again appealed", "DT NNS RB VBD", 2, True),

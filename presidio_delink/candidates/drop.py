@@ -80,7 +80,7 @@ opposite contrary different separate single double joint individual no non unkno
 prior subsequent initial final interim provisional temporary permanent minor major
 open closed private public secret mental physical indefinite definite limited unlimited
 illegal legal unlawful lawful illicit licit arbitrary unjustified justified
-constitutional reasonable mandatory majority unfair fair procedural substantive
+constitutional reasonable mandatory majority unfair fair procedural substantive armed
 """)
 #: Nouns whose absence changes what the head names (``life imprisonment``, ``family
 #: life``, ``death penalty``; read on Wikipedia biographies: ``child pornography``,
