@@ -435,7 +435,6 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # the benchmark's seeded sentences (5eaf0df): "reasonable grounds" ->
         # "reasonable reasons"; "on the grounds that" is no "on the reasons that" either
         "ground": (),
-        "police": (),  # "a police officer" -> "a constabulary officer" (the protection, 5eaf0df)
     },
     "a": {
         "jurisdictional": (),  # -> "territorial" (the same reading)
