@@ -247,8 +247,8 @@ _SUPERLATIVE = re.compile(r"\w+est|most|least|best|worst")
 _OUT_OF = re.compile(r"out of\s*$")
 _SYMBOLS = frozenset("$£€¥₺")
 _SCALE_AFTER = re.compile(r"\s*(?:hundred|thousand|million|billion|trillion|bn|m)\b", re.I)
-_NEXT_TO_PLACEHOLDER = re.compile(r" ?[\[<][A-Z]")
-_PLACEHOLDER_BEFORE = re.compile(r"[\]>] ?$")
+_NEXT_TO_PLACEHOLDER = re.compile(rf" ?{_PLACEHOLDER}")
+_PLACEHOLDER_BEFORE = re.compile(rf"{_PLACEHOLDER} ?$")
 #: Words before a year or a time rather than a count (``regent in 255``).
 _YEAR_BEFORE = frozenset(_split("in since until till circa"))
 #: Abbreviated units a number measures (``5 ft 11 in``): no count stands in for it.
@@ -408,10 +408,12 @@ def generalise(
         ):
             return []  # a tally: "by 3 votes to 2" is no "by several votes to a few"
         return _number(span, before, after)
-    counted = _ORDINAL_RE.fullmatch(span) or low in _ORDINALS or low in _CARDINALS
-    if counted and text[end : end + 1] in _HYPHENS and text[end + 1 : end + 2].isalpha():
+    ordinal = bool(_ORDINAL_RE.fullmatch(span)) or low in _ORDINALS
+    if (ordinal or low in _CARDINALS) and text[end : end + 1] in _HYPHENS and (
+        text[end + 1 : end + 2].isalpha()
+    ):
         return []  # a compound: "third-party" is no "another-party", "a two-year" no "a a few-year"
-    if _ORDINAL_RE.fullmatch(span) or low in _ORDINALS:
+    if ordinal:
         if after.casefold() in _MONTHS or before in _MONTHS:
             return ["a day in"] if after.casefold() in _MONTHS else []
         if span[:1].isupper() and after[:1].isupper():
@@ -433,9 +435,9 @@ def generalise(
         # "the 40th vice president" is no "the other vice president", "his second wife"
         # no "his other wife", "the court of second instance" no "of another instance"
         return []
-    if low in _CARDINALS and low not in ("zero", "one") and before in _REFERENCE:
-        return []  # "peaked at number two": a rank, not a count
     if low in _CARDINALS and low not in ("zero", "one"):
+        if before in _REFERENCE:
+            return []  # "peaked at number two": a rank, not a count
         if low in ("hundred", "thousand", "million", "billion"):
             return []  # part of a spelled-out number: its first word carries the value
         value = _CARDINALS.index(low)
