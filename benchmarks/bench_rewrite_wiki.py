@@ -41,6 +41,7 @@ from bench_rewrite import form_kept  # noqa: E402
 
 from presidio_delink.datasets import wikibio_collection, wikibio_test  # noqa: E402
 from presidio_delink.index import NgramIndex  # noqa: E402
+from presidio_delink.io import atomic_output  # noqa: E402
 from presidio_delink.linkage import analyze  # noqa: E402
 from presidio_delink.pipeline import Delinker  # noqa: E402
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu: dict[str, list[float]] = {name: [] for name in loops}
     results: dict[str, list[Any]] = {name: [] for name in loops}
     residual = 0
-    recs = args.records.open("w", encoding="utf-8") if args.records else None
+    records: list[str] = []
     for n, (cid, _orig, text) in enumerate(tests, 1):
         for name, loop in loops.items():  # interleaved: the same load for both
             c0 = time.process_time()
@@ -89,16 +90,16 @@ def main(argv: list[str] | None = None) -> int:
             if r.text is not None and analyze(idx, r.text, k=args.k, arity=1).linkable:
                 residual += 1
         r = results["candidates"][-1]
-        if recs is not None:
-            audit = [dict(original=a.original, replacement=a.replacement, method=a.method,
-                          source=a.source, start=a.start, end=a.end, refused=a.refused)
-                     for a in r.audit]
-            recs.write(json.dumps(dict(id=cid, input=text, text=r.text, audit=audit),
-                                  ensure_ascii=False) + "\n")
+        audit = [dict(original=a.original, replacement=a.replacement, method=a.method,
+                      source=a.source, start=a.start, end=a.end, refused=a.refused)
+                 for a in r.audit]
+        records.append(json.dumps(dict(id=cid, input=text, text=r.text, audit=audit),
+                                  ensure_ascii=False))
         if n % 20 == 0:
             print(f"[{n}/{len(tests)}] {_uptime()}", file=sys.stderr)
-    if recs is not None:
-        recs.close()
+    if args.records:
+        with atomic_output(args.records) as fh:  # a 0600 temporary file, renamed into place
+            fh.write("".join(line + "\n" for line in records))
 
     def summary(name: str) -> dict[str, Any]:
         rs = results[name]
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, (o, rep, method, ctx) in enumerate(out["samples"]):
         print(f"{i:3d} {method[:4]} {o!r} -> {rep!r} | {ctx}".replace("\n", " "))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1, ensure_ascii=False), encoding="utf-8")
+        with atomic_output(args.json) as fh:
+            fh.write(json.dumps(out, indent=1, ensure_ascii=False))
     return 0
 
 
