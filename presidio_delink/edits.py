@@ -545,9 +545,10 @@ def rejection(
         return "mixes a placeholder with text"
     if any(c.isdigit() for c in rep):
         return "a specific number" if _numeric(span) else "introduces a number"
-    if _numeric(span) and _cardinal(rep_words):
-        return "a specific number"
-    if _cardinal([w for w in rep_words if w != "one"]):
+    if _numeric(span):
+        if _cardinal(rep_words) and not _lower_bound(span, plain):
+            return "a specific number"
+    elif _cardinal([w for w in rep_words if w != "one"]):
         return "introduces a number"  # "applicants" -> "two": a count from nowhere
     if (
         len(rep_words) > max(3 * len(span_words), len(span_words) + 6)
@@ -623,6 +624,31 @@ def _cardinal(words: Sequence[str]) -> bool:
             scale = w in ("hundred", "thousand", "million", "billion", "trillion")
             if not (scale and i > 0 and words[i - 1] in _VAGUE_BEFORE):
                 return True
+    return False
+
+
+_BOUNDS = {
+    ("a", "hundred"): 100, ("a", "thousand"): 1_000, ("ten", "thousand"): 10_000,
+    ("a", "hundred", "thousand"): 100_000, ("a", "million"): 10**6, ("a", "billion"): 10**9,
+}
+_COUNT = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")
+
+
+def _lower_bound(span: str, words: Sequence[str]) -> bool:
+    """Whether ``words`` say ``over`` (or ``more than``) a round number that the count
+    ``span`` exceeds by less than itself: ``108`` -> ``over a hundred``, ``1,200`` -> ``more
+    than a thousand`` (:func:`~presidio_delink.generalise.magnitude`).  A bound further
+    below (``over a hundred`` for ``5,000``) understates; a year (``1996``) is no count."""
+    if not _COUNT.fullmatch(span.strip()):
+        return False
+    value = int(span.strip().replace(",", ""))
+    if span.strip().isdigit() and len(span.strip()) == 4 and 1000 <= value <= 2100:
+        return False
+    low = tuple(w.casefold() for w in words)
+    for opener in (("over",), ("more", "than")):
+        if low[: len(opener)] == opener:
+            bound = _BOUNDS.get(low[len(opener) :])
+            return bound is not None and bound < value < 2 * bound
     return False
 
 

@@ -6,8 +6,10 @@ belongs to: a count into its order of magnitude (``36`` -> ``dozens of``), a yea
 a name spaCy's NER types into its type (``GPE`` -> ``a place``, ``local`` before a noun,
 ``the country`` after ``the``; a place WordNet names into its kind: ``Turkey`` -> ``a
 country``).
-It never yields another specific value: no output holds a digit, a cardinal or ordinal
-word, or anything taken from the span, and the phrases come from the fixed tables below
+It never yields another specific value: no output holds a digit, an ordinal word, or
+anything taken from the span; a cardinal word only in a lower bound the count exceeds by
+less than itself (``108`` -> ``over a hundred``, never ``hundreds of``: a vaguer phrase
+may not overstate the count either); and the phrases come from the fixed tables below
 (tested: :data:`PHRASES` holds every output). A span it has no sure rule for (a reference
 number after ``Article`` or ``no.``, a code, a percentage) gets no candidate: nothing
 general fits in place of the number alone, so the LLM or the placeholder deals with it.
@@ -136,7 +138,7 @@ _PLACE_LABELS = {"country": "COUNTRY", "city": "CITY", "region": "REGION"}
 
 _MAGNITUDES = (
     (10, "several", "several"),
-    (20, "many", "many"),
+    (24, "many", "many"),  # "dozens" from two dozen: "twenty days" is no "dozens of days"
     (100, "dozens of", "several dozen"),
     (1_000, "hundreds of", "several hundred"),
     (10_000, "thousands of", "several thousand"),
@@ -146,15 +148,35 @@ _MAGNITUDES = (
     (10**15, "billions of", "billions"),
 )
 """``(below, before a noun, alone)``: the class of a count by its order of magnitude."""
+_ROUND = (
+    (10**9, "a billion"), (10**6, "a million"), (10**5, "a hundred thousand"),
+    (10**4, "ten thousand"), (1_000, "a thousand"), (100, "a hundred"),
+)
+"""A count from one of these up to twice it is ``over`` it (``108`` -> ``over a
+hundred``): the plural of :data:`_MAGNITUDES` would overstate it (``hundreds of``)."""
+#: The word (or two) before a count that already qualifies it (``more than 2500``, ``up
+#: to 150``, ``about 40``): no vague count reads after it (``more than thousands of``).
+_QUANTIFIED = re.compile(
+    r"\b(?:than|over|under|below|above|about|around|approximately|approx|roughly|some|"
+    r"nearly|almost|least|most|exceeding|up\s+to|upwards\s+of|excess\s+of)\s*$",
+    re.IGNORECASE,
+)
+#: An age: ``aged 35``, ``at the age of 35``, ``35 years old``, ``a 35-year-old``.
+_AGE_BEFORE = re.compile(r"\b(?:aged|age\s+of|ages\s+of)\s*$", re.IGNORECASE)
+_AGE_AFTER = re.compile(r"\s*(?:years?\s+old|[-‐‑]years?[-‐‑]old|years?\s+of\s+age)\b", re.I)
+#: Words before a count that no ``over a hundred`` may follow (``the 108 applicants``).
+_NO_BOUND_AFTER = frozenset(_split("the these those his her their its our my your all each"))
 
 PHRASES = frozenset(
     {p for _, a, b in _MAGNITUDES for p in (a, b)}
     | {"a few", "that year", "a day in", "other", "another", "further"}
+    | {f"over {words}" for _, words in _ROUND}
     | set(_TYPED.values())
     | set(_TYPED_AFTER_DET.values())
     | set(_TYPED_HEAD.values())
 )
-"""Every phrase :func:`generalise` can return (none holds a digit or a number word)."""
+"""Every phrase :func:`generalise` can return (none holds a digit; only the lower bounds
+``over ...`` hold a number word)."""
 
 
 NAME_HEADS = frozenset(_split("""
@@ -225,13 +247,18 @@ def name_span(text: str, start: int, end: int) -> tuple[int, int, str] | None:
 
 
 def magnitude(value: float, before_noun: bool) -> str | None:
-    """The phrase for a count of ``value``: ``several`` (3-9; ``a few`` for 2), ``over
-    ten``, ``dozens of``... (before a noun) or ``several dozen``... (alone); None below 2
-    (``one``, ``zero``: nothing vaguer reads as the same thing) or beyond a billion."""
+    """The phrase for a count of ``value``: ``several`` (3-9; ``a few`` for 2), ``many``
+    (10-23), ``dozens of``... (before a noun) or ``several dozen``... (alone); from a
+    round number of :data:`_ROUND` up to twice it, ``over`` it (``over a hundred``: never
+    ``hundreds of`` for 108); None below 2 (``one``, ``zero``: nothing vaguer reads as the
+    same thing), for the round number itself, or beyond a billion billions."""
     if value < 2:
         return None
     if value < 3:
         return "a few"
+    for unit, words in _ROUND:
+        if unit <= value < 2 * unit:
+            return f"over {words}" if value > unit else None
     for below, noun, alone in _MAGNITUDES:
         if value < below:
             return noun if before_noun else alone
@@ -307,7 +334,7 @@ def _noun_follows(after: str) -> bool:
     return bool(after) and after[:1].islower() and after.casefold() not in FUNCTION_WORDS
 
 
-def _number(span: str, before: str, after: str) -> list[str]:
+def _number(span: str, before: str, after: str, text_before: str, text_after: str) -> list[str]:
     if before.rstrip(".") in _REFERENCE or before in _REFERENCE or after in ("%", "§"):
         return []
     raw = span.replace(",", "")
@@ -325,10 +352,18 @@ def _number(span: str, before: str, after: str) -> list[str]:
         return []  # "March 12": no phrase fits between the month and what follows
     if after[:1].isupper() and low_after not in _CURRENCY_AFTER:
         return []  # "36 Rue ...", "3 CCPR": part of a name or code
+    if _QUANTIFIED.search(text_before):
+        return []  # "more than 2500": the count is qualified already
+    if _AGE_BEFORE.search(text_before) or _AGE_AFTER.match(text_after):
+        return []  # an age: "aged 35" is no "aged several dozen"
     if before in _CURRENCY_BEFORE:
         phrase = magnitude(value, before_noun=False)
     else:
         phrase = magnitude(value, before_noun=_noun_follows(after))
+    if phrase and phrase.startswith("over ") and (
+        before in _NO_BOUND_AFTER or before in _CURRENCY_BEFORE
+    ):
+        return []  # "the 108 applicants" is no "the over a hundred applicants"
     return [phrase] if phrase else []
 
 
@@ -407,7 +442,9 @@ def generalise(
             text[max(0, start - 20) : start]
         ):
             return []  # a tally: "by 3 votes to 2" is no "by several votes to a few"
-        return _number(span, before, after)
+        return _number(
+            span, before, after, text[max(0, start - 20) : start], text[end : end + 25]
+        )
     ordinal = bool(_ORDINAL_RE.fullmatch(span)) or low in _ORDINALS
     if (ordinal or low in _CARDINALS) and text[end : end + 1] in _HYPHENS and (
         text[end + 1 : end + 2].isalpha()
@@ -442,6 +479,10 @@ def generalise(
             return []  # part of a spelled-out number: its first word carries the value
         value = _CARDINALS.index(low)
         value = value if value <= 20 else (value - 18) * 10
+        if _QUANTIFIED.search(text[max(0, start - 20) : start]) or _AGE_BEFORE.search(
+            text[max(0, start - 20) : start]
+        ) or _AGE_AFTER.match(text, end):
+            return []  # "more than twenty", "aged twenty": the count says something else
         phrase = magnitude(value, before_noun=_noun_follows(after))
         return [phrase] if phrase else []
     if any(c.isdigit() for c in span):

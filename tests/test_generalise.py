@@ -43,6 +43,27 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("a fine of 250,000 lira", "250,000", None, ["hundreds of thousands of"]),
         ("four years", "four", None, ["several"]),
         ("2 witnesses", "2", None, ["a few"]),
+        # never more than the count: from a round number to twice it, "over" it
+        ("paid 108 euros", "108", None, ["over a hundred"]),
+        ("It cost 108.", "108", None, ["over a hundred"]),
+        ("received 1,200 euros", "1,200", None, ["over a thousand"]),
+        ("in 15,000 cases", "15,000", None, ["over ten thousand"]),
+        ("paid 100 euros", "100", None, []),  # the round number itself
+        ("for 20 days", "20", None, ["many"]),  # no "dozens of" below two dozen
+        ("twenty people", "twenty", None, ["many"]),
+        ("the 108 applicants", "108", None, []),  # no "the over a hundred applicants"
+        ("awarded EUR 150 in respect", "150", None, []),
+        # a count qualified already, or an age
+        ("more than 2500 people", "2500", None, []),  # no "more than thousands of"
+        ("over 150 people", "150", None, []),
+        ("about 40 people", "40", None, []),
+        ("up to 150 people", "150", None, []),
+        ("at least 12 people", "12", None, []),
+        ("more than twenty people", "twenty", None, []),
+        ("aged 35", "35", None, []),  # no "aged several dozen"
+        ("at the age of 35 he", "35", None, []),
+        ("He was 35 years old", "35", None, []),
+        ("aged twenty", "twenty", None, []),
         # dates
         ("On 12 March 1996 the court", "12", None, ["a day in"]),
         ("On 12 March 1996 the court", "1996", None, ["that year"]),
@@ -163,13 +184,15 @@ def test_generalise_never_yields_a_specific_value(
     for cand in generalise(text, len(left), len(left) + len(span), label):
         assert cand in PHRASES
         assert not any(c.isdigit() for c in cand)
-        assert not _NUMBER_WORD.search(cand)
+        if _NUMBER_WORD.search(cand):  # only a bound the count exceeds, which the loop takes
+            assert cand.startswith("over ") and rejection(span, cand, TOK) is None
         assert span.casefold() not in cand.casefold().split()
 
 
 def test_phrases_hold_no_number() -> None:
     for phrase in PHRASES:
-        assert not any(c.isdigit() for c in phrase) and not _NUMBER_WORD.search(phrase)
+        assert not any(c.isdigit() for c in phrase)
+        assert not _NUMBER_WORD.search(phrase) or phrase.startswith("over ")
 
 
 @pytest.mark.parametrize(
@@ -194,6 +217,12 @@ def test_magnitude(value: float, noun: bool, want: str | None) -> None:
         ("1996", "a hundred", "a specific number"),
         ("applicants", "more than 10000000000000000000000000000000000000", "introduces a number"),
         ("released", "2000", "introduces a number"),
+        # "over" a round number only where the count exceeds it by less than itself
+        ("5000", "over a hundred", "a specific number"),
+        ("100", "over a hundred", "a specific number"),
+        ("1996", "over a thousand", "a specific number"),  # a year is no count
+        ("108", "a hundred", "a specific number"),
+        ("applicants", "over a hundred", "introduces a number"),
     ],
 )
 def test_numbers_become_no_other_number(span: str, replacement: str, reason: str) -> None:
@@ -206,6 +235,15 @@ def test_numbers_become_no_other_number(span: str, replacement: str, reason: str
 )
 def test_vague_counts_pass(replacement: str) -> None:
     assert rejection("36110", replacement, TOK) is None
+
+
+@pytest.mark.parametrize(
+    ("span", "replacement"),
+    [("108", "over a hundred"), ("1,200", "more than a thousand"),
+     ("15,000", "over ten thousand"), ("150,000", "over a hundred thousand")],
+)
+def test_lower_bounds_pass(span: str, replacement: str) -> None:
+    assert rejection(span, replacement, TOK) is None
 
 
 def _sentence_words(sentence: str, span: str) -> list[str]:
