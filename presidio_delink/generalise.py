@@ -162,7 +162,7 @@ _QUANTIFIED = re.compile(
     re.IGNORECASE,
 )
 #: An age: ``aged 35``, ``at the age of 35``, ``35 years old``, ``a 35-year-old``.
-_AGE_BEFORE = re.compile(r"\b(?:aged|age\s+of|ages\s+of)\s*$", re.IGNORECASE)
+_AGE_BEFORE = re.compile(r"\b(?:aged?|ages)(?:\s+of)?\s*$", re.IGNORECASE)
 _AGE_AFTER = re.compile(r"\s*(?:years?\s+old|[-‐‑]years?[-‐‑]old|years?\s+of\s+age)\b", re.I)
 #: Words before a count that no ``over a hundred`` may follow (``the 108 applicants``).
 _NO_BOUND_AFTER = frozenset(_split("the these those his her their its our my your all each"))
@@ -420,6 +420,10 @@ def generalise(
             return []
         if text[start - 1 : start] in (".", "#") or text[end : end + 1] in _UNIT_MARKS:
             return []  # a decimal fraction (".983"), a rank ("#182"), minutes ("67'")
+        if (text[start - 1 : start], text[end : end + 1]) == ("[", "]") or (
+            text[start - 1 : start] == "(" and text[start - 2 : start - 1].isalnum()
+        ):
+            return []  # a paragraph's number ("[76]"), a subsection ("section 24(8)")
         if before in _UNITS or after in _UNITS or _in_range(text, start, end):
             return []  # "5 ft 11 in", "between 251 and 258": a measure or a range
         if text[start - 1 : start] in _SYMBOLS or _SCALE_AFTER.match(text, end):

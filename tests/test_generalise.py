@@ -64,6 +64,10 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("at the age of 35 he", "35", None, []),
         ("He was 35 years old", "35", None, []),
         ("aged twenty", "twenty", None, []),
+        ("her State pension at age 60. He", "60", None, []),
+        # read on held-in TAB texts: a quoted paragraph's number, a subsection
+        ("it found as follows: “[76]. ... The point", "76", None, []),
+        ("pursuant to section 24(8) of the Act", "8", None, []),
         # dates
         ("On 12 March 1996 the court", "12", None, ["a day in"]),
         ("On 12 March 1996 the court", "1996", None, ["that year"]),
