@@ -954,6 +954,8 @@ def test_a_spelling_variant_is_no_candidate() -> None:
     assert spelling_variant("reunification", "unification")
     assert spelling_variant("exercise", "exercising")
     assert spelling_variant("reunification", "reunion")
+    assert spelling_variant("litres", "liters")  # two letters swapped
+    assert spelling_variant("centre", "center")
     assert not spelling_variant("contended", "contested")
     assert not spelling_variant("relating", "pertaining")
     assert not spelling_variant("arrested", "detained")

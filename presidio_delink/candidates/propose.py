@@ -210,7 +210,8 @@ def spelling_variant(a: str, b: str) -> bool:
     """Whether ``b`` is ``a`` spelt otherwise or another form of its stem: one contains the
     other (``unification``), they share all but three letters of the shorter from the start
     (at least five: ``recognized``, ``exercising``, ``reunion``), or, for words of five
-    letters or more, one letter is added, left out or changed (``judgment``)."""
+    letters or more, one letter is added, left out or changed (``judgment``), or two
+    next to each other swap places (``litres`` / ``liters``, ``centre`` / ``center``)."""
     a, b = a.lower(), b.lower()
     if a in b or b in a:
         return True
@@ -222,7 +223,8 @@ def spelling_variant(a: str, b: str) -> bool:
         return False
     # one letter changed, added or left out where they first differ, the rest the same
     i = common
-    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
+    swapped = a[i : i + 2] == b[i : i + 2][::-1] and a[i + 2 :] == b[i + 2 :]
+    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :] or swapped
 
 
 #: Participles used as prepositions (``the dispute concerning the fees``): the tagger
