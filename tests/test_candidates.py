@@ -861,6 +861,9 @@ def test_a_word_of_a_fixed_expression_gets_no_lexicon_candidate(index: NgramInde
         assert (fixed_expression(text, a, a + len(word)) is not None) is inside, word
     last = text.rindex("event")
     assert fixed_expression(text, last, last + 5) is None  # "a new event": its own sense
+    upheld = "The judgment was upheld on appeal, and the appeal was dismissed."
+    assert fixed_expression(upheld, upheld.index("appeal"), upheld.index("appeal") + 6)
+    assert fixed_expression(upheld, upheld.rindex("appeal"), upheld.rindex("appeal") + 6) is None
     ch = CandidateChooser(wordnet=FixedLexicon(["details"]), scorer=FlatScorer(), index=None)
     a = text.index("regards")
     got, live, _w = ch._proposals(  # noqa: SLF001
@@ -884,17 +887,17 @@ def test_proposable_is_the_first_step_of_choosing(tagger: Tagger) -> None:
     with a generalisation are proposable, and so is a name's word that its head may stand
     for; function words, a name's head, a word
     inside a fixed expression and one the legal register lists without a stand-in
-    (``appeal``) are not; a span that is not one tagged word is not."""
+    (``action``) are not; a span that is not one tagged word is not."""
     ch = CandidateChooser(scorer=FlatScorer(), tagger=tagger)  # type: ignore[arg-type]
-    text = ("The applicant lodged an appeal with the Izmir Court on 12 May 1999, but it was "
+    text = ("The applicant lodged an action with the Izmir Court on 12 May 1999, but it was "
             "dismissed in the light of the facts.")
-    words = ["applicant", "appeal", "12", "dismissed", "The", "with", "Court", "light",
+    words = ["applicant", "action", "12", "dismissed", "The", "with", "Court", "light",
              "Izmir"]
     spans = [(text.index(w), text.index(w) + len(w)) for w in words]
     spans.append((text.index("lodged"), text.index("lodged") + 9))  # "lodged an"
     got = dict(zip(words + ["two words"], ch.proposable(text, spans), strict=True))
     # a name's head is not proposable, its other words are: the head stands for the name
-    assert got == {"applicant": True, "appeal": False, "12": True, "dismissed": True,
+    assert got == {"applicant": True, "action": False, "12": True, "dismissed": True,
                    "The": False, "with": False, "Court": False, "light": False,
                    "Izmir": True, "two words": False}
     # what it passes, choose() gets candidates for; what it refuses gets none
@@ -1138,6 +1141,14 @@ def test_the_legal_register_lists_some_words_with_no_stand_in(word: str, tag: st
         ("maintained", "VBD", "that", ["argued"]),  # listed with none elsewhere (above)
         ("national", "JJ", "legislation", ["domestic"]),
         ("national", "JJ", "power", []),  # "came to national power" (a biography)
+        # fourteenth session, read on held-in texts
+        ("appeal", "NN", "was", ["challenge"]),  # "the applicant's appeal was dismissed"
+        ("appeals", "NNS", "on", ["challenges"]),  # "their appeals on points of law"
+        ("appeal", "NN", "court", []),  # a noun's modifier: no "challenge court"
+        ("appeal", "NN", "proceedings", []),
+        ("application", "NN", "for", ["request"]),  # "an application for leave"
+        ("application", "NN", "of", []),  # "in application of the Law"
+        ("application", "NN", "was", []),  # an application to the Court
         ("grounds", "NNS", "for", ["reasons"]),
         ("question", "NN", "whether", ["issue"]),
     ],
@@ -1149,7 +1160,7 @@ def test_a_frame_of_the_register_holds_before_its_next_word(
 
     assert register_candidates(word, tag, next_word) == stand_ins
     assert listed(word, tag, next_word) == (
-        bool(stand_ins) or word in ("held", "hearing", "national")
+        bool(stand_ins) or word in ("held", "hearing", "national", "appeal", "application")
         or (word, next_word) == ("costs", "and")
     )
 

@@ -126,6 +126,7 @@ FIXED_EXPRESSIONS = (
     "in the course of", "in so far as", "insofar as", "as a result", "in particular",
     "in any event", "at the time", "for the purposes of", "on the basis of", "by way of",
     "in support of", "in support to", "with a view to", "in person", "by a majority",
+    "on appeal", "right of appeal", "right to appeal",
 )
 _FIXED_RE = re.compile(
     r"\b(?:" + "|".join(re.escape(e).replace(r"\ ", r"\s+") for e in FIXED_EXPRESSIONS) + r")\b",

@@ -358,7 +358,10 @@ LEGAL: dict[str, dict[str, tuple[str, ...]]] = {
         # "possession", "court time" -> "government time", "deputy" -> "law officer",
         # "family name" -> "home name", "removal costs" -> "dismissal costs", "two
         # levels" -> "two stages", "not a woman" -> "not an adult")
-        "appeal": (),
+        # "appeal" -> "challenge" (fourteenth session, read on held-in texts): an appeal
+        # is a challenge to a decision; not as a noun's modifier (FRAMES) nor in "on
+        # appeal" or "right of appeal" (FIXED_EXPRESSIONS)
+        "appeal": ("challenge",),
         "trial": (),
         "hearing": ("session",),  # WordNet's "learning" read wrong; "fair hearing" is a pairing
         "position": (),
@@ -638,6 +641,14 @@ FRAMES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
     ("n", "refusal"): {"of": ("denial",)},
     ("n", "ground"): {"for": ("reason",)},  # "there were grounds for suspecting him"
     ("n", "enforcement"): {"of": ("execution",)},
+    # "an application for leave" is a request for it; "the case originated in an
+    # application" (to the Court) and "in application of the law" are not
+    ("n", "application"): {"for": ("request",)},
+    # an appeal that modifies a noun is no challenge: "appeal court", "appeal proceedings"
+    ("n", "appeal"): {w: () for w in (
+        "court", "courts", "proceedings", "procedure", "hearing", "hearings", "judge",
+        "judges", "instance", "body", "bodies", "board", "tribunal", "stage", "decision",
+        "judgment", "lay", "lies", "lie", "lodged", "panel", "chamber", "division")},
     ("v", "conclude"): {"that": ("find",)},  # "concluded a contract" is no "found"
     ("a", "national"): {w: ("domestic",) for w in (
         "law", "laws", "legislation", "court", "courts", "authorities", "authority",
