@@ -251,7 +251,7 @@ def magnitude(value: float, before_noun: bool) -> str | None:
     (10-23), ``dozens of``... (before a noun) or ``several dozen``... (alone); from a
     round number of :data:`_ROUND` up to twice it, ``over`` it (``over a hundred``: never
     ``hundreds of`` for 108); None below 2 (``one``, ``zero``: nothing vaguer reads as the
-    same thing), for the round number itself, or beyond a billion billions."""
+    same thing), for the round number itself, or from a million billions (10**15) on."""
     if value < 2:
         return None
     if value < 3:
