@@ -627,10 +627,14 @@ def _cardinal(words: Sequence[str]) -> bool:
     return False
 
 
-_BOUNDS = {
-    ("a", "hundred"): 100, ("a", "thousand"): 1_000, ("ten", "thousand"): 10_000,
-    ("a", "hundred", "thousand"): 100_000, ("a", "million"): 10**6, ("a", "billion"): 10**9,
-}
+#: The round counts a vaguer count may be ``over`` (``108`` -> ``over a hundred``), largest
+#: first: what :func:`~presidio_delink.generalise.magnitude` writes and :func:`rejection`
+#: lets through.
+ROUND_COUNTS: tuple[tuple[int, str], ...] = (
+    (10**9, "a billion"), (10**6, "a million"), (10**5, "a hundred thousand"),
+    (10**4, "ten thousand"), (1_000, "a thousand"), (100, "a hundred"),
+)
+_BOUNDS = {tuple(words.split()): value for value, words in ROUND_COUNTS}
 _COUNT = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")
 
 
@@ -639,10 +643,11 @@ def _lower_bound(span: str, words: Sequence[str]) -> bool:
     ``span`` exceeds by less than itself: ``108`` -> ``over a hundred``, ``1,200`` -> ``more
     than a thousand`` (:func:`~presidio_delink.generalise.magnitude`).  A bound further
     below (``over a hundred`` for ``5,000``) understates; a year (``1996``) is no count."""
-    if not _COUNT.fullmatch(span.strip()):
+    count = span.strip()
+    if not _COUNT.fullmatch(count):
         return False
-    value = int(span.strip().replace(",", ""))
-    if span.strip().isdigit() and len(span.strip()) == 4 and 1000 <= value <= 2100:
+    value = int(count.replace(",", ""))
+    if count.isdigit() and len(count) == 4 and 1000 <= value <= 2100:
         return False
     low = tuple(w.casefold() for w in words)
     for opener in (("over",), ("more", "than")):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from presidio_delink.edits import FUNCTION_WORDS
+from presidio_delink.edits import FUNCTION_WORDS, ROUND_COUNTS
 from presidio_delink.text import DEFAULT_PLACEHOLDERS
 
 __all__ = ["NAME_HEADS", "PHRASES", "generalise", "magnitude", "name_span", "place_label"]
@@ -148,12 +148,10 @@ _MAGNITUDES = (
     (10**15, "billions of", "billions"),
 )
 """``(below, before a noun, alone)``: the class of a count by its order of magnitude."""
-_ROUND = (
-    (10**9, "a billion"), (10**6, "a million"), (10**5, "a hundred thousand"),
-    (10**4, "ten thousand"), (1_000, "a thousand"), (100, "a hundred"),
-)
+_ROUND = ROUND_COUNTS
 """A count from one of these up to twice it is ``over`` it (``108`` -> ``over a
-hundred``): the plural of :data:`_MAGNITUDES` would overstate it (``hundreds of``)."""
+hundred``): the plural of :data:`_MAGNITUDES` would overstate it (``hundreds of``).  The
+table is :data:`presidio_delink.edits.ROUND_COUNTS`, the bounds the rejection accepts."""
 #: The word (or two) before a count that already qualifies it (``more than 2500``, ``up
 #: to 150``, ``about 40``): no vague count reads after it (``more than thousands of``).
 _QUANTIFIED = re.compile(
@@ -164,6 +162,18 @@ _QUANTIFIED = re.compile(
 #: An age: ``aged 35``, ``at the age of 35``, ``35 years old``, ``a 35-year-old``.
 _AGE_BEFORE = re.compile(r"\b(?:aged?|ages)(?:\s+of)?\s*$", re.IGNORECASE)
 _AGE_AFTER = re.compile(r"\s*(?:years?\s+old|[-‐‑]years?[-‐‑]old|years?\s+of\s+age)\b", re.I)
+
+
+def _count_said_otherwise(text: str, start: int, end: int) -> bool:
+    """Whether the count ``text[start:end]`` is qualified already (:data:`_QUANTIFIED`:
+    ``more than 2500``) or is an age (``aged 35``, ``35 years old``): no vague count
+    reads in its place."""
+    before = text[max(0, start - 20) : start]
+    return bool(
+        _QUANTIFIED.search(before) or _AGE_BEFORE.search(before) or _AGE_AFTER.match(text, end)
+    )
+
+
 #: Words before a count that no ``over a hundred`` may follow (``the 108 applicants``).
 _NO_BOUND_AFTER = frozenset(_split("the these those his her their its our my your all each"))
 
@@ -334,7 +344,7 @@ def _noun_follows(after: str) -> bool:
     return bool(after) and after[:1].islower() and after.casefold() not in FUNCTION_WORDS
 
 
-def _number(span: str, before: str, after: str, text_before: str, text_after: str) -> list[str]:
+def _number(span: str, before: str, after: str, said_otherwise: bool) -> list[str]:
     if before.rstrip(".") in _REFERENCE or before in _REFERENCE or after in ("%", "§"):
         return []
     raw = span.replace(",", "")
@@ -352,10 +362,8 @@ def _number(span: str, before: str, after: str, text_before: str, text_after: st
         return []  # "March 12": no phrase fits between the month and what follows
     if after[:1].isupper() and low_after not in _CURRENCY_AFTER:
         return []  # "36 Rue ...", "3 CCPR": part of a name or code
-    if _QUANTIFIED.search(text_before):
-        return []  # "more than 2500": the count is qualified already
-    if _AGE_BEFORE.search(text_before) or _AGE_AFTER.match(text_after):
-        return []  # an age: "aged 35" is no "aged several dozen"
+    if said_otherwise:
+        return []  # "more than 2500", "aged 35": qualified already, or an age
     if before in _CURRENCY_BEFORE:
         phrase = magnitude(value, before_noun=False)
     else:
@@ -446,9 +454,7 @@ def generalise(
             text[max(0, start - 20) : start]
         ):
             return []  # a tally: "by 3 votes to 2" is no "by several votes to a few"
-        return _number(
-            span, before, after, text[max(0, start - 20) : start], text[end : end + 25]
-        )
+        return _number(span, before, after, _count_said_otherwise(text, start, end))
     ordinal = bool(_ORDINAL_RE.fullmatch(span)) or low in _ORDINALS
     if (ordinal or low in _CARDINALS) and text[end : end + 1] in _HYPHENS and (
         text[end + 1 : end + 2].isalpha()
@@ -483,9 +489,7 @@ def generalise(
             return []  # part of a spelled-out number: its first word carries the value
         value = _CARDINALS.index(low)
         value = value if value <= 20 else (value - 18) * 10
-        if _QUANTIFIED.search(text[max(0, start - 20) : start]) or _AGE_BEFORE.search(
-            text[max(0, start - 20) : start]
-        ) or _AGE_AFTER.match(text, end):
+        if _count_said_otherwise(text, start, end):
             return []  # "more than twenty", "aged twenty": the count says something else
         phrase = magnitude(value, before_noun=_noun_follows(after))
         return [phrase] if phrase else []
