@@ -26,10 +26,13 @@ to each reader alone (whole text).
 
 Usage::
 
-    python benchmarks/bench_learned_ranker.py [--setting all] [--work DIR] [--json OUT]
+    python benchmarks/bench_learned_ranker.py [--setting all] [--panel NAME]
+        [--work DIR] [--json OUT]
 
-The protected outputs are cached in ``--work`` (``held-SETTING.json``,
-``test-SETTING.json``); reruns only re-attack.  About 12 CPU minutes for the outputs
+``--panel``: the protection's panel, one of ``benchmarks/ranked/calibrate_crowd.py``'s
+``PANELS`` (a panel to compare; the attacker is the same).  The protected outputs are
+cached in ``--work`` (``held-SETTING[+PANEL].json``, ``test-SETTING[+PANEL].json``);
+reruns only re-attack.  About 12 CPU minutes for the outputs
 (``--setting all``), 2 for the readers and the features.
 """
 
@@ -106,6 +109,9 @@ def counts(rs: Sequence[int | None]) -> dict[str, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--setting", default="all", help="a setting of bench_ranked.py")
+    ap.add_argument("--panel", default="",
+                    help="the protection's panel: a name of benchmarks/ranked/"
+                         "calibrate_crowd.py's PANELS (default: the shipped one)")
     ap.add_argument("--work", type=Path, default=None, help="cache of the protected outputs")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -123,13 +129,19 @@ def main() -> None:
             if f"tab:{k}" in ids]
     t0 = time.process_time()
     outs = {}
+    members = None
+    if a.panel:
+        from calibrate_crowd import PANELS
+
+        members = PANELS[a.panel]
+    tag = a.setting + (f"+{a.panel}" if a.panel else "")
     for name, docs in (("held", held), ("test", list(tab_test()))):
-        cache = work / f"{name}-{a.setting}.json"
+        cache = work / f"{name}-{tag}.json"
         if cache.is_file():
             outs[name] = json.loads(cache.read_text())
             continue
         outs[name] = br.run_setting(idx, docs, a.setting, "none",
-                                    work / f"{name}-{a.setting}.partial.jsonl")
+                                    work / f"{name}-{tag}.partial.jsonl", members=members)
         with atomic_output(cache) as f:
             f.write(json.dumps(outs[name]))
     print(f"outputs: {len(outs['held'])} held-in, {len(outs['test'])} test, "
@@ -154,7 +166,8 @@ def main() -> None:
             random_state=0),
     }
     result: dict[str, object] = {
-        "setting": a.setting, "commit": br.commit(), "readers": names,
+        "setting": a.setting, "panel": a.panel or "shipped", "commit": br.commit(),
+        "readers": names,
         "training_rows": int(len(y)), "training_sources_among_candidates": int(y.sum()),
         "test_sources_among_candidates": sum(r[1] in r[2] for r in table["test"]),
     }

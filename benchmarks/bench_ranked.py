@@ -113,11 +113,12 @@ def commit() -> str:
     ).stdout.strip()
 
 
-def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None):  # type: ignore[no-untyped-def]
+def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None, members=None):  # type: ignore[no-untyped-def]
     """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting.
 
     ``partial``: a JSON-lines file of the documents done so far (a long LLM run resumes there
     after an interruption; rewritten through ``atomic_output`` after each document).
+    ``members``: the ranked protection's panel (None: the shipped ``PROTECT_MEMBERS``).
     """
     arity, modes, crowd = setting(name)
     if arity == 0:
@@ -130,8 +131,13 @@ def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None):  #
     from presidio_delink.protect import Protector
 
     d = Delinker(idx, k=2, arity=arity, rewriter=make_rewriter(llm), rewrite=rewrite)
+    ranked = None
+    if members is not None and "ranked" in modes:
+        from presidio_delink.attacks.ranked import RankedAttack
+
+        ranked = RankedAttack(idx, k=2, members=tuple(members))
     prot = Protector(d, modes, crowd=crowd, ranked_safety=margin(name),
-                     cover=cover(name)) if modes else None
+                     cover=cover(name), ranked=ranked) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
     done = {}
@@ -183,6 +189,9 @@ def main() -> None:
     ap.add_argument("--rewrite", choices=("candidates", "choose", "generate"), default=None,
                     help="the loop's rewrite mode (default: its choice by --llm)")
     ap.add_argument("--work", type=Path, default=None, help="cache of the settings' outputs")
+    ap.add_argument("--panel", default="",
+                    help="the ranked protection's panel: a name of benchmarks/ranked/"
+                         "calibrate_crowd.py's PANELS (default: the shipped one)")
     ap.add_argument("--no-cosine", action="store_true")
     ap.add_argument("--semantic", choices=("none", "sparse", "all"), default="none",
                     help="held-out members that rank otherwise than the panel's BM25 over "
@@ -234,19 +243,26 @@ def main() -> None:
         stem = f"{name}-{a.llm.replace(':', '_')}-{'shortest' if a.shortest else ''}{n}"
         if a.rewrite:
             stem += f"-{a.rewrite}"
+        stem += f"+{a.panel}" if a.panel else ""
         cache = work / f"{stem}.json"
         if cache.is_file():
             outs = json.loads(cache.read_text())
         else:
+            members = None
+            if a.panel:
+                sys.path.insert(0, str(REPO / "benchmarks" / "ranked"))
+                from calibrate_crowd import PANELS
+
+                members = PANELS[a.panel]
             outs = run_setting(idx, tests[:n], name, a.llm, work / f"{stem}.partial.jsonl",
-                               a.rewrite)
+                               a.rewrite, members)
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         words = sum(o["n_words"] for o in outs) or 1
         red = sum(o["redacted"] for o in outs)
         rew = sum(o["rewritten"] for o in outs)
         row: dict[str, object] = {
-            "setting": name, "llm": a.llm, "docs": n,
+            "setting": name, "llm": a.llm, "docs": n, "panel": a.panel or "shipped",
             "changed_pct": round(100 * (red + rew) / words, 1),
             "redacted_pct": round(100 * red / words, 1),
             "rewritten_pct": round(100 * rew / words, 1),

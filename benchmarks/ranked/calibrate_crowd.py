@@ -18,7 +18,12 @@ the benchmark's adversaries) reads where the source lands:
 * ``audit_top1`` / ``audit_top5``: what ``delink``'s audit (its ranked panel,
   ``AUDIT_MEMBERS``, the searcher's reading) says for the same texts, to set beside the
   family's worst member;
-* ``changed_pct``: words changed; ``cpu_s``: CPU seconds per text for the protection.
+* ``changed_pct``: words changed; ``cpu_s``: CPU seconds per text for the protection;
+* ``vec:top1`` / ``vec:top5``: the worst member of a held-in family that does not rank by
+  BM25 (``vector_family.py``: TF-IDF cosine over word 1-, 2- and 3-grams, per document
+  and per group), by the whole text; ``fused:*``: a reader fusing the ranks of both
+  families.  With ``--vector`` the rule reads them too (fifteenth session: the learned
+  ranker of ``bench_learned_ranker.py`` draws on such readers).
 
 Held-in texts: TAB train/dev documents (gold-masked; the collection grouped by case), as
 ``calibrate_protect.py`` reads them (``--offset`` skips the first ones: a second slice).
@@ -32,7 +37,7 @@ Usage::
 
     python benchmarks/ranked/calibrate_crowd.py [--tab 30] [--grid 1,2,3,5]
         [--panels base,qtf,...] [--safety 0.1,0.15] [--cover joint,worst]
-        [--sentence-crowd 1] [--json OUT]
+        [--sentence-crowd 1] [--vector] [--json OUT]
 """
 
 from __future__ import annotations
@@ -54,9 +59,11 @@ from calibrate_protect import (  # noqa: E402
     build_grams,
     qgram_found,
 )
+from vector_family import VectorFamily  # noqa: E402
 
 from presidio_delink.attacks.fts5 import (  # noqa: E402
     PROTECT_MEMBERS_BASE,
+    PROTECT_MEMBERS_PAIRS,
     PROTECT_MEMBERS_QTF,
 )
 from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack  # noqa: E402
@@ -92,6 +99,22 @@ PANELS: dict[str, tuple[str, ...]] = {
     "qtf-char4xq": (*PROTECT_MEMBERS_QTF, "bm25-char4x-qtf"),
     "qtf-char-char4x": (*PROTECT_MEMBERS_QTF, "bm25-char4-qtf", "bm25-char4x-qtf",
                         "bm25-char4x-k2b1"),
+    # the fourteenth session's panel (word pairs by BM25), and with readings that do not
+    # saturate term frequency nor rank single words only (fifteenth session): TF-IDF
+    # cosine over words, pairs and triples, BM25 over triples.  "pairs-cos23" is the
+    # shipped PROTECT_MEMBERS.
+    "pairs": PROTECT_MEMBERS_PAIRS,
+    "pairs-cos1": (*PROTECT_MEMBERS_PAIRS, "cosine-word1"),
+    "pairs-w3": (*PROTECT_MEMBERS_PAIRS, "bm25-word3"),
+    "pairs-cos3": (*PROTECT_MEMBERS_PAIRS, "cosine-word3"),
+    "pairs-w3-cos2": (*PROTECT_MEMBERS_PAIRS, "bm25-word3", "cosine-word2"),
+    "pairs-cos23": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3"),
+    "pairs-cos3-w3": (*PROTECT_MEMBERS_PAIRS, "cosine-word3", "bm25-word3"),
+    "pairs-cos1-w3": (*PROTECT_MEMBERS_PAIRS, "cosine-word1", "bm25-word3"),
+    "pairs-cos123": (*PROTECT_MEMBERS_PAIRS, "cosine-word1", "cosine-word2", "cosine-word3"),
+    "pairs-cos23c": (*PROTECT_MEMBERS_PAIRS, "cosine-word2-case", "cosine-word3-case"),
+    "pairs-cos23-23c": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3",
+                        "cosine-word2-case", "cosine-word3-case"),
 }
 
 
@@ -112,12 +135,16 @@ def main() -> int:
     ap.add_argument("--top1-rate", type=float, default=0.05)
     ap.add_argument("--top5-rate", type=float, default=0.2)
     ap.add_argument("--max-changed", type=float, default=50.0)
+    ap.add_argument("--vector", action="store_true",
+                    help="the rule also reads the vector family and the fused reader "
+                         "(vector_family.py)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     print("load:", _uptime(), flush=True)
     held = list(tab_held_in().items())[a.offset : a.offset + a.tab]
     idx = NgramIndex.build(list(tab_collection()), None, max_n=8, group_regex=GROUP)
     fam = WideFamily(idx)
+    vec = VectorFamily(idx, bm25=fam)
     grams = build_grams(idx, [t for _, t in held])
     d = Delinker(idx, k=2, arity=1)
     base = [(g, d.delink(t, g)) for g, t in held]
@@ -140,6 +167,8 @@ def main() -> int:
             top1_s: dict[str, int] = defaultdict(int)
             top5_w: dict[str, int] = defaultdict(int)
             audit1 = audit5 = 0
+            vtop1: dict[str, int] = defaultdict(int)
+            vtop5: dict[str, int] = defaultdict(int)
             for g, r0 in base:
                 res = copy.deepcopy(r0)
                 prot.protect(res, g)
@@ -151,6 +180,9 @@ def main() -> int:
                     top5_w[member] += rank is not None and rank <= 5
                     top1_s[member] += first_s
                 cont += qgram_found(idx, grams, res.text, g)
+                for member, rank in vec.ranks(res.text, g).items():
+                    vtop1[member] += rank == 1
+                    vtop5[member] += rank is not None and rank <= 5
                 ar = auditor.scores(res.text).attacker_rank(g)  # what delink's audit says
                 audit1 += ar == 1
                 audit5 += ar is not None and ar <= 5
@@ -174,9 +206,16 @@ def main() -> int:
                 row[f"{kind}:top5"] = max(
                     (v for x, v in top5_w.items() if _kind(x) == kind), default=0)
             row["worst_top5"] = max(top5_w, key=lambda x: (top5_w[x], x), default="")
+            for kind in ("vec", "fused"):  # the vector family's worst member; the fused
+                row[f"{kind}:top1"] = max(
+                    (v for x, v in vtop1.items() if x.startswith(kind)), default=0)
+                row[f"{kind}:top5"] = max(
+                    (v for x, v in vtop5.items() if x.startswith(kind)), default=0)
+            row["vec_worst_top5"] = max(
+                (x for x in vtop5 if x != "fused"), key=lambda x: (vtop5[x], x), default="")
             rows.append(row)
             print(json.dumps(row), flush=True)
-    chosen, why = choose(rows, n, a.top1_rate, a.top5_rate, a.max_changed)
+    chosen, why = choose(rows, n, a.top1_rate, a.top5_rate, a.max_changed, a.vector)
     out = {"chosen": {k: chosen[k] for k in ("panel", "crowd", "safety", "cover", "per_round")},
            "why": why,
            "rule": {"top1_rate": a.top1_rate, "top5_rate": a.top5_rate,
@@ -190,26 +229,33 @@ def main() -> int:
 
 
 def choose(
-    rows: list[dict[str, object]], n: int, top1_rate: float, top5_rate: float, max_changed: float
+    rows: list[dict[str, object]], n: int, top1_rate: float, top5_rate: float,
+    max_changed: float, vector: bool = False,
 ) -> tuple[dict[str, object], str]:
     """The held-in rule.  *Holds*: no family member (all 48) ranks the source first, by
     the whole text or its best sentence, for more than ``top1_rate`` of the texts, nor in
-    its whole-text top 5 for more than ``top5_rate``.  Among the rows that hold, the
+    its whole-text top 5 for more than ``top5_rate`` (with ``vector``, nor any member of
+    the vector family or the fused reader, by the whole text).  Among the rows that hold, the
     fewest words changed (the cheapest within ``max_changed`` % when any is); when none
     holds, the fewest top-5 finds of the worst member, then the fewest top-1 finds, then
     the fewest words.  Ties: the panel with fewer members, then the smaller crowd."""
 
-    def worst1(r: dict[str, object]) -> int:
-        return max(int(r[f"{k}:top1"]) for k in ("words", "qtf", "char"))  # type: ignore[call-overload]
+    kinds = ("words", "qtf", "char", *(("vec", "fused") if vector else ()))
 
-    good = [r for r in rows
-            if worst1(r) <= top1_rate * n and int(r["top5_whole"]) <= top5_rate * n]  # type: ignore[call-overload]
+    def worst1(r: dict[str, object]) -> int:
+        return max(int(r[f"{k}:top1"]) for k in kinds)  # type: ignore[call-overload]
+
+    def worst5(r: dict[str, object]) -> int:
+        return max([int(r["top5_whole"])]  # type: ignore[call-overload]
+                   + [int(r[f"{k}:top5"]) for k in kinds[3:]])  # type: ignore[call-overload]
+
+    good = [r for r in rows if worst1(r) <= top1_rate * n and worst5(r) <= top5_rate * n]
     if good:
         cheap = [r for r in good if float(r["changed_pct"]) <= max_changed]  # type: ignore[arg-type]
         pick = min(cheap or good, key=lambda r: (  # ties: the smaller panel, the smaller crowd
             float(r["changed_pct"]), len(PANELS[str(r["panel"])]), r["crowd"]))  # type: ignore[arg-type]
         return pick, "holds" + ("" if cheap else ", words over budget")
-    pick = min(rows, key=lambda r: (int(r["top5_whole"]), worst1(r), float(r["changed_pct"])))  # type: ignore[call-overload,arg-type]
+    pick = min(rows, key=lambda r: (worst5(r), worst1(r), float(r["changed_pct"])))  # type: ignore[arg-type]
     return pick, "none holds: fewest top-5 finds"
 
 
