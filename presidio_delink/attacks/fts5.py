@@ -154,14 +154,16 @@ class Member(NamedTuple):
             ONE document, its documents' words concatenated (an engine that indexes a
             case file, or a person's pages, as one record).
         idf: ``"fts5"`` (``log((N - n + .5) / (n + .5))``, 1e-6 where not positive) or
-            ``"lucene"`` (``log(1 + (N - n + .5) / (n + .5))``, always positive).
+            ``"lucene"`` (``log(1 + (N - n + .5) / (n + .5))``, always positive); for the
+            cosine model ``"smooth"`` is scikit-learn's ``log((1 + N) / (1 + n)) + 1``
+            (common terms keep a weight of about 1), any other ``log(N / n)``.
         qtf: each term's summand counts once per occurrence in the query (a query
             parser that keeps every pasted word as a clause: repeated terms weigh more);
             False: once per distinct term (an OR query of the distinct terms).
         model: ``"bm25"``, or ``"cosine"``: the vector space model before BM25, a
             document's TF-IDF vector (``(1 + ln f) ln(N / n)``) divided by its length,
-            against the query's distinct terms weighted by their idf (k1, b and
-            ``idf`` unused).  Its score is a sum over the query's terms too.
+            against the query's distinct terms weighted by their idf (k1 and b
+            unused).  Its score is a sum over the query's terms too.
     """
 
     tokenizer: str
@@ -237,6 +239,9 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # held-in vector family's strongest readings (fifteenth session)
     "cosine-word2-case": Member("word2", False, unit="group", model="cosine"),
     "cosine-word3-case": Member("word3", False, unit="group", model="cosine"),
+    # scikit-learn's smoothed idf: the pairs and triples every document shares count too
+    "cosine-word2-smooth": Member("word2", False, idf="smooth", model="cosine"),
+    "cosine-word3-smooth": Member("word3", False, idf="smooth", model="cosine"),
 }
 
 #: Every member a panel may hold.
@@ -420,7 +425,10 @@ class Engine:
         df = np.diff(ptr).astype(np.float64)
         f = tf.astype(np.float64)
         if spec.model == "cosine":
-            idf = np.log(n / np.maximum(df, 1.0))
+            if spec.idf == "smooth":
+                idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+            else:
+                idf = np.log(n / np.maximum(df, 1.0))
             dw = (1.0 + np.log(f)) * idf[t_of]
             norm = np.sqrt(np.bincount(d_of, weights=dw * dw, minlength=n))
             w = idf[t_of] * dw / np.maximum(norm[d_of], 1e-12)
