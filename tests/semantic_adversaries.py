@@ -21,6 +21,12 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   pairs (k1 = 0.9, b = 0.4, Lucene's idf, every occurrence of a pair in the query
   counted); ``bm25-3words-qtf``: the same over word triples.  A pair common enough to pass the phrase check still counts as evidence, and
   a text keeps hundreds of them in its source's order.
+* ``tfidf-kept-pairs``: TF-IDF cosine (sublinear tf, scikit-learn's smoothed idf, every
+  pair kept) over the pairs of words that stand side by side in the text: none across a
+  mask.  The members above delete the masks and pair the words on either side, pairs the
+  source never held.  Added in the fifteenth session, after a held-in reader of this kind
+  (``benchmarks/ranked/vector_family.py``) found on the then default's test outputs far
+  more sources than ``tfidf-pairs`` did; it shares no code with that reader.
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
@@ -46,6 +52,7 @@ import numpy as np
 
 MASK = re.compile(r"\[[A-Z][A-Z0-9_ \-]*\]|<[A-Z][A-Z0-9_]*>|\*{2,}|\u2588+")
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
+WORD = re.compile(r"\w+")
 #: Words per passage of the dense member (the encoder reads at most 256 word pieces).
 PASSAGE = 96
 
@@ -225,6 +232,30 @@ class PairBM25:
         return self.groups.scores(self.groups.best(sim)[0])
 
 
+def _kept_pairs(text: str) -> list[str]:
+    """The word pairs of ``text`` that no mask separates (lower case, accents folded)."""
+    out: list[str] = []
+    for part in MASK.split(text):
+        ws = WORD.findall(_clean(part).lower())
+        out.extend(f"{a} {b}" for a, b in zip(ws, ws[1:], strict=False))
+    return out
+
+
+class KeptPairs:
+    name = "tfidf-kept-pairs"
+
+    def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str]) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vec = TfidfVectorizer(analyzer=_kept_pairs, sublinear_tf=True, dtype=np.float32)
+        self.x = self.vec.fit_transform([t for _, t in docs])
+        self.groups = _Groups(list(groups))
+
+    def scores(self, text: str) -> dict[str, float]:
+        sim = (self.x @ self.vec.transform([text]).T).toarray().reshape(1, -1)
+        return self.groups.scores(self.groups.best(sim)[0])
+
+
 def semantic_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
                    dense: bool = True, cache: Path | None = None) -> list[object]:
     """The members over ``docs`` (``(id, text)``) with their ``groups``; the dense member
@@ -236,6 +267,7 @@ def semantic_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
         TfidfCosine(docs, groups, _Vectors(docs, groups, (2, 2)), name="tfidf-pairs"),
         PairBM25(docs, groups),
         PairBM25(docs, groups, n_words=3),
+        KeptPairs(docs, groups),
     ]
     if dense:
         out.append(DenseMaxSim(docs, groups, cache=cache))

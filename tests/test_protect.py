@@ -98,6 +98,15 @@ def test_the_held_out_semantic_members_find_the_inputs() -> None:
         assert sum(ranked_outcome(m, t, i)["whole"] for i, t in INPUTS) >= len(INPUTS) - 1
 
 
+def test_kept_pairs_member_pairs_no_words_across_a_mask() -> None:
+    """``tfidf-kept-pairs`` reads only the pairs that stand side by side in the text: a
+    masked word's neighbours were never a pair of the source."""
+    import semantic_adversaries as sa
+
+    got = sa._kept_pairs("The [REDACTED] Court <PERSON> held that a Müller ****** won.")
+    assert got == ["held that", "that a", "a muller"]
+
+
 def test_protect_all_holds_for_the_tools_attacks(
     index: NgramIndex, protected: list[tuple[str, str, int, int]]
 ) -> None:
