@@ -183,6 +183,31 @@ def test_word_grams_skip_empty_words() -> None:
     assert word_grams(["a"], 2) == [()]
 
 
+def test_kept_grams_stop_at_a_placeholder() -> None:
+    """A kept pair never joins the words on either side of a placeholder of the text
+    (its placeholders are no tokens), nor an empty word's neighbours."""
+    from presidio_delink.attacks.fts5 import kept_grams
+
+    assert kept_grams(["a", "", "b", "c"], 2) == [(), (), ("b c",), ()]
+    docs = [("d1", "the court held that the applicant was right."),
+            ("d2", "the [REDACTED] court held nothing at all."),
+            ("d3", "the court of appeal held the applicant liable.")]
+    idx = NgramIndex.build(docs, None, max_n=4)
+    att = RankedAttack(idx, members=("cosine-word2k", "cosine-word2", "bm25-word2k"))
+    text = "The [REDACTED] court held that. The <PERSON> applicant was right."
+    assert set(att._query("cosine-word2k", text, "text").terms) == {
+        "court held", "held that", "that the", "applicant was", "was right"}
+    assert {"the court", "the applicant"} <= set(att._query("cosine-word2", text, "text").terms)
+    ps = att.scores(text)
+    for m in ("cosine-word2k", "bm25-word2k"):  # the summands add up to the score
+        row = ps.row(m)
+        assert row is not None
+        for d in range(idx.n_docs):
+            parts = att.contributions(text, m, doc=d)
+            assert sum(c.score for c in parts) == pytest.approx(ps.doc_scores[row][d])
+    assert "court held" in att._engine.members["cosine-word2k"].term_ids
+
+
 @pytest.mark.parametrize("member", ["fts5-unicode61", "fts5-unicode61-stop"])
 @pytest.mark.parametrize("src", [0, 7, 13])
 def test_scores_match_brute_force_bm25(attack: RankedAttack, member: str, src: int) -> None:

@@ -116,6 +116,9 @@ PANELS: dict[str, tuple[str, ...]] = {
     "pairs-cos23-23c": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3",
                         "cosine-word2-case", "cosine-word3-case"),
     "pairs-cos23s": (*PROTECT_MEMBERS_PAIRS, "cosine-word2-smooth", "cosine-word3-smooth"),
+    # kept pairs: none across a placeholder (fifteenth session)
+    "pairs-cos23-2k": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3", "cosine-word2k"),
+    "pairs-cos3-2k": (*PROTECT_MEMBERS_PAIRS, "cosine-word3", "cosine-word2k"),
     "pairs-cos23-2s": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3",
                        "cosine-word2-smooth"),
 }

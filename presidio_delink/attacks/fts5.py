@@ -58,8 +58,8 @@ __all__ = [
     "PROTECT_MEMBERS", "PROTECT_MEMBERS_BASE", "PROTECT_MEMBERS_PAIRS", "PROTECT_MEMBERS_QTF",
     "SPANNING_NGRAMS",
     "STOP_WORDS", "Engine",
-    "WORD_NGRAMS", "Member", "char_grams", "cross_grams", "engine", "spanning_grams",
-    "word_grams",
+    "KEPT_NGRAMS", "WORD_NGRAMS", "Member", "char_grams", "cross_grams", "engine",
+    "kept_grams", "spanning_grams", "word_grams",
 ]
 
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
@@ -95,16 +95,36 @@ CHAR_NGRAMS = {"char4": 4}
 CROSS_NGRAMS = {"char4x": 4}
 #: Word n-gram tokenisers: each word starts the gram of it and the next ``n - 1`` words.
 WORD_NGRAMS = {"word2": 2, "word3": 3}
+#: The same where no placeholder of the text stands inside the gram (*kept* grams: the
+#: words stand side by side in the text, as in its source): a word before a placeholder
+#: starts none.  The collection's documents are read as by every member, their words
+#: without segment marks (a source document holds no placeholders).
+#: The grams of :data:`WORD_NGRAMS` join the words on either side of a placeholder, a
+#: pair the source never held; a reader of the kept pairs alone found far more sources
+#: (``benchmarks/results/ranked_crowd.md``, fifteenth session).
+KEPT_NGRAMS = {"word2k": 2}
 #: The tokenisers whose grams run across words: a word's grams depend on the next words.
-SPANNING_NGRAMS = frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS)
+SPANNING_NGRAMS = frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS) | frozenset(KEPT_NGRAMS)
 
 
 def spanning_grams(tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
     """Each word's grams under a tokenizer of :data:`SPANNING_NGRAMS`: the grams it
-    starts."""
+    starts (an empty word stands for a placeholder)."""
     if tok in WORD_NGRAMS:
         return word_grams(words, WORD_NGRAMS[tok])
+    if tok in KEPT_NGRAMS:
+        return kept_grams(words, KEPT_NGRAMS[tok])
     return cross_grams(words, CROSS_NGRAMS[tok])
+
+
+def kept_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    """Each word's kept word ``n``-gram (:data:`KEPT_NGRAMS`): it and the next ``n - 1``
+    words where none of them is empty (a placeholder), else none."""
+    out: list[tuple[str, ...]] = [()] * len(words)
+    for i in range(len(words) - n + 1):
+        if all(words[i : i + n]):
+            out[i] = (" ".join(words[i : i + n]),)
+    return out
 
 
 def word_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
@@ -242,6 +262,9 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # scikit-learn's smoothed idf: the pairs and triples every document shares count too
     "cosine-word2-smooth": Member("word2", False, idf="smooth", model="cosine"),
     "cosine-word3-smooth": Member("word3", False, idf="smooth", model="cosine"),
+    # kept pairs (:data:`KEPT_NGRAMS`): none across a placeholder
+    "cosine-word2k": Member("word2k", False, model="cosine"),
+    "bm25-word2k": Member("word2k", False, idf="lucene"),
 }
 
 #: Every member a panel may hold.
@@ -444,9 +467,23 @@ class Engine:
         w = idf[t_of] * (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl[d_of] / max(avgdl, 1e-12)))
         return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
 
-    def token_terms(self, tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
+    def token_terms(
+        self, tok: str, words: Sequence[str], gaps: Sequence[bool] | None = None
+    ) -> list[tuple[str, ...]]:
         """The terms of each word of a word sequence (a text's, in order): the word's own
-        terms (:meth:`terms`), or for :data:`SPANNING_NGRAMS` the grams it starts."""
+        terms (:meth:`terms`), or for :data:`SPANNING_NGRAMS` the grams it starts.
+        ``gaps[i]``: a placeholder stands between ``words[i - 1]`` and ``words[i]``
+        (read by :data:`KEPT_NGRAMS` only)."""
+        if tok in KEPT_NGRAMS and gaps is not None and any(gaps):
+            ext: list[str] = []
+            own: list[int] = []
+            for w, gap in zip(words, gaps, strict=True):
+                if gap:
+                    ext.append("")
+                own.append(len(ext))
+                ext.append(w)
+            grams = spanning_grams(tok, ext)
+            return [grams[i] for i in own]
         if tok in SPANNING_NGRAMS:
             return spanning_grams(tok, words)
         mapped = self.terms(tok, words)

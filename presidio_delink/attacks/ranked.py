@@ -55,6 +55,7 @@ postings, and one group maximum for all.  Both times on TAB:
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -162,6 +163,17 @@ class _Query:
     def counts(self) -> list[int]:
         """Each term's occurrences in the query (what a ``qtf`` member weighs)."""
         return [len(spans) for _, _, spans in self.terms.values()]
+
+
+def _gaps_between(gap: Sequence[bool], sel: Sequence[int]) -> list[bool]:
+    """``gap`` (per token: a placeholder before it) for the tokens ``sel`` only: a
+    placeholder before any token from the previous selected one on counts."""
+    out = []
+    prev = -1
+    for i in sel:
+        out.append(any(gap[prev + 1 : i + 1]) if prev >= 0 else gap[i])
+        prev = i
+    return out
 
 
 def lead(ranking: Sequence[Ranked], k: int) -> float:
@@ -420,11 +432,13 @@ class RankedAttack:
     def _query(self, member: str, text: str, query: str) -> _Query:
         tok, stop = ALL_MEMBERS[member].tokenizer, ALL_MEMBERS[member].stop
         tokens = self._tokens(text, "text")
-        if stop:
-            tokens = [t for t in tokens if t.word not in STOP_WORDS]
+        gap = self._gaps(text, tokens)
+        sel = [i for i, t in enumerate(tokens) if not (stop and t.word in STOP_WORDS)]
+        tokens = [tokens[i] for i in sel]
         # the whole text's terms, then the query's tokens (a word's grams across words
         # run on into the next sentence, as in :meth:`scores`)
-        mapped = self._engine.token_terms(tok, [t.word for t in tokens])
+        mapped = self._engine.token_terms(
+            tok, [t.word for t in tokens], _gaps_between(gap, sel))
         if query != "text":
             a, b = self._bounds(text, query)
             keep = [i for i, t in enumerate(tokens) if a <= t.start and t.end <= b]
@@ -443,6 +457,21 @@ class RankedAttack:
                     got[1].append(t.word)
                 got[2].append((t.start, t.end))
         return q
+
+    def _gaps(self, text: str, toks: Sequence[Token]) -> list[bool]:
+        """Per token, whether a redaction placeholder stands between it and the token
+        before it (what :data:`~presidio_delink.attacks.fts5.KEPT_NGRAMS` read)."""
+        spans = self.index.tokenizer.placeholder_spans(text)
+        if not spans:
+            return [False] * len(toks)
+        starts = [a for a, _ in spans]
+        out = []
+        prev_end = 0
+        for t in toks:
+            j = bisect.bisect_left(starts, prev_end)
+            out.append(j < len(spans) and spans[j][1] <= t.start)
+            prev_end = t.end
+        return out
 
     def _bounds(self, text: str, query: str) -> tuple[int, int]:
         bounds = self.queries(text).get(query)
@@ -477,11 +506,13 @@ class RankedAttack:
             j = int(np.searchsorted(starts, t.start, side="right")) - 1 if len(starts) else -1
             sent_of.append(j if j >= 0 and t.end <= ends[j] else -1)
         per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        gap = self._gaps(text, toks)
         with self._engine.lock:
             for m in self.members:
                 tok, stop = ALL_MEMBERS[m].tokenizer, ALL_MEMBERS[m].stop
                 sel = [i for i, t in enumerate(toks) if not (stop and t.word in STOP_WORDS)]
-                mapped = self._engine.token_terms(tok, [toks[i].word for i in sel])
+                mapped = self._engine.token_terms(
+                    tok, [toks[i].word for i in sel], _gaps_between(gap, sel))
                 term_ix: dict[str, int] = {}
                 pairs = [
                     (sent_of[i], term_ix.setdefault(term, len(term_ix)))
