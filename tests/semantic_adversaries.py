@@ -27,6 +27,7 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   source never held.  Added in the fifteenth session, after a held-in reader of this kind
   (``benchmarks/ranked/vector_family.py``) found on the then default's test outputs far
   more sources than ``tfidf-pairs`` did; it shares no code with that reader.
+  ``bm25-kept-pairs-qtf``: ``bm25-pairs-qtf`` over the same kept pairs.
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
@@ -207,15 +208,21 @@ class PairBM25:
     name = "bm25-pairs-qtf"
 
     def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
-                 k1: float = 0.9, b: float = 0.4, n_words: int = 2) -> None:
+                 k1: float = 0.9, b: float = 0.4, n_words: int = 2,
+                 kept: bool = False) -> None:
         from scipy import sparse
         from sklearn.feature_extraction.text import CountVectorizer
 
         if n_words != 2:
             self.name = f"bm25-{n_words}words-qtf"
-        self.cv = CountVectorizer(lowercase=True, token_pattern=TOKEN.pattern,
-                                  ngram_range=(n_words, n_words))
-        x = self.cv.fit_transform([_clean(t) for _, t in docs]).tocsc().astype(np.float64)
+        self.kept = kept
+        if kept:  # the pairs no mask separates (:func:`_kept_pairs`)
+            self.name = "bm25-kept-pairs-qtf"
+            self.cv = CountVectorizer(analyzer=_kept_pairs)
+        else:
+            self.cv = CountVectorizer(lowercase=True, token_pattern=TOKEN.pattern,
+                                      ngram_range=(n_words, n_words))
+        x = self.cv.fit_transform([self._read(t) for _, t in docs]).tocsc().astype(np.float64)
         n = x.shape[0]
         df = np.diff(x.indptr)
         idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
@@ -226,8 +233,11 @@ class PairBM25:
         self.x = sparse.csr_matrix((w, (c.row, c.col)), shape=x.shape)
         self.groups = _Groups(list(groups))
 
+    def _read(self, text: str) -> str:
+        return text if self.kept else _clean(text)
+
     def scores(self, text: str) -> dict[str, float]:
-        q = self.cv.transform([_clean(text)])  # counts: every occurrence of a pair
+        q = self.cv.transform([self._read(text)])  # counts: every occurrence of a pair
         sim = np.asarray((self.x @ q.T).todense()).reshape(1, -1)
         return self.groups.scores(self.groups.best(sim)[0])
 
@@ -268,6 +278,7 @@ def semantic_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
         PairBM25(docs, groups),
         PairBM25(docs, groups, n_words=3),
         KeptPairs(docs, groups),
+        PairBM25(docs, groups, kept=True),
     ]
     if dense:
         out.append(DenseMaxSim(docs, groups, cache=cache))
