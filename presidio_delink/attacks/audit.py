@@ -60,9 +60,8 @@ TOP = 5
 #: and 4).
 NOT_AUDITED = (
     "not audited: an attacker who learns how many readings combine (a ranker trained on "
-    "texts this tool protected) can find sources that no single reading ranks first, and "
-    "one who reads only the word pairs no mask separates; read these counts as a lower "
-    "bound (README: what the guarantee covers)"
+    "texts this tool protected) can find sources that no single reading ranks first; "
+    "read these counts as a lower bound (README: what the guarantee covers)"
 )
 
 
