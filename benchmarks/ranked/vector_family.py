@@ -33,6 +33,7 @@ from collections import defaultdict
 
 import numpy as np
 import scipy.sparse as sp
+from calibrate_protect import Family
 
 from presidio_delink.index import NgramIndex
 
@@ -57,17 +58,6 @@ def _weigh(tf: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
     norm = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
     norm[norm == 0] = 1.0
     return sp.diags(1.0 / norm) @ m
-
-
-def _bm25(tf: sp.csr_matrix, k1: float = 1.2, b: float = 0.75) -> sp.csr_matrix:
-    n = tf.shape[0]
-    dl = np.asarray(tf.sum(axis=1)).ravel()
-    avg = dl.mean() if n else 1.0
-    df = np.bincount(tf.indices, minlength=tf.shape[1])
-    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-    c = tf.tocoo()
-    w = idf[c.col] * c.data * (k1 + 1) / (c.data + k1 * (1 - b + b * dl[c.row] / avg))
-    return sp.csr_matrix((w, (c.row, c.col)), shape=tf.shape)
 
 
 class VectorFamily:
@@ -100,7 +90,7 @@ class VectorFamily:
             gtf = (g1 @ tf).tocsr()
             mats = [("doc", _weigh(tf, idf)), ("group", _weigh(gtf, idf))]
             if n > 1:  # BM25 over the same n-grams (k1 1.2, b 0.75, Lucene's idf)
-                mats.append(("bm25", _bm25(tf)))
+                mats.append(("bm25", Family._bm25(tf, 1.2, 0.75)))
             self.views.append((n, vocab, idf, mats))
 
     def _query_words(self, text: str) -> list[str]:
