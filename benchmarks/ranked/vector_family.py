@@ -18,7 +18,7 @@ the benchmark's readers.
   distinct n-gram once) over the same word pairs and triples, a group scored by its best
   document (named ``vec2:bm25`` and ``vec3:bm25``).
 * **Fused reader** (1): reciprocal-rank fusion (``sum 1 / (60 + rank)``) of the whole-text
-  rankings of the six vector members and the 24 BM25 members of
+  rankings of the eight members above and the 24 BM25 members of
   :class:`calibrate_protect.Family`: an attacker who pools many readers without fitting
   anything, what the learned ranker exploits (the source is a case that many readers rank
   high, none of them first).
@@ -134,7 +134,7 @@ class VectorFamily:
         return out
 
     def ranks(self, text: str, group: str) -> dict[str, int | None]:
-        """Per member (the six vector members and ``fused``): the source's whole-text
+        """Per member (the eight members above and ``fused``): the source's whole-text
         rank (module docstring)."""
         gi = self.gnames.index(group)
         scores = self.group_scores(text)

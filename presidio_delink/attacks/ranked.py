@@ -66,6 +66,7 @@ import numpy as np
 from presidio_delink.attacks.base import Ranked, Verdict
 from presidio_delink.attacks.fts5 import (
     ALL_MEMBERS,
+    KEPT_NGRAMS,
     MEMBERS,
     PROTECT_MEMBERS,
     STOP_WORDS,
@@ -170,17 +171,6 @@ class _Query:
     def counts(self) -> list[int]:
         """Each term's occurrences in the query (what a ``qtf`` member weighs)."""
         return [len(spans) for _, _, spans in self.terms.values()]
-
-
-def _gaps_between(gap: Sequence[bool], sel: Sequence[int]) -> list[bool]:
-    """``gap`` (per token: a placeholder before it) for the tokens ``sel`` only: a
-    placeholder before any token from the previous selected one on counts."""
-    out = []
-    prev = -1
-    for i in sel:
-        out.append(any(gap[prev + 1 : i + 1]) if prev >= 0 else gap[i])
-        prev = i
-    return out
 
 
 def lead(ranking: Sequence[Ranked], k: int) -> float:
@@ -439,13 +429,12 @@ class RankedAttack:
     def _query(self, member: str, text: str, query: str) -> _Query:
         tok, stop = ALL_MEMBERS[member].tokenizer, ALL_MEMBERS[member].stop
         tokens = self._tokens(text, "text")
-        gap = self._gaps(text, tokens)
-        sel = [i for i, t in enumerate(tokens) if not (stop and t.word in STOP_WORDS)]
-        tokens = [tokens[i] for i in sel]
+        if stop:
+            tokens = [t for t in tokens if t.word not in STOP_WORDS]
         # the whole text's terms, then the query's tokens (a word's grams across words
         # run on into the next sentence, as in :meth:`scores`)
         mapped = self._engine.token_terms(
-            tok, [t.word for t in tokens], _gaps_between(gap, sel))
+            tok, [t.word for t in tokens], self._gaps(text, tokens, tok))
         if query != "text":
             a, b = self._bounds(text, query)
             keep = [i for i, t in enumerate(tokens) if a <= t.start and t.end <= b]
@@ -465,12 +454,16 @@ class RankedAttack:
                 got[2].append((t.start, t.end))
         return q
 
-    def _gaps(self, text: str, toks: Sequence[Token]) -> list[bool]:
-        """Per token, whether a redaction placeholder stands between it and the token
-        before it (what :data:`~presidio_delink.attacks.fts5.KEPT_NGRAMS` read)."""
+    def _gaps(self, text: str, toks: Sequence[Token], tok: str) -> list[bool] | None:
+        """Per token of ``toks`` (a text's, in order), whether a redaction placeholder
+        stands between it and the token before it: what the tokenizer ``tok`` reads when
+        it is one of :data:`~presidio_delink.attacks.fts5.KEPT_NGRAMS` (None for the
+        others, and where the text holds no placeholder)."""
+        if tok not in KEPT_NGRAMS:
+            return None
         spans = self.index.tokenizer.placeholder_spans(text)
         if not spans:
-            return [False] * len(toks)
+            return None
         starts = [a for a, _ in spans]
         out = []
         prev_end = 0
@@ -513,13 +506,13 @@ class RankedAttack:
             j = int(np.searchsorted(starts, t.start, side="right")) - 1 if len(starts) else -1
             sent_of.append(j if j >= 0 and t.end <= ends[j] else -1)
         per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
-        gap = self._gaps(text, toks)
         with self._engine.lock:
             for m in self.members:
                 tok, stop = ALL_MEMBERS[m].tokenizer, ALL_MEMBERS[m].stop
                 sel = [i for i, t in enumerate(toks) if not (stop and t.word in STOP_WORDS)]
+                words = [toks[i] for i in sel]
                 mapped = self._engine.token_terms(
-                    tok, [toks[i].word for i in sel], _gaps_between(gap, sel))
+                    tok, [t.word for t in words], self._gaps(text, words, tok))
                 term_ix: dict[str, int] = {}
                 pairs = [
                     (sent_of[i], term_ix.setdefault(term, len(term_ix)))
