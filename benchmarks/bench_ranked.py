@@ -231,9 +231,11 @@ def main() -> None:
     inputs = None
     from presidio_delink.attacks.audit import source_ranks
     from presidio_delink.attacks.containment import ContainmentAttack
+    from presidio_delink.attacks.fused import FusedReading
     from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 
     tool_ranked = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)  # the Auditor's panel
+    tool_fused = FusedReading.shipped()
     tool_cont = ContainmentAttack(idx, k=2)
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     rows = []
@@ -276,8 +278,8 @@ def main() -> None:
         }
         # what delink's audit reports for these outputs (the tool's own attacks)
         t0 = time.perf_counter()
-        audit = [source_ranks(o["text"], group_of[o["id"]], tool_cont, None, tool_ranked)
-                 for o in outs]
+        audit = [source_ranks(o["text"], group_of[o["id"]], tool_cont, None, tool_ranked,
+                              tool_fused) for o in outs]
         row["audit_s_per_doc"] = round((time.perf_counter() - t0) / n, 3)
         row["tool_ranked_first"] = sum(r["ranked"]["source_rank"] == 1 for r in audit)
         row["tool_ranked_any_sentence"] = sum(
@@ -291,6 +293,12 @@ def main() -> None:
             r["containment"]["source_rank"] == 1 for r in audit)
         row["tool_containment_top5"] = sum(
             bool(r["containment"]["source_top5"]) for r in audit)
+        row["tool_fused_first"] = sum(r["fused"]["source_rank"] == 1 for r in audit)
+        row["tool_fused_top5"] = sum(bool(r["fused"]["source_top5"]) for r in audit)
+        # the audit as a whole: some attack of it ranks the source first / in the top 5
+        row["tool_any_first"] = sum(any(v["source_rank"] == 1 for v in r.values())
+                                    for r in audit)
+        row["tool_any_top5"] = sum(any(v["source_top5"] for v in r.values()) for r in audit)
         from presidio_delink.settings import DEFAULT_CROWD
 
         crowd = setting(name)[2] or DEFAULT_CROWD
@@ -362,7 +370,8 @@ SLOW = ("arity3",)
 def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-def]
     head = ["setting", "docs", "changed (red./rew.)", "protection red./rew.", "cosine",
             "s/doc (CPU)", "audit: ranked first (any sentence)", "audit: ranked top 5 "
-            "(whole text)", "audit: containment first / top 5", "audit: exposed (crowd)"]
+            "(whole text)", "audit: containment first / top 5", "audit: fused first / top 5",
+            "audit, any attack: first / top 5", "audit: exposed (crowd)"]
     head += ["panel, any member: first / top 5 (whole or best sentence)"]
     head += [f"{m} W/S (either) top5-W (either)" for m in members]
     head += [f"winnow {k} (max rule)" for k in lengths] + ["shingles 3 (max rule)"]
@@ -379,6 +388,8 @@ def print_table(rows, members, lengths, n) -> None:  # type: ignore[no-untyped-d
             f"{r['tool_ranked_first']} ({r['tool_ranked_any_sentence']})",
             f"{r['tool_ranked_top5']} ({r['tool_ranked_top5_whole']})",
             f"{r['tool_containment_first']} / {r['tool_containment_top5']}",
+            f"{r['tool_fused_first']} / {r['tool_fused_top5']}",
+            f"{r['tool_any_first']} / {r['tool_any_top5']}",
             str(r["tool_exposed"]),
         ]
         cells.append(f"{r['panel_union_first']} / {r['panel_union_top5']}")

@@ -332,14 +332,22 @@ def _records(
             old = journal.reuse(doc_id, made_by, digest)
             if old is not None:
                 summary.reused += 1
-                ranks = old.get("source_ranks")
-                if auditor is not None and group is not None and isinstance(ranks, dict):
-                    auditor.add(doc_id, group, ranks)
-                yield old, None
+                yield reused_record(old, auditor, doc_id, group), None
             else:
                 res = delinker.delink_one(doc_id, text, group)
                 yield record_of(res, auditor, group, made_by, digest), res
             tick()
+
+
+def reused_record(
+    old: dict[str, Any], auditor: Any, doc_id: str, group: str | None
+) -> dict[str, Any]:
+    """A record reused from the journal, its audit counted (and redone where it lacks an
+    attack the auditor reads: :meth:`~presidio_delink.attacks.audit.Auditor.reuse`)."""
+    if auditor is None or group is None:
+        return old
+    ranks = auditor.reuse(doc_id, group, old.get("source_ranks"), old.get("text"))
+    return old if ranks is None else {**old, "source_ranks": ranks}
 
 
 def record_of(

@@ -33,6 +33,7 @@ from presidio_delink.batch import (
     make_delinker,
     plan_inputs,
     record_of,
+    reused_record,
     source_map,
 )
 from presidio_delink.errors import ConfigError, LLMError
@@ -111,6 +112,7 @@ def delink_part(job: DelinkJob, start: int, stop: int, part: Path) -> dict[str, 
             rec = journal.reuse(doc_id, job.made_by, digest) if journal else None
             if rec is not None:
                 counts["reused"] += 1
+                rec = reused_record(rec, auditor, doc_id, group)
             else:
                 res = _delinked(delinker, doc_id, text, group)
                 rec = record_of(res, auditor, group, job.made_by, digest)

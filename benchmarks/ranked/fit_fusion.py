@@ -1,0 +1,164 @@
+"""Fit the audit's fused reading (``presidio_delink/attacks/fused.py``) on held-in texts.
+
+Data: the 113 gold-masked held-in TAB train/dev texts (``calibrate.tab_held_in``; never
+the test documents), delinked by the tool with ``--llm none`` at k = 2 against the TAB
+collection grouped by case, once for each setting of ``--settings`` (``bench_ranked.py``'s
+settings: phrases only, ``--protect containment``, ``ranked``, ``all``), as
+``bench_learned_ranker.py`` protects them (cached in ``--work DIR/held-SETTING.json``,
+written when absent).  The audit reads every setting's outputs, so the model is fitted on
+all of them together: fitted on ``all`` alone it learned the protection's mark (the source
+just behind the groups a reading puts first) and ranked the source of an unprotected
+output, first under every reading, last (out of fold: 0 of 113 found).
+
+Model, fixed beforehand: a logistic regression (scikit-learn, C = 1, classes balanced)
+over :func:`presidio_delink.attacks.fused.features` of every candidate group, the source's
+group the positive class.  Chosen on held-in texts only, by the sources found out of fold
+(three random halvings): C in {0.01, 0.1, 1, 10}, balanced or not (on ``all``), then the
+settings trained on (``all`` alone, or the four) and weights free or bound to one sign
+per feature (a higher rank never lowering the fused score: that model found no more than
+the readings alone, 0 first and 1-3 in the top 5 after ``all``).  The script prints the
+out-of-fold reading of each setting, writes the weights (``--out``, default the package's
+``attacks/ranked_fusion.json``) and, with ``--test``, reads the TAB test documents'
+outputs too: a report, never a fit.
+
+Usage::
+
+    python benchmarks/ranked/fit_fusion.py [--settings arity1,containment,ranked,all]
+        [--work DIR] [--out FILE] [--test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks"), str(HERE)]
+
+import bench_ranked as br  # noqa: E402
+import calibrate  # noqa: E402
+import ranked_adversaries as ra  # noqa: E402
+
+from presidio_delink.attacks.fused import CANDIDATES, TOP, UNRANKED, FusedReading, features  # noqa: E402
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack  # noqa: E402
+from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
+from presidio_delink.index import NgramIndex  # noqa: E402
+from presidio_delink.io import atomic_output  # noqa: E402
+
+Row = tuple[int, np.ndarray, np.ndarray]  # (source ordinal, candidates, X)
+C = 1.0
+
+
+def table(att: RankedAttack, group_of: dict[str, str], outputs: list[dict]) -> list[Row]:
+    """Feature rows of each output whose source the index groups."""
+    model = FusedReading(AUDIT_MEMBERS, np.zeros(4 * len(AUDIT_MEMBERS) + 1), 0.0, {})
+    rows = []
+    for o in outputs:
+        g = group_of.get(o["id"])
+        if g is None or not att.has_group(g):
+            continue
+        cands, x = features(model.rows(att.scores(o["text"], sentences=False)))
+        rows.append((att.group_ordinal(g), cands, x))
+    return rows
+
+
+def fit(rows: list[Row]) -> tuple[np.ndarray, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.vstack([r[2] for r in rows if len(r[1])])
+    y = np.concatenate([r[1] == r[0] for r in rows if len(r[1])]).astype(int)
+    m = LogisticRegression(C=C, max_iter=5000, class_weight="balanced").fit(x, y)
+    return m.coef_[0].astype(float), float(m.intercept_[0])
+
+
+def counts(coef: np.ndarray, b: float, rows: list[Row]) -> dict[str, int]:
+    """Sources first and in the top 5 under the fused reading."""
+    first = top = 0
+    for src, cands, x in rows:
+        hit = np.flatnonzero(cands == src)
+        if not len(hit):
+            continue
+        z = x @ coef + b
+        rank = 1 + int(np.count_nonzero(z > z[hit[0]]))
+        first += rank == 1
+        top += rank <= TOP
+    return {"first": first, "top5": top, "texts": len(rows)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--settings", default="arity1,containment,ranked,all",
+                    help="settings of bench_ranked.py, comma-separated")
+    ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "fusion")
+    ap.add_argument("--out", type=Path,
+                    default=REPO / "presidio_delink" / "attacks" / "ranked_fusion.json")
+    ap.add_argument("--test", action="store_true", help="also read the TAB test outputs")
+    a = ap.parse_args()
+    print("load:", br.uptime(), "commit:", br.commit(), flush=True)
+    a.work.mkdir(parents=True, exist_ok=True)
+    coll = list(tab_collection())
+    idx = NgramIndex.build(coll, None, max_n=8, group_regex=ra.GROUP_RE.pattern)
+    group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
+    settings = [x.strip() for x in a.settings.split(",") if x.strip()]
+    held_docs = [(f"tab:{k}", None, v) for k, v in calibrate.tab_held_in().items()
+                 if f"tab:{k}" in group_of]
+    sets = {("held", s): held_docs for s in settings}
+    if a.test:
+        test_docs = list(tab_test())
+        sets.update({("test", s): test_docs for s in settings})
+    att = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)
+    rows: dict[tuple[str, str], list[Row]] = {}
+    for (name, setting), docs in sets.items():
+        cache = a.work / f"{name}-{setting}.json"
+        if cache.is_file():
+            outs = json.loads(cache.read_text())
+        else:
+            outs = br.run_setting(idx, docs, setting, "none",
+                                  a.work / f"{name}-{setting}.partial.jsonl")
+            with atomic_output(cache) as f:
+                f.write(json.dumps(outs))
+        t0 = time.process_time()
+        rows[name, setting] = table(att, group_of, outs)
+        print(f"{name} {setting}: {len(rows[name, setting])} outputs, features "
+              f"{time.process_time() - t0:.1f} CPU s", flush=True)
+    n = len(held_docs)
+    oof = {s: {"first": 0.0, "top5": 0.0} for s in settings}
+    for seed in range(3):
+        perm = np.random.default_rng(seed).permutation(n)
+        halves = [set(perm[::2].tolist()), set(perm[1::2].tolist())]
+        for i in (0, 1):
+            coef, b = fit([r for s in settings for j, r in enumerate(rows["held", s])
+                           if j in halves[i]])
+            for s in settings:
+                got = counts(coef, b, [r for j, r in enumerate(rows["held", s])
+                                       if j in halves[1 - i]])
+                for key in ("first", "top5"):
+                    oof[s][key] += got[key] / 3
+    oof = {s: {k: round(v, 1) for k, v in c.items()} for s, c in oof.items()}
+    coef, b = fit([r for s in settings for r in rows["held", s]])
+    result = {
+        "members": list(AUDIT_MEMBERS), "coef": [round(float(c), 6) for c in coef],
+        "intercept": round(b, 6), "candidates": CANDIDATES, "top": TOP, "unranked": UNRANKED,
+        "C": C, "class_weight": "balanced",
+        "data": f"{n} gold-masked TAB train/dev texts delinked with --llm none, k = 2, the "
+                f"TAB collection grouped by case, under each of: {', '.join(settings)}",
+        "held_in_out_of_fold": oof,
+        "script": "benchmarks/ranked/fit_fusion.py", "commit": br.commit(), "load": br.uptime(),
+    }
+    print(f"held-in out of fold (mean of three halvings, {n} texts a setting): {oof}")
+    for s in settings:
+        if ("test", s) in rows:
+            print(f"TAB test, {s} (a report, not fitted on): {counts(coef, b, rows['test', s])}")
+    with atomic_output(a.out) as f:
+        f.write(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""The fused reading: the audit's ranked readings combined by a model fitted on held-in texts.
+
+Why.  The protection pushes the source below a crowd under each reading of its panel, one
+reading at a time.  An attacker who has the tool can protect texts of their own and learn
+how several readings combine; such a ranker finds sources that no single reading ranks
+first (``benchmarks/bench_learned_ranker.py``).  The audit reads the same way, so that its
+counts do not stop at what the protection edited away: this module is an attack the
+protection does not target.
+
+Definitions.  For one text and the audit's :class:`~presidio_delink.attacks.ranked.
+PanelScores`, each member's whole-text row scores every group.
+
+* **Candidates**: the union over members of each one's first :data:`CANDIDATES` groups
+  with a positive score.  A source outside it is not ranked (None).
+* **Features** of a candidate group, per member (in the model's member order): its score
+  as a share of the member's best, the log of its rank (ties with a better group count as
+  found; :data:`UNRANKED` where it scores 0), whether it is first, whether it is in the
+  top :data:`TOP`; then how many members put it in their top :data:`TOP`.
+* **Score**: a logistic regression over the features (weights in
+  ``ranked_fusion.json``, fitted by ``benchmarks/ranked/fit_fusion.py`` on the 113
+  held-in TAB train/dev texts protected with ``--protect all``; never the TAB test
+  documents).  The fused rank of the source is 1 + the candidates scoring strictly above
+  it; its crowd (:mod:`~presidio_delink.attacks.audit`), the other candidates whose
+  probability is close to the source's.
+
+The weights belong to one member list: a panel that differs from the file's members is
+a :class:`~presidio_delink.errors.ConfigError` (refit the model).  Cost: a sort of each
+member's row and a product of ``(candidates, 4 * members + 1)`` features, beside the
+panel's scoring that the audit runs anyway (milliseconds).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from presidio_delink.errors import ConfigError
+
+__all__ = ["CANDIDATES", "TOP", "UNRANKED", "FusedReading", "features"]
+
+#: Each member's first groups that become candidates.
+CANDIDATES = 30
+#: The rank taken by a group a member does not score.
+UNRANKED = 1000
+#: The depth of the "top" features (and of the audit's top-5 reading).
+TOP = 5
+#: The model file shipped with the package.
+MODEL_FILE = "ranked_fusion.json"
+
+
+def features(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate group ordinals and their feature rows (module docstring).
+
+    Args:
+        rows: ``(members, groups)`` whole-text scores, one row per model member (zeros for
+            a member whose query had no term).
+
+    Returns:
+        ``(candidates, X)``: ordinals sorted ascending, ``X`` of shape
+        ``(len(candidates), 4 * members + 1)``.
+    """
+    n_members = rows.shape[0]
+    cand: set[int] = set()
+    for s in rows:
+        pos = np.flatnonzero(s > 0)
+        if len(pos):
+            top = pos[np.argsort(-s[pos], kind="stable")[:CANDIDATES]]
+            cand.update(top.tolist())
+    cands = np.array(sorted(cand), dtype=np.int64)
+    if not len(cands):
+        return cands, np.zeros((0, 4 * n_members + 1), dtype=np.float64)
+    sub = rows[:, cands]
+    best = rows.max(axis=1, keepdims=True)
+    rel = np.divide(sub, best, out=np.zeros_like(sub, dtype=np.float64), where=best > 0)
+    rank = np.empty(sub.shape, dtype=np.float64)
+    for i, s in enumerate(rows):
+        desc = -np.sort(-s)
+        # groups strictly above each candidate: position of its score in the descending row
+        above = np.searchsorted(-desc, -sub[i], side="left")
+        rank[i] = np.where(sub[i] > 0, 1 + above, UNRANKED)
+    in_top = rank <= TOP
+    x = np.concatenate(
+        [rel.T, np.log(rank).T, (rank == 1).T, in_top.T, in_top.sum(axis=0)[:, None]], axis=1
+    ).astype(np.float64)
+    return cands, x
+
+
+@dataclass(frozen=True)
+class FusedReading:
+    """A fitted fusion of the ranked members' whole-text readings.
+
+    Attributes:
+        members: the member names, in the order of the weights.
+        coef: ``4 * len(members) + 1`` weights (module docstring).
+        intercept: the model's intercept.
+        meta: what the file says of its fit (data, held-in figures), for reports.
+    """
+
+    members: tuple[str, ...]
+    coef: np.ndarray
+    intercept: float
+    meta: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if self.coef.shape != (4 * len(self.members) + 1,):
+            raise ConfigError(
+                f"fusion model: {len(self.coef)} weights for {len(self.members)} members "
+                f"(expected {4 * len(self.members) + 1}); refit it with "
+                "benchmarks/ranked/fit_fusion.py"
+            )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FusedReading:
+        try:
+            members = tuple(str(m) for m in data["members"])
+            coef = np.asarray(data["coef"], dtype=np.float64)
+            intercept = float(data["intercept"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"fusion model: malformed ({exc!r}); refit it") from exc
+        meta = {k: v for k, v in data.items() if k not in ("members", "coef", "intercept")}
+        return cls(members, coef, intercept, meta)
+
+    @classmethod
+    def shipped(cls) -> FusedReading:
+        """The model shipped with the package (``attacks/ranked_fusion.json``)."""
+        text = resources.files("presidio_delink.attacks").joinpath(MODEL_FILE).read_text("utf-8")
+        return cls.from_dict(json.loads(text))
+
+    def check_panel(self, members: tuple[str, ...]) -> None:
+        """Raise :class:`ConfigError` unless the panel holds every member of the model."""
+        missing = [m for m in self.members if m not in members]
+        if missing:
+            raise ConfigError(
+                f"fusion model reads members the panel lacks: {', '.join(missing)}; refit it "
+                "with benchmarks/ranked/fit_fusion.py for this panel"
+            )
+
+    def rows(self, ps: Any) -> np.ndarray:
+        """The whole-text rows of a :class:`PanelScores`, in the model's member order."""
+        out = np.zeros((len(self.members), ps.group_scores.shape[1]), dtype=np.float64)
+        for i, m in enumerate(self.members):
+            row = ps.row(m)
+            if row is not None:
+                out[i] = ps.group_scores[row]
+        return out
+
+    def score(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, probabilities)`` of the fused reading over ``rows``."""
+        cands, x = features(rows)
+        z = x @ self.coef + self.intercept
+        return cands, 1.0 / (1.0 + np.exp(-z))
+
+    def read(self, ps: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, probabilities)`` of the fused reading of a
+        :class:`~presidio_delink.attacks.ranked.PanelScores`."""
+        return self.score(self.rows(ps))

@@ -1,0 +1,122 @@
+"""The audit's fused reading: its features against a brute-force count, its model file,
+and how the audit counts and re-reads it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_attacks import CORPUS, _edit
+
+from presidio_delink.attacks.audit import Auditor, source_ranks
+from presidio_delink.attacks.fused import CANDIDATES, TOP, UNRANKED, FusedReading, features
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
+from presidio_delink.errors import ConfigError
+from presidio_delink.index import NgramIndex
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> NgramIndex:
+    return NgramIndex.build(CORPUS, tmp_path_factory.mktemp("fused") / "idx")
+
+
+def _brute(rows: np.ndarray) -> tuple[list[int], list[list[float]]]:
+    n_members, n_groups = rows.shape
+    cands: set[int] = set()
+    for s in rows:
+        pos = sorted((g for g in range(n_groups) if s[g] > 0), key=lambda g: (-s[g], g))
+        cands.update(pos[:CANDIDATES])
+    out = []
+    for g in sorted(cands):
+        rank = [
+            1 + sum(s[h] > s[g] for h in range(n_groups)) if s[g] > 0 else UNRANKED
+            for s in rows
+        ]
+        best = [max(s) for s in rows]
+        rel = [s[g] / b if b > 0 else 0.0 for s, b in zip(rows, best, strict=True)]
+        top = [r <= TOP for r in rank]
+        out.append([*rel, *np.log(rank), *(r == 1 for r in rank), *top, sum(top)])
+    return sorted(cands), out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda m: st.integers(1, 45).flatmap(
+            lambda n: st.lists(st.lists(st.integers(0, 6), min_size=n, max_size=n),
+                               min_size=m, max_size=m)
+        )
+    )
+)
+def test_features_match_a_brute_force_count(table: list[list[int]]) -> None:
+    # small integer scores: many ties, zeros, and more groups than CANDIDATES
+    rows = np.array(table, dtype=float)
+    cands, x = features(rows)
+    want_c, want_x = _brute(rows)
+    assert cands.tolist() == want_c
+    assert x.shape == (len(want_c), 4 * len(rows) + 1)
+    if want_x:
+        np.testing.assert_allclose(x, np.array(want_x, dtype=float))
+
+
+def test_shipped_model_reads_the_audit_panel() -> None:
+    m = FusedReading.shipped()
+    assert m.members == AUDIT_MEMBERS  # refit (benchmarks/ranked/fit_fusion.py) on a change
+    assert m.coef.shape == (4 * len(AUDIT_MEMBERS) + 1,) and np.isfinite(m.coef).all()
+    assert m.meta["candidates"] == CANDIDATES and m.meta["top"] == TOP
+    assert "train/dev" in m.meta["data"]  # held-in texts, never the test documents
+
+
+def test_malformed_models_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="refit"):
+        FusedReading.from_dict({"members": ["a", "b"], "coef": [0.0] * 8, "intercept": 0})
+    with pytest.raises(ConfigError, match="malformed"):
+        FusedReading.from_dict({"members": ["a"], "intercept": 0})
+    m = FusedReading.from_dict({"members": ["a"], "coef": [0.0] * 5, "intercept": 0})
+    with pytest.raises(ConfigError, match="lacks: a"):
+        m.check_panel(("b",))
+
+
+@pytest.mark.parametrize("src", [2, 13, 27])
+def test_fused_reading_ranks_a_near_verbatim_source_first(index: NgramIndex, src: int) -> None:
+    doc_id, text = CORPUS[src]
+    att = RankedAttack(index, k=2, members=AUDIT_MEMBERS)
+    rec = source_ranks(_edit(text, seed=src), doc_id, None, None, att, FusedReading.shipped())
+    assert rec["fused"]["source_rank"] == 1 and rec["fused"]["top_group"] == doc_id
+    assert rec["fused"]["margin_claims"] is False  # no calibrated margin: never a claim
+    assert isinstance(rec["fused"]["crowd"], int)
+    # weights turned against the readings rank the same source last among the candidates
+    m = FusedReading.shipped()
+    anti = FusedReading(m.members, -m.coef, -m.intercept, {})
+    rev = source_ranks(_edit(text, seed=src), doc_id, None, None, att, anti)["fused"]
+    assert rev["source_rank"] != 1
+
+
+def test_auditor_counts_the_fused_reading_and_audits_records_without_it(
+    index: NgramIndex,
+) -> None:
+    doc_id, text = CORPUS[5]
+    a = Auditor(index, 2)
+    rec = a.audit(doc_id, _edit(text, seed=5), doc_id)
+    assert set(rec) == {"containment", "ranked", "fused"}
+    assert a.first["fused"] == 1 and a.top5["fused"] == 1
+    lines = a.lines()
+    fused = next(x for x in lines if x.startswith("risk, fused ranked reading"))
+    assert "source first for 1, in the top 5 for 1 of 1" in fused
+    # a complete stored record is counted as it is, not attacked again (no text needed)
+    b = Auditor(index, 2)
+    assert b.reuse(doc_id, doc_id, rec, None) == rec and b.first["fused"] == 1
+    assert b._ranked is None  # nothing built: the record was read, not re-audited
+    # a record written before the audit read the fused reading is audited again
+    old = {k: v for k, v in rec.items() if k != "fused"}
+    c = Auditor(index, 2)
+    again = c.reuse(doc_id, doc_id, old, _edit(text, seed=5))
+    assert again is not None and again["fused"]["source_rank"] == 1
+    assert json.dumps(again["ranked"], sort_keys=True) == json.dumps(rec["ranked"], sort_keys=True)
+    # neither text nor a complete record: the stored counts, as they are
+    d = Auditor(index, 2)
+    assert d.reuse(doc_id, doc_id, old, None) == old and d.first["fused"] == 0
+    assert d.reuse(doc_id, doc_id, None, None) is None
