@@ -113,12 +113,14 @@ def commit() -> str:
     ).stdout.strip()
 
 
-def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None, members=None):  # type: ignore[no-untyped-def]
+def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None, members=None,  # type: ignore[no-untyped-def]
+                guard=True):
     """``[{id, text, n_words, redacted, rewritten, seconds}]`` of one setting.
 
     ``partial``: a JSON-lines file of the documents done so far (a long LLM run resumes there
     after an interruption; rewritten through ``atomic_output`` after each document).
     ``members``: the ranked protection's panel (None: the shipped ``PROTECT_MEMBERS``).
+    ``guard``: the protection's guard (``presidio_delink.protect.Protector``).
     """
     arity, modes, crowd = setting(name)
     if arity == 0:
@@ -137,7 +139,7 @@ def run_setting(idx, tests, name: str, llm: str, partial=None, rewrite=None, mem
 
         ranked = RankedAttack(idx, k=2, members=tuple(members))
     prot = Protector(d, modes, crowd=crowd, ranked_safety=margin(name),
-                     cover=cover(name), ranked=ranked) if modes else None
+                     cover=cover(name), ranked=ranked, guard=guard) if modes else None
     group_of = dict(zip(idx.doc_ids, idx.doc_groups, strict=True))
     out = []
     done = {}

@@ -62,12 +62,19 @@ def test_features_match_a_brute_force_count(table: list[list[int]]) -> None:
         np.testing.assert_allclose(x, np.array(want_x, dtype=float))
 
 
-def test_shipped_model_reads_the_audit_panel() -> None:
-    m = FusedReading.shipped()
+@pytest.mark.parametrize("guard", [False, True])
+def test_shipped_models_read_the_audit_panel(guard: bool) -> None:
+    m = FusedReading.shipped(guard=guard)
     assert m.members == AUDIT_MEMBERS  # refit (benchmarks/ranked/fit_fusion.py) on a change
     assert m.coef.shape == (4 * len(AUDIT_MEMBERS) + 1,) and np.isfinite(m.coef).all()
     assert m.meta["candidates"] == CANDIDATES and m.meta["top"] == TOP
     assert "train/dev" in m.meta["data"]  # held-in texts, never the test documents
+
+
+def test_the_audit_reads_another_fit_than_the_guard() -> None:
+    # the audit's model is fitted on the guarded protection's outputs: not the reading
+    # the protection aimed at
+    assert FusedReading.shipped().coef.tolist() != FusedReading.shipped(guard=True).coef.tolist()
 
 
 def test_malformed_models_are_config_errors() -> None:

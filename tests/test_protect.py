@@ -662,3 +662,53 @@ def test_a_run_inside_a_gloss_widens_to_the_whole_gloss() -> None:
     assert [(text[r.start : r.end], r.n_words) for r in got] == [
         ("(Unabhängiger Verwaltungssenat)", 2), ("law", 1), ("Federal Labour Court", 1)
     ]
+
+
+def test_the_guard_protects_again_at_larger_crowds_while_its_reading_exposes(
+    index: NgramIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from presidio_delink.protect import GUARD_CROWDS
+
+    d = Delinker(index, k=2, arity=1)
+    doc_id, text = INPUTS[1]
+
+    def run(guard: bool, exposes: bool) -> tuple[str, int, int]:
+        res = d.delink(text, doc_id)
+        p = Protector(d, "ranked", crowd=2, guard=guard)
+        calls: list[str] = []
+
+        def fake(t: str, g: str) -> bool:
+            assert g == doc_id
+            calls.append(t)
+            return exposes
+
+        monkeypatch.setattr(p, "guard_exposes", fake)
+        p.protect(res, doc_id)
+        assert res.text is not None
+        return res.text, res.words_redacted + res.words_rewritten, len(calls)
+
+    off = run(False, True)
+    quiet = run(True, False)
+    loud = run(True, True)
+    assert off[2] == 0 and quiet[2] == 1 and loud[2] == len(GUARD_CROWDS)
+    assert quiet[:2] == off[:2]  # a guard that finds nothing changes nothing
+    assert loud[1] > off[1]  # larger crowds take more words
+    ranks = []
+    for m in PROTECT_MEMBERS:
+        ps = RankedAttack(index, members=[m]).scores(loud[0])
+        row = ps.row(m)
+        if row is not None and (r := ps.rank_of(row, doc_id)) is not None:
+            ranks.append(r)
+    # the last crowd asked for was 2 * GUARD_CROWDS[-1] (the sample collection is small:
+    # the source sits behind at least the larger of the two earlier crowds)
+    assert min(ranks, default=99) > 2 * GUARD_CROWDS[0]
+
+
+def test_the_guards_shipped_reading_finds_an_unprotected_source(index: NgramIndex) -> None:
+    d = Delinker(index, k=2, arity=1)
+    doc_id, text = INPUTS[0]
+    res = d.delink(text, doc_id)  # phrases only: every reading ranks the source first
+    assert res.text is not None
+    p = Protector(d, "ranked")
+    assert p.guard_exposes(res.text, doc_id)
+    assert not p.guard_exposes(res.text, "no-such-group")

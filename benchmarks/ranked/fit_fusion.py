@@ -21,10 +21,15 @@ out-of-fold reading of each setting, writes the weights (``--out``, default the 
 ``attacks/ranked_fusion.json``) and, with ``--test``, reads the TAB test documents'
 outputs too: a report, never a fit.
 
+Two models are fitted this way.  The protection's guard (``--unguarded --out
+presidio_delink/attacks/ranked_fusion_guard.json``) reads outputs of the protection
+without the guard; the audit's (the default) reads outputs of the shipped, guarded
+protection, so that the audit is not the reading the protection aimed at.
+
 Usage::
 
     python benchmarks/ranked/fit_fusion.py [--settings arity1,containment,ranked,all]
-        [--work DIR] [--out FILE] [--test]
+        [--work DIR] [--out FILE] [--unguarded] [--test]
 """
 
 from __future__ import annotations
@@ -99,6 +104,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path,
                     default=REPO / "presidio_delink" / "attacks" / "ranked_fusion.json")
     ap.add_argument("--test", action="store_true", help="also read the TAB test outputs")
+    ap.add_argument("--unguarded", action="store_true",
+                    help="outputs of the protection without its guard (the guard's model)")
     a = ap.parse_args()
     print("load:", br.uptime(), "commit:", br.commit(), flush=True)
     a.work.mkdir(parents=True, exist_ok=True)
@@ -115,12 +122,13 @@ def main() -> None:
     att = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)
     rows: dict[tuple[str, str], list[Row]] = {}
     for (name, setting), docs in sets.items():
-        cache = a.work / f"{name}-{setting}.json"
+        stem = f"{name}-{setting}" + ("-unguarded" if a.unguarded else "")
+        cache = a.work / f"{stem}.json"
         if cache.is_file():
             outs = json.loads(cache.read_text())
         else:
-            outs = br.run_setting(idx, docs, setting, "none",
-                                  a.work / f"{name}-{setting}.partial.jsonl")
+            outs = br.run_setting(idx, docs, setting, "none", a.work / f"{stem}.partial.jsonl",
+                                  guard=not a.unguarded)
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         t0 = time.process_time()
@@ -148,6 +156,7 @@ def main() -> None:
         "C": C, "class_weight": "balanced",
         "data": f"{n} gold-masked TAB train/dev texts delinked with --llm none, k = 2, the "
                 f"TAB collection grouped by case, under each of: {', '.join(settings)}",
+        "protection": "without the guard" if a.unguarded else "with the guard",
         "held_in_out_of_fold": oof,
         "script": "benchmarks/ranked/fit_fusion.py", "commit": br.commit(), "load": br.uptime(),
     }

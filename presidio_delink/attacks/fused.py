@@ -40,7 +40,9 @@ import numpy as np
 
 from presidio_delink.errors import ConfigError
 
-__all__ = ["CANDIDATES", "TOP", "UNRANKED", "FusedReading", "features"]
+__all__ = [
+    "CANDIDATES", "GUARD_FILE", "MODEL_FILE", "TOP", "UNRANKED", "FusedReading", "features",
+]
 
 #: Each member's first groups that become candidates.
 CANDIDATES = 30
@@ -48,8 +50,12 @@ CANDIDATES = 30
 UNRANKED = 1000
 #: The depth of the "top" features (and of the audit's top-5 reading).
 TOP = 5
-#: The model file shipped with the package.
+#: The audit's model file, shipped with the package (fitted on outputs of the guarded
+#: protection).
 MODEL_FILE = "ranked_fusion.json"
+#: The protection's guard's model file (fitted on outputs of the protection without the
+#: guard: :class:`~presidio_delink.protect.Protector`).
+GUARD_FILE = "ranked_fusion_guard.json"
 
 
 def features(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,9 +131,11 @@ class FusedReading:
         return cls(members, coef, intercept, meta)
 
     @classmethod
-    def shipped(cls) -> FusedReading:
-        """The model shipped with the package (``attacks/ranked_fusion.json``)."""
-        text = resources.files("presidio_delink.attacks").joinpath(MODEL_FILE).read_text("utf-8")
+    def shipped(cls, guard: bool = False) -> FusedReading:
+        """The audit's model shipped with the package (:data:`MODEL_FILE`), or with
+        ``guard`` the protection's (:data:`GUARD_FILE`)."""
+        name = GUARD_FILE if guard else MODEL_FILE
+        text = resources.files("presidio_delink.attacks").joinpath(name).read_text("utf-8")
         return cls.from_dict(json.loads(text))
 
     def check_panel(self, members: tuple[str, ...]) -> None:
@@ -158,3 +166,12 @@ class FusedReading:
         """``(candidates, probabilities)`` of the fused reading of a
         :class:`~presidio_delink.attacks.ranked.PanelScores`."""
         return self.score(self.rows(ps))
+
+    def rank(self, ps: Any, group_ordinal: int) -> int | None:
+        """The source's fused rank (ties with a better candidate count as found), or None
+        when it is not a candidate."""
+        cands, p = self.read(ps)
+        hit = np.flatnonzero(cands == group_ordinal)
+        if not len(hit):
+            return None
+        return 1 + int(np.count_nonzero(p > p[hit[0]]))
