@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from test_attacks import CORPUS, _edit
 
 from presidio_delink.attacks.audit import Auditor, source_ranks
-from presidio_delink.attacks.fused import CANDIDATES, TOP, UNRANKED, FusedReading, features
+from presidio_delink.attacks.fused import (
+    CANDIDATES,
+    TOP,
+    UNRANKED,
+    FusedReading,
+    Trees,
+    features,
+)
 from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
@@ -66,15 +73,43 @@ def test_features_match_a_brute_force_count(table: list[list[int]]) -> None:
 def test_shipped_models_read_the_audit_panel(guard: bool) -> None:
     m = FusedReading.shipped(guard=guard)
     assert m.members == AUDIT_MEMBERS  # refit (benchmarks/ranked/fit_fusion.py) on a change
-    assert m.coef.shape == (4 * len(AUDIT_MEMBERS) + 1,) and np.isfinite(m.coef).all()
+    n_features = 4 * len(AUDIT_MEMBERS) + 1
+    if guard:  # the guard: a logistic regression fitted on the unguarded protection
+        assert m.trees is None and m.meta["protection"] == "without the guard"
+        assert m.coef.shape == (n_features,) and np.isfinite(m.coef).all()
+    else:  # the audit: boosted trees fitted on the guarded protection's outputs
+        assert m.trees is not None and m.meta["protection"] == "with the guard"
+        assert int(m.trees.feature.max()) < n_features and np.isfinite(m.trees.value).all()
     assert m.meta["candidates"] == CANDIDATES and m.meta["top"] == TOP
     assert "train/dev" in m.meta["data"]  # held-in texts, never the test documents
+
+
+def test_exported_trees_score_as_scikit_learn_does() -> None:
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 9))
+    y = (x[:, 0] + x[:, 3] ** 2 - x[:, 8] > 0.5).astype(int)
+    model = ensemble.HistGradientBoostingClassifier(
+        max_iter=30, max_leaf_nodes=7, random_state=0
+    ).fit(x, y)
+    trees = Trees.from_list(json.loads(json.dumps(Trees.export(model))))
+    base = float(np.ravel(model._baseline_prediction)[0])
+    np.testing.assert_allclose(trees.raw(x) + base, model.decision_function(x), atol=1e-9)
+    m = FusedReading(("a", "b"), np.zeros(0), base, {}, trees)  # 9 features: two members
+    cands, p = m.score(np.array([[3.0, 1.0, 0.0], [2.0, 2.0, 1.0]]))
+    assert cands.tolist() == [0, 1, 2] and ((p > 0) & (p < 1)).all()
+    with pytest.raises(ConfigError, match="feature 8 of 5"):
+        FusedReading(("a",), np.zeros(0), base, {}, trees)
 
 
 def test_the_audit_reads_another_fit_than_the_guard() -> None:
     # the audit's model is fitted on the guarded protection's outputs: not the reading
     # the protection aimed at
-    assert FusedReading.shipped().coef.tolist() != FusedReading.shipped(guard=True).coef.tolist()
+    audit, guard = FusedReading.shipped(), FusedReading.shipped(guard=True)
+    assert audit.meta["protection"] != guard.meta["protection"]
+    assert (audit.trees is None) != (guard.trees is None) or (
+        audit.coef.tolist() != guard.coef.tolist()
+    )
 
 
 def test_malformed_models_are_config_errors() -> None:
@@ -95,8 +130,9 @@ def test_fused_reading_ranks_a_near_verbatim_source_first(index: NgramIndex, src
     assert rec["fused"]["source_rank"] == 1 and rec["fused"]["top_group"] == doc_id
     assert rec["fused"]["margin_claims"] is False  # no calibrated margin: never a claim
     assert isinstance(rec["fused"]["crowd"], int)
-    # weights turned against the readings rank the same source last among the candidates
-    m = FusedReading.shipped()
+    # the guard's logistic weights turned against the readings do not rank it first
+    m = FusedReading.shipped(guard=True)
+    assert m.trees is None
     anti = FusedReading(m.members, -m.coef, -m.intercept, {})
     rev = source_ranks(_edit(text, seed=src), doc_id, None, None, att, anti)["fused"]
     assert rev["source_rank"] != 1

@@ -16,12 +16,14 @@ PanelScores`, each member's whole-text row scores every group.
   as a share of the member's best, the log of its rank (ties with a better group count as
   found; :data:`UNRANKED` where it scores 0), whether it is first, whether it is in the
   top :data:`TOP`; then how many members put it in their top :data:`TOP`.
-* **Score**: a logistic regression over the features (weights in
-  ``ranked_fusion.json``, fitted by ``benchmarks/ranked/fit_fusion.py`` on the 113
-  held-in TAB train/dev texts protected with ``--protect all``; never the TAB test
-  documents).  The fused rank of the source is 1 + the candidates scoring strictly above
-  it; its crowd (:mod:`~presidio_delink.attacks.audit`), the other candidates whose
-  probability is close to the source's.
+* **Score**: a model over the features, fitted by ``benchmarks/ranked/fit_fusion.py``
+  on the 113 held-in TAB train/dev texts delinked under four settings (never the TAB test
+  documents): a logistic regression (:attr:`FusedReading.coef`) or boosted regression
+  trees (:class:`Trees`, exported from scikit-learn's ``HistGradientBoostingClassifier``
+  and evaluated here with numpy; scikit-learn is needed only to fit).  The fused rank of
+  the source is 1 + the candidates scoring strictly above it; its crowd
+  (:mod:`~presidio_delink.attacks.audit`), the other candidates whose probability is
+  close to the source's.
 
 The weights belong to one member list: a panel that differs from the file's members is
 a :class:`~presidio_delink.errors.ConfigError` (refit the model).  Cost: a sort of each
@@ -41,7 +43,8 @@ import numpy as np
 from presidio_delink.errors import ConfigError
 
 __all__ = [
-    "CANDIDATES", "GUARD_FILE", "MODEL_FILE", "TOP", "UNRANKED", "FusedReading", "features",
+    "CANDIDATES", "GUARD_FILE", "MODEL_FILE", "TOP", "UNRANKED", "FusedReading", "Trees",
+    "features",
 ]
 
 #: Each member's first groups that become candidates.
@@ -96,23 +99,97 @@ def features(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
+class Trees:
+    """Boosted regression trees, each a node table padded to the longest (row ``t`` is
+    tree ``t``; a node goes left when its feature is at most its threshold).
+
+    The raw score of a row of features is the sum over trees of the leaf it reaches
+    (:meth:`raw`), as scikit-learn's ``HistGradientBoostingClassifier`` computes it
+    without its baseline.
+    """
+
+    feature: np.ndarray  # (trees, nodes) int
+    threshold: np.ndarray  # (trees, nodes) float
+    left: np.ndarray  # (trees, nodes) int
+    right: np.ndarray  # (trees, nodes) int
+    leaf: np.ndarray  # (trees, nodes) bool
+    value: np.ndarray  # (trees, nodes) float
+    depth: int
+
+    @staticmethod
+    def export(model: Any) -> list[dict[str, list[Any]]]:
+        """The trees of a fitted two-class ``HistGradientBoostingClassifier`` in the JSON
+        form :meth:`from_list` reads (its baseline is ``model._baseline_prediction``)."""
+        out = []
+        for (pred,) in model._predictors:  # one tree a round (two classes)
+            nodes = pred.nodes
+            out.append({
+                "feature": nodes["feature_idx"].tolist(),
+                "threshold": [float(v) for v in nodes["num_threshold"]],
+                "left": nodes["left"].tolist(), "right": nodes["right"].tolist(),
+                "leaf": [bool(v) for v in nodes["is_leaf"]],
+                "value": [float(v) for v in nodes["value"]], "depth": nodes["depth"].tolist(),
+            })
+        return out
+
+    @classmethod
+    def from_list(cls, trees: list[dict[str, list[Any]]]) -> Trees:
+        width = max(len(t["leaf"]) for t in trees)
+
+        def table(key: str, dtype: Any, fill: Any) -> np.ndarray:
+            out = np.full((len(trees), width), fill, dtype=dtype)
+            for i, t in enumerate(trees):
+                out[i, : len(t[key])] = t[key]
+            return out
+
+        return cls(
+            table("feature", np.int64, 0), table("threshold", np.float64, 0.0),
+            table("left", np.int64, 0), table("right", np.int64, 0),
+            table("leaf", bool, True), table("value", np.float64, 0.0),
+            max(int(d) for t in trees for d in t["depth"]),
+        )
+
+    def raw(self, x: np.ndarray) -> np.ndarray:
+        """The trees' summed leaf values for each row of ``x``."""
+        n_trees = self.leaf.shape[0]
+        t = np.arange(n_trees)[:, None]
+        rows = np.arange(len(x))[None, :]
+        node = np.zeros((n_trees, len(x)), dtype=np.int64)
+        for _ in range(self.depth):
+            go_left = x[rows, self.feature[t, node]] <= self.threshold[t, node]
+            nxt = np.where(go_left, self.left[t, node], self.right[t, node])
+            node = np.where(self.leaf[t, node], node, nxt)
+        return np.asarray(self.value[t, node].sum(axis=0), dtype=np.float64)
+
+
+@dataclass(frozen=True)
 class FusedReading:
     """A fitted fusion of the ranked members' whole-text readings.
 
     Attributes:
-        members: the member names, in the order of the weights.
-        coef: ``4 * len(members) + 1`` weights (module docstring).
-        intercept: the model's intercept.
+        members: the member names, in the order of the features.
+        coef: ``4 * len(members) + 1`` weights of a logistic regression (module
+            docstring); empty when ``trees`` score.
+        intercept: the logistic regression's intercept, or the trees' baseline.
         meta: what the file says of its fit (data, held-in figures), for reports.
+        trees: boosted trees that score in place of ``coef``, or None.
     """
 
     members: tuple[str, ...]
     coef: np.ndarray
     intercept: float
     meta: dict[str, Any]
+    trees: Trees | None = None
 
     def __post_init__(self) -> None:
-        if self.coef.shape != (4 * len(self.members) + 1,):
+        n_features = 4 * len(self.members) + 1
+        if self.trees is not None:
+            if int(self.trees.feature.max(initial=0)) >= n_features:
+                raise ConfigError(
+                    f"fusion model: a tree reads feature {int(self.trees.feature.max())} of "
+                    f"{n_features}; refit it with benchmarks/ranked/fit_fusion.py"
+                )
+        elif self.coef.shape != (n_features,):
             raise ConfigError(
                 f"fusion model: {len(self.coef)} weights for {len(self.members)} members "
                 f"(expected {4 * len(self.members) + 1}); refit it with "
@@ -123,12 +200,18 @@ class FusedReading:
     def from_dict(cls, data: dict[str, Any]) -> FusedReading:
         try:
             members = tuple(str(m) for m in data["members"])
-            coef = np.asarray(data["coef"], dtype=np.float64)
             intercept = float(data["intercept"])
+            trees = None
+            if data.get("model", "logistic") == "trees":
+                trees = Trees.from_list(data["trees"])
+                coef = np.zeros(0)
+            else:
+                coef = np.asarray(data["coef"], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"fusion model: malformed ({exc!r}); refit it") from exc
-        meta = {k: v for k, v in data.items() if k not in ("members", "coef", "intercept")}
-        return cls(members, coef, intercept, meta)
+        skip = ("members", "coef", "intercept", "trees")
+        meta = {k: v for k, v in data.items() if k not in skip}
+        return cls(members, coef, intercept, meta, trees)
 
     @classmethod
     def shipped(cls, guard: bool = False) -> FusedReading:
@@ -159,8 +242,8 @@ class FusedReading:
     def score(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(candidates, probabilities)`` of the fused reading over ``rows``."""
         cands, x = features(rows)
-        z = x @ self.coef + self.intercept
-        return cands, 1.0 / (1.0 + np.exp(-z))
+        z = (self.trees.raw(x) if self.trees is not None else x @ self.coef) + self.intercept
+        return cands, np.exp(-np.logaddexp(0.0, -z))  # the logistic function, no overflow
 
     def read(self, ps: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(candidates, probabilities)`` of the fused reading of a
