@@ -56,10 +56,10 @@ CROWD_MARGIN = 0.05
 TOP = 5
 #: What the audit does not read, said with its counts.  The audit reads one learned
 #: combination of its readings (``"fused"``: :mod:`~presidio_delink.attacks.fused`); other
-#: combinations find more (``benchmarks/bench_learned_ranker.py``: on the TAB test outputs
-#: of ``--protect all``, boosted trees over fifteen independent readers, fitted on texts
-#: the tool protected, found the source first for 16 and in the top 5 for 35 of 127; the
-#: fused reading 10 and 22; each reading alone at most 5 and 13).
+#: combinations may find more (``benchmarks/bench_learned_ranker.py``: on the TAB test
+#: outputs of ``--protect all``, boosted trees over fifteen independent readers, fitted on
+#: texts the tool protected, found the source first for 11 and in the top 5 for 22 of 127;
+#: the fused reading 10 and 23; each independent reader alone at most 3 and 11).
 NOT_AUDITED = (
     "not audited: rankers that combine many readings in other ways than the fused reading "
     "(for instance boosted trees trained on texts this tool protected) find sources that "
