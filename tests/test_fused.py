@@ -163,3 +163,19 @@ def test_auditor_counts_the_fused_reading_and_audits_records_without_it(
     d = Auditor(index, 2)
     assert d.reuse(doc_id, doc_id, old, None) == old and d.first["fused"] == 0
     assert d.reuse(doc_id, doc_id, None, None) is None
+
+
+def test_fused_attack_ranks_as_the_audit_reads(index: NgramIndex) -> None:
+    from presidio_delink.attacks.base import Attack
+    from presidio_delink.attacks.fused import FusedAttack
+
+    att = FusedAttack(index, k=2)
+    assert isinstance(att, Attack) and att.name == "fused"
+    doc_id, text = CORPUS[13]
+    query = _edit(text, seed=13)
+    v = att.verdict(query, top=5)
+    assert not v.linked and 0 < len(v.ranking) <= 5
+    assert v.ranking[0].group == doc_id and v.ranking[0].doc_id == doc_id
+    assert all(a.score >= b.score for a, b in zip(v.ranking, v.ranking[1:], strict=False))
+    rec = source_ranks(query, doc_id, None, None, att.ranked, att.model)["fused"]
+    assert rec["source_rank"] == 1 and rec["top_group"] == v.ranking[0].group

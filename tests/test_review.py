@@ -345,11 +345,20 @@ def test_ranked_attack_joins_the_panel_when_installed(sample_index, monkeypatch)
             calls.append(text)
             return Verdict("ranked", (Ranked("g1", 2.0, "d1"), Ranked("g2", 1.0, "d2")), True)
 
+    class FusedAttack:
+        name = "fused"
+
+        def __init__(self, index, k):  # type: ignore[no-untyped-def]
+            self.k = k
+
     mod = types.ModuleType("presidio_delink.attacks.ranked")
     mod.RankedAttack = RankedAttack  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "presidio_delink.attacks.ranked", mod)
+    fused = types.ModuleType("presidio_delink.attacks.fused")
+    fused.FusedAttack = FusedAttack  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "presidio_delink.attacks.fused", fused)
     attacks = default_attacks(sample_index, 2)
-    assert set(attacks) == {"containment", "ranked"}
+    assert set(attacks) == {"containment", "ranked", "fused"}
     v = Verifier(sample_index, attacks={"ranked": attacks["ranked"]})
     base = v.verify("some text", group="g2").attacks
     assert base["ranked"]["source_rank"] == 2 and not base["ranked"]["regressed"]

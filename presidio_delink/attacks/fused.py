@@ -40,10 +40,12 @@ from typing import Any
 
 import numpy as np
 
+from presidio_delink.attacks.base import Ranked, Verdict
 from presidio_delink.errors import ConfigError
 
 __all__ = [
-    "CANDIDATES", "GUARD_FILE", "MODEL_FILE", "TOP", "UNRANKED", "FusedReading", "Trees",
+    "CANDIDATES", "GUARD_FILE", "MODEL_FILE", "TOP", "UNRANKED", "FusedAttack", "FusedReading",
+    "Trees",
     "features",
 ]
 
@@ -258,3 +260,41 @@ class FusedReading:
         if not len(hit):
             return None
         return 1 + int(np.count_nonzero(p > p[hit[0]]))
+
+
+class FusedAttack:
+    """The audit's fused reading as an :class:`~presidio_delink.attacks.base.Attack`, for
+    the callers that take attacks one text at a time (the review app's verification).
+
+    It scores the model's members (a :class:`~presidio_delink.attacks.ranked.RankedAttack`
+    built on the index, seconds once) for the whole text and ranks the candidates by the
+    model's probability; it never claims a source (no calibrated margin).
+
+    Args:
+        index: the collection's N-gram index.
+        k: the run's ``k``.
+        model: the fused reading (default: the audit's, :meth:`FusedReading.shipped`).
+    """
+
+    name = "fused"
+
+    def __init__(self, index: Any, k: int = 2, model: FusedReading | None = None) -> None:
+        from presidio_delink.attacks.ranked import RankedAttack
+
+        self.model = model or FusedReading.shipped()
+        self.ranked = RankedAttack(index, k=k, members=self.model.members)
+
+    def rank(self, text: str, top: int = 10) -> list[Ranked]:
+        ps = self.ranked.scores(text, sentences=False)
+        cands, p = self.model.read(ps)
+        order = np.argsort(-p, kind="stable")[:top]
+        doc_best = ps.doc_scores.max(axis=0) if len(ps.doc_scores) else ps.doc_scores
+        att = self.ranked
+        return [
+            Ranked(att.group_names[int(cands[i])], float(p[i]),
+                   att.best_doc(int(cands[i]), doc_best))
+            for i in order.tolist()
+        ]
+
+    def verdict(self, text: str, top: int = 10) -> Verdict:
+        return Verdict(self.name, tuple(self.rank(text, top)), False)

@@ -76,16 +76,21 @@ class Verification:
 
 
 def default_attacks(index: NgramIndex, k: int) -> dict[str, Any]:
-    """The panel: containment always, ranked search when its module is installed."""
+    """The panel: containment always; ranked search and the audit's fused reading
+    (:class:`~presidio_delink.attacks.fused.FusedAttack`) when their module is installed."""
     from presidio_delink.attacks.containment import ContainmentAttack
 
     out: dict[str, Any] = {"containment": ContainmentAttack(index, k=k)}
     try:
         from presidio_delink.attacks.ranked import RankedAttack
     except ImportError:
-        pass
-    else:
-        out["ranked"] = RankedAttack(index, k)
+        return out
+    out["ranked"] = RankedAttack(index, k)
+    try:
+        from presidio_delink.attacks.fused import FusedAttack
+    except ImportError:
+        return out
+    out["fused"] = FusedAttack(index, k)
     return out
 
 
