@@ -12,14 +12,7 @@ from hypothesis import strategies as st
 from test_attacks import CORPUS, _edit
 
 from presidio_delink.attacks.audit import Auditor, source_ranks
-from presidio_delink.attacks.fused import (
-    CANDIDATES,
-    TOP,
-    UNRANKED,
-    FusedReading,
-    Trees,
-    features,
-)
+from presidio_delink.attacks.fused import CANDIDATES, TOP, UNRANKED, FusedReading, Trees, features
 from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
