@@ -402,8 +402,10 @@ def test_auditor_follows_the_crowd_rule(index: NgramIndex) -> None:
     assert "source first for 1, in the top 5 for 2 of 3 documents" in lines[1]
     assert lines[2].startswith("risk, fused ranked reading")
     assert "source first for 0, in the top 5 for 0 of 3" in lines[2]  # no fused record
-    assert "at least 5 other groups" in lines[3] and "broken for 2 of 3" in lines[3]
-    assert lines[4].startswith("not audited: rankers that combine")  # said with the counts
+    assert lines[3].startswith("risk, any attack above")
+    assert "source first for 1, in the top 5 for 2 of 3" in lines[3]
+    assert "at least 5 other groups" in lines[4] and "broken for 2 of 3" in lines[4]
+    assert lines[5].startswith("not audited: rankers that combine")  # said with the counts
     b = Auditor(index, 2, crowd=2)  # third place sits behind two other groups
     b.add("third", "g", _ranks(3))
     assert b.flagged == 0 and b.verdict("third") == "crowded"

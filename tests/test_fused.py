@@ -3,6 +3,7 @@ and how the audit counts and re-reads it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -67,12 +68,11 @@ def test_shipped_models_read_the_audit_panel(guard: bool) -> None:
     m = FusedReading.shipped(guard=guard)
     assert m.members == AUDIT_MEMBERS  # refit (benchmarks/ranked/fit_fusion.py) on a change
     n_features = 4 * len(AUDIT_MEMBERS) + 1
-    if guard:  # the guard: a logistic regression fitted on the unguarded protection
-        assert m.trees is None and m.meta["protection"] == "without the guard"
-        assert m.coef.shape == (n_features,) and np.isfinite(m.coef).all()
-    else:  # the audit: boosted trees fitted on the guarded protection's outputs
-        assert m.trees is not None and m.meta["protection"] == "with the guard"
-        assert int(m.trees.feature.max()) < n_features and np.isfinite(m.trees.value).all()
+    # boosted trees, the guard's fitted on the unguarded protection's outputs, the audit's
+    # on the guarded protection's
+    assert m.meta["protection"] == ("without the guard" if guard else "with the guard")
+    assert m.trees is not None and m.meta["model"] == "trees"
+    assert int(m.trees.feature.max()) < n_features and np.isfinite(m.trees.value).all()
     assert m.meta["candidates"] == CANDIDATES and m.meta["top"] == TOP
     assert "train/dev" in m.meta["data"]  # held-in texts, never the test documents
 
@@ -100,8 +100,9 @@ def test_the_audit_reads_another_fit_than_the_guard() -> None:
     # the protection aimed at
     audit, guard = FusedReading.shipped(), FusedReading.shipped(guard=True)
     assert audit.meta["protection"] != guard.meta["protection"]
-    assert (audit.trees is None) != (guard.trees is None) or (
-        audit.coef.tolist() != guard.coef.tolist()
+    assert audit.trees is not None and guard.trees is not None
+    assert audit.trees.value.shape != guard.trees.value.shape or not np.array_equal(
+        audit.trees.value, guard.trees.value
     )
 
 
@@ -123,10 +124,12 @@ def test_fused_reading_ranks_a_near_verbatim_source_first(index: NgramIndex, src
     assert rec["fused"]["source_rank"] == 1 and rec["fused"]["top_group"] == doc_id
     assert rec["fused"]["margin_claims"] is False  # no calibrated margin: never a claim
     assert isinstance(rec["fused"]["crowd"], int)
-    # the guard's logistic weights turned against the readings do not rank it first
-    m = FusedReading.shipped(guard=True)
-    assert m.trees is None
-    anti = FusedReading(m.members, -m.coef, -m.intercept, {})
+    # the model's scores turned against the readings do not rank it first
+    m = FusedReading.shipped()
+    assert m.trees is not None
+    anti = FusedReading(
+        m.members, m.coef, -m.intercept, {}, dataclasses.replace(m.trees, value=-m.trees.value)
+    )
     rev = source_ranks(_edit(text, seed=src), doc_id, None, None, att, anti)["fused"]
     assert rev["source_rank"] != 1
 

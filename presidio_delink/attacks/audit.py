@@ -275,6 +275,8 @@ class Auditor:
         self.claimed = dict.fromkeys(self.ATTACKS, 0)
         self.oracle = 0  # documents some sentence ranks first (an oracle reading)
         self.flagged = 0  # documents some attack exposes (the crowd rule)
+        self.any_first = 0  # documents some attack ranks first
+        self.any_top5 = 0  # documents some attack puts in its top TOP
 
     @property
     def ranked(self) -> RankedAttack:
@@ -336,6 +338,8 @@ class Auditor:
                 "claimed", r.get("top_group")
             ) == group
         self.flagged += bool(exposed_by(ranks, self.crowd))
+        self.any_first += bool(first_by(ranks))
+        self.any_top5 += bool(exposed_by(ranks, TOP))
         self.ranks[doc_id] = ranks
 
     def verdict(self, doc_id: str) -> str:
@@ -372,6 +376,9 @@ class Auditor:
             "on held-in texts this tool protected; the protection does not aim at it): "
             f"source first for {self.first['fused']}, in the top {TOP} for "
             f"{self.top5['fused']} of {n} documents with a known source",
+            f"risk, any attack above (an attacker who reads them all): source first for "
+            f"{self.any_first}, in the top {TOP} for {self.any_top5} of {n} documents with a "
+            "known source",
             rule,
             NOT_AUDITED,
         ]
