@@ -167,14 +167,12 @@ def _row_crowd(ps: Any, row: int, gi: int) -> int | None:
 def _fused(
     ps: PanelScores, group: str, attack: RankedAttack, fused: FusedReading
 ) -> dict[str, Any]:
-    cands, p = fused.read(ps)
     gi = attack.group_ordinal(group) if attack.has_group(group) else -1
-    hit = np.flatnonzero(cands == gi)
-    rank = crowd = None
-    if len(hit):
-        src = float(p[hit[0]])
-        rank = 1 + int(np.count_nonzero(p > src))
-        crowd = crowd_of(np.delete(p, hit[0]), src)
+    rank, cands, p = fused.locate(ps, gi)
+    crowd = None
+    if rank is not None:
+        i = int(np.flatnonzero(cands == gi)[0])
+        crowd = crowd_of(np.delete(p, i), float(p[i]))
     top = attack.group_names[int(cands[int(np.argmax(p))])] if len(cands) else None
     return {
         "source_rank": rank,

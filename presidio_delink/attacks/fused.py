@@ -252,14 +252,18 @@ class FusedReading:
         :class:`~presidio_delink.attacks.ranked.PanelScores`."""
         return self.score(self.rows(ps))
 
-    def rank(self, ps: Any, group_ordinal: int) -> int | None:
-        """The source's fused rank (ties with a better candidate count as found), or None
-        when it is not a candidate."""
+    def locate(self, ps: Any, group_ordinal: int) -> tuple[int | None, np.ndarray, np.ndarray]:
+        """``(rank, candidates, probabilities)``: the source's fused rank (ties with a
+        better candidate count as found; None when it is not a candidate) and the reading
+        it comes from."""
         cands, p = self.read(ps)
         hit = np.flatnonzero(cands == group_ordinal)
-        if not len(hit):
-            return None
-        return 1 + int(np.count_nonzero(p > p[hit[0]]))
+        rank = 1 + int(np.count_nonzero(p > p[hit[0]])) if len(hit) else None
+        return rank, cands, p
+
+    def rank(self, ps: Any, group_ordinal: int) -> int | None:
+        """The source's fused rank (:meth:`locate`)."""
+        return self.locate(ps, group_ordinal)[0]
 
 
 class FusedAttack:
