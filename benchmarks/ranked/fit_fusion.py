@@ -67,6 +67,7 @@ from presidio_delink.attacks.fused import (  # noqa: E402
     FusedReading,
     Trees,
     features,
+    member_rows,
 )
 from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack  # noqa: E402
 from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
@@ -79,13 +80,12 @@ C = 1.0
 
 def table(att: RankedAttack, group_of: dict[str, str], outputs: list[dict]) -> list[Row]:
     """Feature rows of each output whose source the index groups."""
-    model = FusedReading(AUDIT_MEMBERS, np.zeros(4 * len(AUDIT_MEMBERS) + 1), 0.0, {})
     rows = []
     for o in outputs:
         g = group_of.get(o["id"])
         if g is None or not att.has_group(g):
             continue
-        cands, x = features(model.rows(att.scores(o["text"], sentences=False)))
+        cands, x = features(member_rows(att.scores(o["text"], sentences=False), AUDIT_MEMBERS))
         rows.append((att.group_ordinal(g), cands, x))
     return rows
 
@@ -123,7 +123,7 @@ def counts(model: FusedReading, rows: list[Row]) -> dict[str, int]:
         hit = np.flatnonzero(cands == src)
         if not len(hit):
             continue
-        z = model.trees.raw(x) if model.trees is not None else x @ model.coef
+        z = model.logits(x)
         rank = 1 + int(np.count_nonzero(z > z[hit[0]]))
         first += rank == 1
         top += rank <= TOP

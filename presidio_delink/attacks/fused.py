@@ -34,6 +34,7 @@ panel's scoring that the audit runs anyway (milliseconds).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -45,8 +46,7 @@ from presidio_delink.errors import ConfigError
 
 __all__ = [
     "CANDIDATES", "GUARD_FILE", "MODEL_FILE", "TOP", "UNRANKED", "FusedAttack", "FusedReading",
-    "Trees",
-    "features",
+    "Trees", "features", "member_rows",
 ]
 
 #: Each member's first groups that become candidates.
@@ -89,15 +89,25 @@ def features(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rel = np.divide(sub, best, out=np.zeros_like(sub, dtype=np.float64), where=best > 0)
     rank = np.empty(sub.shape, dtype=np.float64)
     for i, s in enumerate(rows):
-        desc = -np.sort(-s)
-        # groups strictly above each candidate: position of its score in the descending row
-        above = np.searchsorted(-desc, -sub[i], side="left")
+        # groups strictly above each candidate: its place among the negated scores, sorted
+        above = np.searchsorted(np.sort(-s), -sub[i], side="left")
         rank[i] = np.where(sub[i] > 0, 1 + above, UNRANKED)
     in_top = rank <= TOP
     x = np.concatenate(
         [rel.T, np.log(rank).T, (rank == 1).T, in_top.T, in_top.sum(axis=0)[:, None]], axis=1
-    ).astype(np.float64)
+    )
     return cands, x
+
+
+def member_rows(ps: Any, members: Sequence[str]) -> np.ndarray:
+    """The whole-text rows of a :class:`~presidio_delink.attacks.ranked.PanelScores`, one
+    per member of ``members`` in that order (zeros for a member with no row)."""
+    out = np.zeros((len(members), ps.group_scores.shape[1]), dtype=np.float64)
+    for i, m in enumerate(members):
+        row = ps.row(m)
+        if row is not None:
+            out[i] = ps.group_scores[row]
+    return out
 
 
 @dataclass(frozen=True)
@@ -194,8 +204,7 @@ class FusedReading:
         elif self.coef.shape != (n_features,):
             raise ConfigError(
                 f"fusion model: {len(self.coef)} weights for {len(self.members)} members "
-                f"(expected {4 * len(self.members) + 1}); refit it with "
-                "benchmarks/ranked/fit_fusion.py"
+                f"(expected {n_features}); refit it with benchmarks/ranked/fit_fusion.py"
             )
 
     @classmethod
@@ -232,25 +241,20 @@ class FusedReading:
                 "with benchmarks/ranked/fit_fusion.py for this panel"
             )
 
-    def rows(self, ps: Any) -> np.ndarray:
-        """The whole-text rows of a :class:`PanelScores`, in the model's member order."""
-        out = np.zeros((len(self.members), ps.group_scores.shape[1]), dtype=np.float64)
-        for i, m in enumerate(self.members):
-            row = ps.row(m)
-            if row is not None:
-                out[i] = ps.group_scores[row]
-        return out
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """The model's log-odds for each row of features (:func:`features`)."""
+        return (self.trees.raw(x) if self.trees is not None else x @ self.coef) + self.intercept
 
     def score(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(candidates, probabilities)`` of the fused reading over ``rows``."""
         cands, x = features(rows)
-        z = (self.trees.raw(x) if self.trees is not None else x @ self.coef) + self.intercept
+        z = self.logits(x)
         return cands, np.exp(-np.logaddexp(0.0, -z))  # the logistic function, no overflow
 
     def read(self, ps: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(candidates, probabilities)`` of the fused reading of a
         :class:`~presidio_delink.attacks.ranked.PanelScores`."""
-        return self.score(self.rows(ps))
+        return self.score(member_rows(ps, self.members))
 
     def locate(self, ps: Any, group_ordinal: int) -> tuple[int | None, np.ndarray, np.ndarray]:
         """``(rank, candidates, probabilities)``: the source's fused rank (ties with a
