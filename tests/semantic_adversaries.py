@@ -28,6 +28,11 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   (``benchmarks/ranked/vector_family.py``) found on the then default's test outputs far
   more sources than ``tfidf-pairs`` did; it shares no code with that reader.
   ``bm25-kept-pairs-qtf``: ``bm25-pairs-qtf`` over the same kept pairs.
+* ``bm25-window3-pairs-qtf`` (:func:`window_panel`, seventeenth session; not in
+  :func:`semantic_panel`): ``bm25-pairs-qtf`` over the ordered pairs of words at most
+  three positions apart, a mask holding one position and pairing with nothing. A
+  redaction-aware reader: where a protection redacts every other word, the words left
+  on either side of a mask stood two apart in the source, and still pair there.
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
@@ -209,14 +214,19 @@ class PairBM25:
 
     def __init__(self, docs: Sequence[tuple[str, str]], groups: Sequence[str],
                  k1: float = 0.9, b: float = 0.4, n_words: int = 2,
-                 kept: bool = False) -> None:
+                 kept: bool = False, window: int = 0) -> None:
+        from functools import partial
+
         from scipy import sparse
         from sklearn.feature_extraction.text import CountVectorizer
 
         if n_words != 2:
             self.name = f"bm25-{n_words}words-qtf"
-        self.kept = kept
-        if kept:  # the pairs no mask separates (:func:`_kept_pairs`)
+        self.kept = kept or window > 0  # the text read as it stands, masks and all
+        if window:  # pairs up to ``window`` positions apart (:func:`_window_pairs`)
+            self.name = f"bm25-window{window}-pairs-qtf"
+            self.cv = CountVectorizer(analyzer=partial(_window_pairs, window=window))
+        elif kept:  # the pairs no mask separates (:func:`_kept_pairs`)
             self.name = "bm25-kept-pairs-qtf"
             self.cv = CountVectorizer(analyzer=_kept_pairs)
         else:
@@ -249,6 +259,33 @@ def _kept_pairs(text: str) -> list[str]:
         ws = WORD.findall(_clean(part).lower())
         out.extend(f"{a} {b}" for a, b in zip(ws, ws[1:], strict=False))
     return out
+
+
+_MASK_OR_WORD = re.compile(f"(?:{MASK.pattern})|\\w+")
+
+
+def _window_pairs(text: str, window: int = 3) -> list[str]:
+    """Ordered pairs of words of ``text`` at most ``window`` positions apart (lower case,
+    accents folded); a mask holds one position (it stands for at least one word) and
+    pairs with nothing."""
+    toks: list[str | None] = [
+        None if MASK.fullmatch(m.group()) else _clean(m.group()).lower()
+        for m in _MASK_OR_WORD.finditer(text)
+    ]
+    out: list[str] = []
+    for i, a in enumerate(toks):
+        if a is None:
+            continue
+        for b in toks[i + 1 : i + 1 + window]:
+            if b is not None:
+                out.append(f"{a} {b}")
+    return out
+
+
+def window_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
+                 windows: Sequence[int] = (3,)) -> list[object]:
+    """BM25 over the pairs at most ``window`` positions apart, one member per window."""
+    return [PairBM25(docs, groups, window=w) for w in windows]
 
 
 class KeptPairs:

@@ -13,7 +13,14 @@ from presidio_anonymizer.entities import OperatorConfig
 
 from presidio_delink import NgramIndex
 from presidio_delink.cli import main
-from presidio_delink.edits import REDACTED, apply, rejection, runs, stabbing_tokens
+from presidio_delink.edits import (
+    REDACTED,
+    apply,
+    merged_redactions,
+    rejection,
+    runs,
+    stabbing_tokens,
+)
 from presidio_delink.errors import LLMError
 from presidio_delink.linkage import analyze
 from presidio_delink.llm.prompt import REFUSED_SEP
@@ -253,6 +260,22 @@ def test_apply_tracks_marks() -> None:
     assert text == "aaa [REDACTED] ccc" and marks == [(4, 14, "redacted")]
     text2, marks2 = apply(text, [(0, 3, "x")], marks)
     assert text2 == "x [REDACTED] ccc" and marks2 == [(0, 1, "llm"), (2, 12, "redacted")]
+
+
+def test_merged_redactions_one_placeholder_a_run() -> None:
+    src = "[REDACTED] a b c d e\nf g h"
+    words = {w: (src.index(f" {w}") + 1, src.index(f" {w}") + 2) for w in "abcd"}
+    words.update(f=(21, 22), g=(23, 24))
+    text, marks = apply(src, [(x, y, REDACTED) for x, y in words.values()], [(25, 26, "llm")])
+    assert text == ("[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] e\n"
+                    "[REDACTED] [REDACTED] h")
+    out, new_marks, removed = merged_redactions(text, marks)
+    # the input's own placeholder joins the run beside it; a line break parts two runs
+    assert out == "[REDACTED] e\n[REDACTED] h"
+    assert removed == 5
+    assert sorted(new_marks) == [(0, 10, "redacted"), (13, 23, "redacted"), (24, 25, "llm")]
+    assert merged_redactions(out, new_marks) == (out, new_marks, 0)  # idempotent
+    assert merged_redactions(text, [])[0] == text  # no marks: the input's alone stay
 
 
 def test_operator_on_the_stock_engine(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]

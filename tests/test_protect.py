@@ -321,6 +321,34 @@ def test_loop_editor_rewrites_through_the_loops_checks(index: NgramIndex) -> Non
     assert RankedAttack(index).scores(res.text).source_rank(doc_id) != 1
 
 
+def test_protection_writes_one_placeholder_a_run_of_redactions(index: NgramIndex) -> None:
+    """A placeholder a word would tell where each kept word stood in the source
+    (``edits.merged_redactions``): after the protection, no two of its redactions stand
+    apart by spaces only, and the tool's own readings do not depend on how many
+    placeholders a run has (so its stop rules still hold for the merged text)."""
+    from presidio_delink.edits import REDACTED
+
+    d = Delinker(index, k=2, arity=1)
+    prot = Protector(d, "all")
+    ranked = RankedAttack(index, members=PROTECT_MEMBERS)
+    cont = ContainmentAttack(index)
+    for doc_id, text in INPUTS[:4]:
+        res = d.delink(text, doc_id)
+        prot.protect(res, doc_id)
+        assert res.text is not None
+        own = sorted((a, b) for a, b, lab in res.marks if lab == "redacted")
+        assert own and all(res.text[a:b] == REDACTED for a, b in own)
+        for (_a, b), (c, _d) in zip(own, own[1:], strict=False):
+            assert res.text[b:c].strip(" "), (doc_id, b, c)
+        doubled = res.text
+        for a, b in reversed(own):
+            doubled = doubled[:a] + f"{REDACTED} {REDACTED}" + doubled[b:]
+        s1, s2 = ranked.scores(res.text), ranked.scores(doubled)
+        assert s1.keys == s2.keys and (s1.group_scores == s2.group_scores).all()
+        assert [(r.group, r.score) for r in cont.scores(res.text)] == [
+            (r.group, r.score) for r in cont.scores(doubled)]
+
+
 def test_protection_labels_the_candidates_it_takes(index: NgramIndex) -> None:
     """Under ``rewrite="candidates"`` without an LLM, the protection's rewrites are verified
     candidates, and its audit says so and whose they are: never the LLM's."""

@@ -21,6 +21,10 @@ generalisation, or the configured LLM's rewrite, each validated by the pipeline'
 checks and refused when it writes the word again; the rest are redacted, and after
 :data:`.common.DEFAULT_REWRITE_ROUNDS` rounds every further edit is a redaction.
 
+Placeholders.  A run of adjacent redactions leaves as one ``[REDACTED]``
+(:func:`~presidio_delink.edits.merged_redactions`): one a word would tell an attacker
+where each kept word stood in the source.
+
 Every edit is verified against the index (what an edit made linkable is redacted by the
 pipeline's rule), and the attacks run again on the edited text, so the output stays
 linkage-free at the delinker's ``k`` and arity and the stop rules are checked on what
@@ -34,6 +38,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from presidio_delink.edits import merged_redactions
 from presidio_delink.errors import ConfigError
 from presidio_delink.protect.common import (
     DEFAULT_REDACTION_COST,
@@ -241,6 +246,8 @@ class Protector:
                 break
         if self.guard and "ranked" in self.modes:
             total += self._guarded(res, group, keep, editor)
+        if res.text is not None:  # one placeholder a run of redactions (merged_redactions)
+            res.text, res.marks, _ = merged_redactions(res.text, res.marks)
         res.linkable_after = False
         if d.monitor is not None and total:
             res.semantic = dict(d.monitor.assess(res.text))  # of the text released
