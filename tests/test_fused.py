@@ -14,7 +14,7 @@ from test_attacks import CORPUS, _edit
 
 from presidio_delink.attacks.audit import Auditor, source_ranks
 from presidio_delink.attacks.fused import CANDIDATES, TOP, UNRANKED, FusedReading, Trees, features
-from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, FUSED_MEMBERS, RankedAttack
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 
@@ -66,8 +66,8 @@ def test_features_match_a_brute_force_count(table: list[list[int]]) -> None:
 @pytest.mark.parametrize("guard", [False, True])
 def test_shipped_models_read_the_audit_panel(guard: bool) -> None:
     m = FusedReading.shipped(guard=guard)
-    assert m.members == AUDIT_MEMBERS  # refit (benchmarks/ranked/fit_fusion.py) on a change
-    n_features = 4 * len(AUDIT_MEMBERS) + 1
+    assert m.members == FUSED_MEMBERS  # refit (benchmarks/ranked/fit_fusion.py) on a change
+    n_features = 4 * len(FUSED_MEMBERS) + 1
     # boosted trees, the guard's fitted on the unguarded protection's outputs, the audit's
     # on the guarded protection's
     assert m.meta["protection"] == ("without the guard" if guard else "with the guard")

@@ -208,6 +208,34 @@ def test_kept_grams_stop_at_a_placeholder() -> None:
     assert "court held" in att._engine.members["cosine-word2k"].term_ids
 
 
+def test_window_pairs_read_a_placeholder_as_one_position() -> None:
+    """A window pair joins two words at most three positions apart, a placeholder
+    holding one position and pairing with nothing; with every other word redacted the
+    window reading still ranks the source first, where the kept pairs have nothing."""
+    from presidio_delink.attacks.fts5 import window_grams
+
+    assert window_grams(["a", "", "b", "c", "d", "e"], 3) == [
+        ("a b", "a c"), (), ("b c", "b d", "b e"), ("c d", "c e"), ("d e",), ()]
+    docs = [("d1", "the old court held that the young applicant was right in law."),
+            ("d2", "the young court said that the old applicant was wrong in fact."),
+            ("d3", "a court held that an applicant was right to appeal in time.")]
+    idx = NgramIndex.build(docs, None, max_n=4)
+    att = RankedAttack(idx, members=("bm25-pair3w-qtf", "bm25-word2k"))
+    text = ("The [REDACTED] court [REDACTED] that [REDACTED] young [REDACTED] was "
+            "[REDACTED] in [REDACTED].")
+    terms = set(att._query("bm25-pair3w-qtf", text, "text").terms)
+    assert {"court that", "that young", "young was", "was in"} <= terms
+    assert "the court" in terms and "court young" not in terms  # four apart: none
+    assert not att._query("bm25-word2k", text, "text").terms
+    ps = att.scores(text)
+    row = ps.row("bm25-pair3w-qtf")
+    assert row is not None and int(np.argmax(ps.doc_scores[row])) == 0  # d1
+    for d in range(idx.n_docs):  # the summands add up to the score
+        parts = att.contributions(text, "bm25-pair3w-qtf", doc=d)
+        assert sum(c.score for c in parts) == pytest.approx(ps.doc_scores[row][d])
+    assert "bm25-pair3w-qtf" in AUDIT_MEMBERS
+
+
 @pytest.mark.parametrize("member", ["fts5-unicode61", "fts5-unicode61-stop"])
 @pytest.mark.parametrize("src", [0, 7, 13])
 def test_scores_match_brute_force_bm25(attack: RankedAttack, member: str, src: int) -> None:

@@ -69,7 +69,7 @@ from presidio_delink.attacks.fused import (  # noqa: E402
     features,
     member_rows,
 )
-from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack  # noqa: E402
+from presidio_delink.attacks.ranked import FUSED_MEMBERS, RankedAttack  # noqa: E402
 from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
 from presidio_delink.index import NgramIndex  # noqa: E402
 from presidio_delink.io import atomic_output  # noqa: E402
@@ -85,7 +85,7 @@ def table(att: RankedAttack, group_of: dict[str, str], outputs: list[dict]) -> l
         g = group_of.get(o["id"])
         if g is None or not att.has_group(g):
             continue
-        cands, x = features(member_rows(att.scores(o["text"], sentences=False), AUDIT_MEMBERS))
+        cands, x = features(member_rows(att.scores(o["text"], sentences=False), FUSED_MEMBERS))
         rows.append((att.group_ordinal(g), cands, x))
     return rows
 
@@ -113,7 +113,7 @@ def fit(rows: list[Row], model: str = "logistic") -> dict[str, Any]:
 
 
 def reading(fitted: dict[str, Any]) -> FusedReading:
-    return FusedReading.from_dict({"members": list(AUDIT_MEMBERS), **fitted})
+    return FusedReading.from_dict({"members": list(FUSED_MEMBERS), **fitted})
 
 
 def counts(model: FusedReading, rows: list[Row]) -> dict[str, int]:
@@ -154,7 +154,7 @@ def main() -> None:
     if a.test:
         test_docs = list(tab_test())
         sets.update({("test", s): test_docs for s in settings})
-    att = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)
+    att = RankedAttack(idx, k=2, members=FUSED_MEMBERS)
     rows: dict[tuple[str, str], list[Row]] = {}
     for (name, setting), docs in sets.items():
         stem = f"{name}-{setting}" + ("-unguarded" if a.unguarded else "")
@@ -187,7 +187,7 @@ def main() -> None:
     fitted = fit([r for s in settings for r in rows["held", s]], a.model)
     model = reading(fitted)
     result = {
-        "members": list(AUDIT_MEMBERS), **fitted,
+        "members": list(FUSED_MEMBERS), **fitted,
         "candidates": CANDIDATES, "top": TOP, "unranked": UNRANKED,
         **({"C": C, "class_weight": "balanced"} if a.model == "logistic" else {}),
         "data": f"{n} gold-masked TAB train/dev texts delinked with --llm none, k = 2, the "

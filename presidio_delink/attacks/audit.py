@@ -40,7 +40,12 @@ import numpy as np
 from presidio_delink.attacks.base import Ranked, rank_of
 from presidio_delink.attacks.containment import ContainmentAttack
 from presidio_delink.attacks.fused import FusedReading
-from presidio_delink.attacks.ranked import AUDIT_MEMBERS, PanelScores, RankedAttack
+from presidio_delink.attacks.ranked import (
+    AUDIT_MEMBERS,
+    FUSED_MEMBERS,
+    PanelScores,
+    RankedAttack,
+)
 from presidio_delink.errors import ConfigError
 from presidio_delink.settings import DEFAULT_CROWD
 
@@ -60,17 +65,16 @@ TOP = 5
 #: outputs of ``--protect all``, boosted trees over fifteen independent readers, fitted on
 #: texts the tool protected, found the source first for 8.4 and in the top 5 for 17.8 of
 #: 127, the mean of ten fits; the audit's attacks together 5 and 19, its fused reading 5
-#: and 11; each independent reader alone at most 2 and 10).  Nor does it read the words
-#: kept around a placeholder at their distance in the source: BM25 over the pairs of words
-#: at most three positions apart (``tests/semantic_adversaries.py``, ``window_panel``)
-#: found the source of 81 of those 127 outputs first, 32 once each run of redactions was
-#: one placeholder.
+#: and 11; each independent reader alone at most 2 and 10).  A reader of the words kept
+#: around a placeholder at their distance in the source (BM25 over the pairs of words at
+#: most three positions apart, ``tests/semantic_adversaries.py``) found the source of 81
+#: of those 127 outputs first where the audit said 5; the audit reads such pairs since
+#: (``bm25-pair3w-qtf`` in its panel).
 NOT_AUDITED = (
     "not audited: rankers that combine many readings in other ways than the fused reading "
-    "(for instance boosted trees trained on texts this tool protected), and readers that "
-    "pair the words kept on either side of a placeholder at their distance in the source, "
-    "find sources that no reading here ranks first; read these counts as a lower bound "
-    "(README: what the guarantee covers)"
+    "(for instance boosted trees trained on texts this tool protected) find sources that "
+    "no reading here ranks first; read these counts as a lower bound (README: what the "
+    "guarantee covers)"
 )
 
 
@@ -376,8 +380,9 @@ class Auditor:
             f"{self.first['containment']}, in the top {TOP} for {self.top5['containment']} "
             f"of {n} documents; the calibrated margin claims it for "
             f"{self.claimed['containment']}",
-            f"risk, fused ranked reading (the {members} readings combined by a model fitted "
-            "on held-in texts this tool protected; the protection does not aim at it): "
+            f"risk, fused ranked reading ({len(FUSED_MEMBERS)} of the readings combined by a "
+            "model fitted on held-in texts this tool protected; the protection does not aim "
+            "at it): "
             f"source first for {self.first['fused']}, in the top {TOP} for "
             f"{self.top5['fused']} of {n} documents with a known source",
             f"risk, any attack above (an attacker who reads them all): source first for "

@@ -59,6 +59,7 @@ __all__ = [
     "SPANNING_NGRAMS",
     "STOP_WORDS", "Engine",
     "KEPT_NGRAMS", "PROTECT_MEMBERS_COSINE", "WORD_NGRAMS", "Member", "char_grams",
+    "GAPPED_NGRAMS", "WINDOW_NGRAMS", "window_grams",
     "cross_grams", "engine", "kept_grams", "spanning_grams", "word_grams",
 ]
 
@@ -103,8 +104,22 @@ WORD_NGRAMS = {"word2": 2, "word3": 3}
 #: pair the source never held; a reader of the kept pairs alone found far more sources
 #: (``benchmarks/results/ranked_crowd.md``, fifteenth session).
 KEPT_NGRAMS = {"word2k": 2}
+#: Ordered word pairs at most ``n`` positions apart, a placeholder of the text holding one
+#: position and pairing with nothing (*window* pairs): each word starts the pairs of it
+#: and each of the next ``n`` positions' words.  The words left on either side of a
+#: redaction stood that far apart in the source, so every such pair of an output is one
+#: its source holds; a held-out reader of them (BM25 over pairs up to three positions
+#: apart) found the source of 81 of 127 TAB test outputs of ``--protect all`` first
+#: (``benchmarks/results/ranked_crowd.md``, seventeenth session).  Collection documents
+#: hold no placeholders.
+WINDOW_NGRAMS = {"pair3w": 3}
+#: The tokenisers that read where a text's placeholders stand.
+GAPPED_NGRAMS = frozenset(KEPT_NGRAMS) | frozenset(WINDOW_NGRAMS)
 #: The tokenisers whose grams run across words: a word's grams depend on the next words.
-SPANNING_NGRAMS = frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS) | frozenset(KEPT_NGRAMS)
+SPANNING_NGRAMS = (
+    frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS) | frozenset(KEPT_NGRAMS)
+    | frozenset(WINDOW_NGRAMS)
+)
 
 
 def spanning_grams(tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
@@ -114,7 +129,19 @@ def spanning_grams(tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
         return word_grams(words, WORD_NGRAMS[tok])
     if tok in KEPT_NGRAMS:
         return kept_grams(words, KEPT_NGRAMS[tok])
+    if tok in WINDOW_NGRAMS:
+        return window_grams(words, WINDOW_NGRAMS[tok])
     return cross_grams(words, CROSS_NGRAMS[tok])
+
+
+def window_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    """Each word's window pairs (:data:`WINDOW_NGRAMS`): it and each of the next ``n``
+    words, an empty word (a placeholder) holding a position and pairing with nothing."""
+    out: list[tuple[str, ...]] = [()] * len(words)
+    for i, w in enumerate(words):
+        if w:
+            out[i] = tuple(f"{w} {v}" for v in words[i + 1 : i + 1 + n] if v)
+    return out
 
 
 def kept_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
@@ -265,6 +292,9 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # kept pairs (:data:`KEPT_NGRAMS`): none across a placeholder
     "cosine-word2k": Member("word2k", False, model="cosine"),
     "bm25-word2k": Member("word2k", False, idf="lucene"),
+    # window pairs (:data:`WINDOW_NGRAMS`), every occurrence counted: a reading of the
+    # audit only (seventeenth session)
+    "bm25-pair3w-qtf": Member("pair3w", False, idf="lucene", qtf=True),
 }
 
 #: Every member a panel may hold.
@@ -485,8 +515,8 @@ class Engine:
         """The terms of each word of a word sequence (a text's, in order): the word's own
         terms (:meth:`terms`), or for :data:`SPANNING_NGRAMS` the grams it starts.
         ``gaps[i]``: a placeholder stands between ``words[i - 1]`` and ``words[i]``
-        (read by :data:`KEPT_NGRAMS` only)."""
-        if tok in KEPT_NGRAMS and gaps is not None and any(gaps):
+        (read by :data:`GAPPED_NGRAMS` only)."""
+        if tok in GAPPED_NGRAMS and gaps is not None and any(gaps):
             ext: list[str] = []
             own: list[int] = []
             for w, gap in zip(words, gaps, strict=True):

@@ -258,12 +258,12 @@ class Protector:
         """The guard's fused reading ranks ``group`` within the crowd for ``text``."""
         if self._guard is None:
             from presidio_delink.attacks.fused import FusedReading
-            from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
+            from presidio_delink.attacks.ranked import FUSED_MEMBERS, RankedAttack
 
             model = FusedReading.shipped(guard=True)
-            model.check_panel(AUDIT_MEMBERS)
+            model.check_panel(FUSED_MEMBERS)
             d = self.delinker
-            self._guard = (RankedAttack(d.index, k=d.settings.k, members=AUDIT_MEMBERS), model)
+            self._guard = (RankedAttack(d.index, k=d.settings.k, members=FUSED_MEMBERS), model)
         attack, model = self._guard
         if not attack.has_group(group):
             return False
