@@ -393,11 +393,11 @@ def apply(
 
 def merged_redactions(
     text: str, marks: Sequence[tuple[int, int, str]]
-) -> tuple[str, list[tuple[int, int, str]], int]:
+) -> tuple[str, list[tuple[int, int, str]]]:
     """``text`` with every run of adjacent :data:`REDACTED` placeholders (apart by spaces
     only) that holds one of this tool's redactions (a mark labelled ``"redacted"``)
     written as one placeholder; runs of the input's own placeholders alone stay as they
-    are.  Returns ``(text, marks, placeholders removed)``.
+    are.  Returns ``(text, marks)``.
 
     Why: one placeholder a word tells a reader how many words stood there, and so where
     each kept word stood in the source.  An attacker who pairs the words on either side
@@ -407,7 +407,6 @@ def merged_redactions(
     own = {(a, b) for a, b, label in marks if label == "redacted"}
     found = [(m.start(), m.end()) for m in re.finditer(re.escape(REDACTED), text)]
     edits: list[tuple[int, int, str]] = []
-    removed = 0
     i = 0
     while i < len(found):
         j = i
@@ -415,12 +414,10 @@ def merged_redactions(
             j += 1
         if j > i and any(found[x] in own for x in range(i, j + 1)):
             edits.append((found[i][0], found[j][1], REDACTED))
-            removed += j - i
         i = j + 1
     if not edits:
-        return text, list(marks), 0
-    new_text, new_marks = apply(text, edits, marks)
-    return new_text, new_marks, removed
+        return text, list(marks)
+    return apply(text, edits, marks)
 
 
 def dropped(text: str, start: int, end: int) -> tuple[int, int, str]:

@@ -223,7 +223,7 @@ class PairBM25:
 
         if n_words != 2:
             self.name = f"bm25-{n_words}words-qtf"
-        self.kept = kept or window > 0  # the text read as it stands, masks and all
+        self.raw = kept or window > 0  # the text read as it stands, masks and all
         if window:  # pairs up to ``window`` positions apart (:func:`_window_pairs`)
             self.name = f"bm25-window{window}-pairs-qtf" + (
                 "" if (k1, b) == (0.9, 0.4) else f"-k{k1:g}b{b:g}".replace(".", ""))
@@ -246,7 +246,7 @@ class PairBM25:
         self.groups = _Groups(list(groups))
 
     def _read(self, text: str) -> str:
-        return text if self.kept else _clean(text)
+        return text if self.raw else _clean(text)
 
     def scores(self, text: str) -> dict[str, float]:
         q = self.cv.transform([self._read(text)])  # counts: every occurrence of a pair
@@ -290,7 +290,8 @@ def window_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
                  ) -> list[object]:
     """BM25 over the pairs at most ``window`` positions apart, one member per window and
     ``(k1, b)`` (the other members' Anserini-like 0.9 / 0.4, and the textbook 1.2 / 0.75,
-    which reads these pairs far better: 58 first against 35 on the outputs below)."""
+    which reads these pairs far better: 58 first against 35 on the TAB test outputs of
+    ``--protect all``, ``benchmarks/results/ranked_crowd.md``, seventeenth session)."""
     return [PairBM25(docs, groups, window=w, k1=k1, b=b) for w in windows for k1, b in params]
 
 

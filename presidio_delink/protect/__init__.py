@@ -247,7 +247,7 @@ class Protector:
         if self.guard and "ranked" in self.modes:
             total += self._guarded(res, group, keep, editor)
         if res.text is not None:  # one placeholder a run of redactions (merged_redactions)
-            res.text, res.marks, _ = merged_redactions(res.text, res.marks)
+            res.text, res.marks = merged_redactions(res.text, res.marks)
         res.linkable_after = False
         if d.monitor is not None and total:
             res.semantic = dict(d.monitor.assess(res.text))  # of the text released
