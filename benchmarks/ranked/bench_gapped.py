@@ -34,6 +34,7 @@ import semantic_adversaries as sa  # noqa: E402
 from bench_ranked import commit, uptime  # noqa: E402
 
 from presidio_delink.datasets import tab_collection  # noqa: E402
+from presidio_delink.io import atomic_output  # noqa: E402
 
 
 def main() -> None:
@@ -75,7 +76,8 @@ def main() -> None:
                   f"top 5 {c['top5']} (whole text {c['top5_whole']})", flush=True)
     print("load:", uptime(), flush=True)
     if a.json:
-        a.json.write_text(json.dumps(report, indent=1))
+        with atomic_output(a.json) as f:  # a temporary file, then renamed; 0600
+            f.write(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ import ranked_adversaries as ra  # noqa: E402
 from bench_ranked import commit, uptime  # noqa: E402
 
 from presidio_delink.datasets import tab_collection, tab_test  # noqa: E402
+from presidio_delink.io import atomic_output  # noqa: E402
 
 #: The panel's own-BM25 readers, by name, and how each analyses one word (whether it keeps
 #: repeated terms and whether a unit is a case, the reader itself says).
@@ -221,7 +222,8 @@ def main() -> None:
         print(f"every document out of {'the top 5' if depth == 5 else 'first place'} under "
               f"each reader: at least {pct:.1f} % of words", flush=True)
     if a.json:
-        a.json.write_text(json.dumps(report, indent=1))
+        with atomic_output(a.json) as f:  # a temporary file, then renamed; 0600
+            f.write(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
