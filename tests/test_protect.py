@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from ranked_adversaries import Winnowing, ranked_outcome, ranked_panel, top_group
 
 from presidio_delink import NgramIndex
+from presidio_delink.attacks.audit import exposed_by
 from presidio_delink.attacks.containment import ContainmentAttack
 from presidio_delink.attacks.ranked import PROTECT_MEMBERS, RankedAttack
 from presidio_delink.cli import main
@@ -105,6 +106,26 @@ def test_kept_pairs_member_pairs_no_words_across_a_mask() -> None:
 
     got = sa._kept_pairs("The [REDACTED] Court <PERSON> held that a Müller ****** won.")
     assert got == ["held that", "that a", "a muller"]
+
+
+def test_window_members_pair_around_a_mask_by_its_width() -> None:
+    """The held-out window readers (``window_panel``): a mask holds one position (or none,
+    ``mask_width`` 0) and pairs with nothing; triples join three words inside the window;
+    each reader finds every sample input's source in its top 5."""
+    import semantic_adversaries as sa
+
+    text = "a [REDACTED] b c ****** d"
+    assert sa._window_pairs(text, window=2) == ["a b", "b c", "c d"]
+    assert sa._window_pairs(text, window=2, mask_width=0) == ["a b", "a c", "b c", "b d", "c d"]
+    assert sa._window_pairs(text, window=3, size=3) == ["a b c", "b c d"]
+    groups = [i for i, _ in COLLECTION]
+    readers = [*sa.window_panel(COLLECTION, groups, [3]),
+               *sa.window_panel(COLLECTION, groups, [4], size=3),
+               *sa.window_panel(COLLECTION, groups, [3], mask_width=0)]
+    assert len({r.name for r in readers}) == 6
+    for r in readers:
+        for doc_id, t in INPUTS:
+            assert ranked_outcome(r, t, doc_id)["whole_top5"], (r.name, doc_id)
 
 
 def test_protect_all_holds_for_the_tools_attacks(
@@ -281,10 +302,18 @@ def test_cli_delink_protect_all(index: NgramIndex, tmp_path: Path) -> None:
         ["delink", "--index", str(index.directory), "--llm", "none", "--protect", "all",
          "--no-progress", "-o", str(out), str(inp)],
     )
-    assert r.exit_code == 0, r.output
     recs = [json.loads(x) for x in out.read_text().splitlines()]
+    # the protection's own readings keep the source out of first place ...
     assert all(rec["source_ranks"]["ranked"]["source_rank"] != 1 for rec in recs)
     assert all(rec["source_ranks"]["containment"]["source_rank"] != 1 for rec in recs)
+    # ... and the exit code follows the crowd rule under every attack the audit reads,
+    # the fused reading (which the protection does not aim at) included: on this
+    # 40-document collection it can put a protected source within the crowd (5th, at the
+    # eighteenth session), and the run then says so
+    exposed = [rec["id"] for rec in recs if exposed_by(rec["source_ranks"])]
+    assert r.exit_code == (3 if exposed else 0), r.output
+    if exposed:
+        assert "crowd rule" in r.output and "broken for" in r.output
     bad = CliRunner().invoke(
         main,
         ["delink", "--index", str(index.directory), "--llm", "none", "--protect", "bm25",

@@ -15,7 +15,11 @@ documents' cases each ranks first (whole text or best sentence) and in its top 5
 Usage::
 
     python benchmarks/ranked/bench_gapped.py --work benchmarks/_work/fusion-tguard \\
-        [--settings arity1,containment,ranked,all] [--windows 3] [--json OUT]
+        [--settings arity1,containment,ranked,all] [--windows 3] [--variants 3:4:1,2:3:0]
+        [--json OUT]
+
+``--variants`` (eighteenth session, once the protection read the pairs at window 3, a mask
+one position): triples in a window, and a mask that takes no position.
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ def main() -> None:
                     help="bench_ranked.py's --work: test-SETTING.json outputs")
     ap.add_argument("--settings", default="arity1,containment,ranked,all")
     ap.add_argument("--windows", default="3", help="pair windows, comma-separated")
+    ap.add_argument("--variants", default="",
+                    help="held-out variants besides the pairs at each window: comma-separated "
+                         "SIZE:WINDOW:MASK_WIDTH (SIZE 2 pairs or 3 triples; MASK_WIDTH 0: a "
+                         "mask takes no position), e.g. 2:3:0,3:4:1")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     print("load:", uptime(), "commit:", commit(), flush=True)
@@ -51,6 +59,9 @@ def main() -> None:
     t0 = time.perf_counter()
     readers = [sa.PairBM25(coll, groups, kept=True),
                *sa.window_panel(coll, groups, [int(w) for w in a.windows.split(",")])]
+    for v in [x for x in a.variants.split(",") if x.strip()]:
+        size, window, width = (int(x) for x in v.split(":"))
+        readers += sa.window_panel(coll, groups, [window], size=size, mask_width=width)
     print(f"readers built in {time.perf_counter() - t0:.0f} s", flush=True)
     report: dict[str, dict[str, dict[str, int]]] = {}
     for setting in [s.strip() for s in a.settings.split(",") if s.strip()]:

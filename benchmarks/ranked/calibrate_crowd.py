@@ -65,6 +65,7 @@ from presidio_delink.attacks.fts5 import (  # noqa: E402
     PROTECT_MEMBERS,
     PROTECT_MEMBERS_BASE,
     PROTECT_MEMBERS_COSINE,
+    PROTECT_MEMBERS_KEPT,
     PROTECT_MEMBERS_PAIRS,
     PROTECT_MEMBERS_QTF,
 )
@@ -124,7 +125,9 @@ PANELS: dict[str, tuple[str, ...]] = {
     "pairs-cos3-2k": (*PROTECT_MEMBERS_PAIRS, "cosine-word3", "cosine-word2k"),
     # the first choice with BM25 over kept pairs; and kept pairs in place of the joined
     "pairs-cos23-k": (*PROTECT_MEMBERS_COSINE, "bm25-word2k"),
-    "kept": PROTECT_MEMBERS,
+    "kept": PROTECT_MEMBERS_KEPT,
+    # and the window pairs around each placeholder (eighteenth session; the shipped one)
+    "window": PROTECT_MEMBERS,
 }
 
 

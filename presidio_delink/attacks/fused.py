@@ -56,10 +56,13 @@ UNRANKED = 1000
 #: The depth of the "top" features (and of the audit's top-5 reading).
 TOP = 5
 #: The audit's model file, shipped with the package (fitted on outputs of the guarded
-#: protection).
+#: protection of the sixteenth session, whose panel did not read the window pairs: fitted
+#: again on outputs of the protection that does, its trees found nothing out of fold, and
+#: a reading that finds nothing tells the user nothing; ``benchmarks/results/
+#: ranked_crowd.md``, eighteenth session).
 MODEL_FILE = "ranked_fusion.json"
-#: The protection's guard's model file (fitted on outputs of the protection without the
-#: guard: :class:`~presidio_delink.protect.Protector`).
+#: The protection's guard's model file (fitted on outputs of the shipped protection
+#: without the guard: :class:`~presidio_delink.protect.Protector`).
 GUARD_FILE = "ranked_fusion_guard.json"
 
 
