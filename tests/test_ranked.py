@@ -233,7 +233,12 @@ def test_window_pairs_read_a_placeholder_as_one_position() -> None:
     for d in range(idx.n_docs):  # the summands add up to the score
         parts = att.contributions(text, "bm25-pair3w-qtf", doc=d)
         assert sum(c.score for c in parts) == pytest.approx(ps.doc_scores[row][d])
-    assert "bm25-pair3w-qtf" in AUDIT_MEMBERS
+    assert "bm25-pair3w-qtf" in AUDIT_MEMBERS and "bm25-pair8w-qtf" in AUDIT_MEMBERS
+    assert "bm25-pair3w-qtf" in PROTECT_MEMBERS
+    wide = set(RankedAttack(idx, members=("bm25-pair8w-qtf",))._query(
+        "bm25-pair8w-qtf", text, "text").terms)
+    assert terms < wide and {"court young", "the was"} <= wide  # four and eight apart
+    assert "the in" not in wide  # ten apart
 
 
 @pytest.mark.parametrize("member", ["fts5-unicode61", "fts5-unicode61-stop"])

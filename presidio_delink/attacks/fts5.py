@@ -112,8 +112,10 @@ KEPT_NGRAMS = {"word2k": 2}
 #: its source holds; a held-out reader of them (BM25 over pairs up to three positions
 #: apart) found the source of 81 of 127 TAB test outputs of ``--protect all`` first
 #: (``benchmarks/results/ranked_crowd.md``, seventeenth session).  Collection documents
-#: hold no placeholders.
-WINDOW_NGRAMS = {"pair3w": 3}
+#: hold no placeholders.  ``pair5w`` and ``pair8w``: the same up to five and eight
+#: positions apart (eighteenth session: held-out readers of wider windows found more once
+#: the protection read three).
+WINDOW_NGRAMS = {"pair3w": 3, "pair5w": 5, "pair8w": 8}
 #: The tokenisers that read where a text's placeholders stand.
 GAPPED_NGRAMS = frozenset(KEPT_NGRAMS) | frozenset(WINDOW_NGRAMS)
 #: The tokenisers whose grams run across words: a word's grams depend on the next words.
@@ -296,6 +298,8 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # window pairs (:data:`WINDOW_NGRAMS`), every occurrence counted: a reading of the
     # audit (seventeenth session) and of the protection (eighteenth)
     "bm25-pair3w-qtf": Member("pair3w", False, idf="lucene", qtf=True),
+    "bm25-pair5w-qtf": Member("pair5w", False, idf="lucene", qtf=True),
+    "bm25-pair8w-qtf": Member("pair8w", False, idf="lucene", qtf=True),
 }
 
 #: Every member a panel may hold.
