@@ -33,7 +33,11 @@ range beside it (``trees``; seed 0 alone is ``trees_seed0``).
 Usage::
 
     python benchmarks/bench_learned_ranker.py [--setting all] [--panel NAME]
-        [--work DIR] [--seeds N] [--json OUT]
+        [--work DIR] [--seeds N] [--windows 3,8,16] [--json OUT]
+
+``--windows``: the held-out window-pair readers (``tests/semantic_adversaries.py``,
+``window_panel``) join the fifteen as features, at each window and both parameterisations
+(eighteenth session: each alone found up to 8 first once the protection read window 3).
 
 ``--panel``: the protection's panel, one of ``benchmarks/ranked/calibrate_crowd.py``'s
 ``PANELS`` (a panel to compare; the attacker is the same).  The protected outputs are
@@ -137,6 +141,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="cache of the protected outputs")
     ap.add_argument("--seeds", type=int, default=10,
                     help="fits of the trees, one per random seed (the module docstring)")
+    ap.add_argument("--windows", default="",
+                    help="also the held-out window-pair readers at these windows (comma-"
+                         "separated; semantic_adversaries.window_panel, both parameterisations)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     if a.seeds < 1:
@@ -174,6 +181,8 @@ def main() -> None:
           f"{time.process_time() - t0:.0f} CPU s", flush=True)
     t0 = time.process_time()
     readers = ra.ranked_panel(coll, groups) + sa.semantic_panel(coll, groups, dense=False)
+    if a.windows:
+        readers += sa.window_panel(coll, groups, [int(w) for w in a.windows.split(",")])
     names = [r.name for r in readers]  # type: ignore[attr-defined]
     table: dict[str, list[Row]] = {}
     for name, docs in outs.items():

@@ -380,7 +380,7 @@ class Auditor:
             f"{self.first['containment']}, in the top {TOP} for {self.top5['containment']} "
             f"of {n} documents; the calibrated margin claims it for "
             f"{self.claimed['containment']}",
-            f"risk, fused ranked reading ({len(FUSED_MEMBERS)} of the readings combined by a "
+            f"risk, fused ranked reading (the {len(FUSED_MEMBERS)} readings combined by a "
             "model fitted on held-in texts this tool protected; the protection does not aim "
             "at it): "
             f"source first for {self.first['fused']}, in the top {TOP} for "
