@@ -381,8 +381,8 @@ class Auditor:
             f"of {n} documents; the calibrated margin claims it for "
             f"{self.claimed['containment']}",
             f"risk, fused ranked reading (the {len(FUSED_MEMBERS)} readings combined by a "
-            "model fitted on held-in texts this tool protected; the protection does not aim "
-            "at it): "
+            "model fitted on held-in texts this tool protected; the protection's guard aims "
+            "at another fit, made on unguarded outputs): "
             f"source first for {self.first['fused']}, in the top {TOP} for "
             f"{self.top5['fused']} of {n} documents with a known source",
             f"risk, any attack above (an attacker who reads them all): source first for "
