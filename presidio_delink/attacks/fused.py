@@ -56,9 +56,8 @@ UNRANKED = 1000
 #: The depth of the "top" features (and of the audit's top-5 reading).
 TOP = 5
 #: The audit's model file, shipped with the package (fitted on outputs of the guarded
-#: protection of the sixteenth session, whose panel did not read the window pairs: fitted
-#: again on outputs of the protection that does, its trees found nothing out of fold, and
-#: a reading that finds nothing tells the user nothing; ``benchmarks/results/
+#: protection; over the 18 readings without the window pairs, fitted on such outputs, its
+#: trees found nothing out of fold, and over all twenty 18 of 113: ``benchmarks/results/
 #: ranked_crowd.md``, eighteenth session).
 MODEL_FILE = "ranked_fusion.json"
 #: The protection's guard's model file (fitted on outputs of the shipped protection
