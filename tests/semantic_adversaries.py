@@ -34,6 +34,9 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   ``-k12b075``: the same at k1 = 1.2, b = 0.75). A
   redaction-aware reader: where a protection redacts every other word, the words left
   on either side of a mask stood two apart in the source, and still pair there.
+  ``window_panel(size=3)``: ``bm25-windowN-triples-qtf``, ordered triples inside the
+  window; ``mask_width=0``: ``...-mask0``, a mask that takes no position (eighteenth
+  session, once the protection read the pairs at window 3).
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
@@ -275,6 +278,8 @@ def _window_pairs(text: str, window: int = 3, size: int = 2, mask_width: int = 1
     accents folded); a mask holds ``mask_width`` positions (1: it stands for at least one
     word; 0: none, the words around it as if side by side) and pairs with nothing.  With
     ``size`` 3, ordered triples whose first and last words are at most ``window`` apart."""
+    if size not in (2, 3):
+        raise ValueError(f"size must be 2 (pairs) or 3 (triples), not {size}")
     toks: list[str | None] = []
     for m in _MASK_OR_WORD.finditer(text):
         if MASK.fullmatch(m.group()):

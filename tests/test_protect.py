@@ -302,18 +302,17 @@ def test_cli_delink_protect_all(index: NgramIndex, tmp_path: Path) -> None:
         ["delink", "--index", str(index.directory), "--llm", "none", "--protect", "all",
          "--no-progress", "-o", str(out), str(inp)],
     )
+    assert r.exit_code in (0, 3), r.output
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     # the protection's own readings keep the source out of first place ...
     assert all(rec["source_ranks"]["ranked"]["source_rank"] != 1 for rec in recs)
     assert all(rec["source_ranks"]["containment"]["source_rank"] != 1 for rec in recs)
     # ... and the exit code follows the crowd rule under every attack the audit reads,
-    # the fused reading (which the protection does not aim at) included: on this
-    # 40-document collection it can put a protected source within the crowd (5th, at the
-    # eighteenth session), and the run then says so
+    # the fused reading (another fit than the guard's) included: on this 40-document
+    # collection it puts protected sources within the crowd, and the run then says so
     exposed = [rec["id"] for rec in recs if exposed_by(rec["source_ranks"])]
     assert r.exit_code == (3 if exposed else 0), r.output
-    if exposed:
-        assert "crowd rule" in r.output and "broken for" in r.output
+    assert f"broken for {len(exposed)} of {len(recs)} documents" in r.output
     bad = CliRunner().invoke(
         main,
         ["delink", "--index", str(index.directory), "--llm", "none", "--protect", "bm25",

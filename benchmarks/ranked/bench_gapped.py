@@ -62,6 +62,9 @@ def main() -> None:
     for v in [x for x in a.variants.split(",") if x.strip()]:
         size, window, width = (int(x) for x in v.split(":"))
         readers += sa.window_panel(coll, groups, [window], size=size, mask_width=width)
+    names = [r.name for r in readers]
+    if len(set(names)) != len(names):
+        ap.error(f"a reader is asked for twice: {sorted(n for n in names if names.count(n) > 1)}")
     print(f"readers built in {time.perf_counter() - t0:.0f} s", flush=True)
     report: dict[str, dict[str, dict[str, int]]] = {}
     for setting in [s.strip() for s in a.settings.split(",") if s.strip()]:

@@ -105,7 +105,7 @@ PANELS: dict[str, tuple[str, ...]] = {
     # the fourteenth session's panel (word pairs by BM25), and with readings that do not
     # saturate term frequency nor rank single words only (fifteenth session): TF-IDF
     # cosine over words, pairs and triples, BM25 over triples.  "pairs-cos23" was the
-    # session's first choice, "kept" its last (the shipped PROTECT_MEMBERS).
+    # session's first choice, "kept" its last (the shipped panel until the eighteenth).
     "pairs": PROTECT_MEMBERS_PAIRS,
     "pairs-cos1": (*PROTECT_MEMBERS_PAIRS, "cosine-word1"),
     "pairs-w3": (*PROTECT_MEMBERS_PAIRS, "bm25-word3"),

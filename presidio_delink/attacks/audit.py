@@ -61,15 +61,12 @@ CROWD_MARGIN = 0.05
 TOP = 5
 #: What the audit does not read, said with its counts.  The audit reads one learned
 #: combination of its readings (``"fused"``: :mod:`~presidio_delink.attacks.fused`); other
-#: combinations may find more (``benchmarks/bench_learned_ranker.py``: on the TAB test
-#: outputs of ``--protect all``, boosted trees over fifteen independent readers, fitted on
-#: texts the tool protected, found the source first for 8.4 and in the top 5 for 17.8 of
-#: 127, the mean of ten fits; the audit's attacks together 5 and 19, its fused reading 5
-#: and 11; each independent reader alone at most 2 and 10).  A reader of the words kept
-#: around a placeholder at their distance in the source (BM25 over the pairs of words at
-#: most three positions apart, ``tests/semantic_adversaries.py``) found the source of 81
-#: of those 127 outputs first where the audit said 5; the audit reads such pairs since
-#: (``bm25-pair3w-qtf`` in its panel).
+#: combinations may find more (``benchmarks/bench_learned_ranker.py --windows 3,8,16``:
+#: on the TAB test outputs of ``--protect all`` at the eighteenth session, boosted trees
+#: over fifteen independent readers and six window-pair readers, fitted on texts the tool
+#: protected, found the source first for 16.6 and in the top 5 for 37.5 of 127, the mean
+#: of ten fits; the audit's attacks together 15 and 35, its fused reading 13 and 27; each
+#: independent reader alone at most 2 and 13).
 NOT_AUDITED = (
     "not audited: rankers that combine many readings in other ways than the fused reading "
     "(for instance boosted trees trained on texts this tool protected) find sources that "

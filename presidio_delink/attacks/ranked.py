@@ -111,16 +111,17 @@ _WORD_READINGS: tuple[str, ...] = (
 #: above said at most 5 (35 once a run of redactions is one placeholder).  The protection
 #: reads them too since the eighteenth session (:data:`PROTECT_MEMBERS`), and the audit
 #: reads them up to eight positions apart as well (``bm25-pair8w-qtf``): on the test
-#: outputs of that protection, held-out readers of windows of 8 to 16 positions found the
-#: source first for up to 8 and in their top 5 for up to 28 where the window of three
-#: found none; this reading said 6 and 20.
+#: outputs of that protection (its first step, before the guard read window pairs),
+#: held-out readers of windows of 8 to 16 positions found the source first for up to 8
+#: and in their top 5 for up to 28 where the window of three found none; this reading,
+#: whole text only, 6 and 20.
 AUDIT_MEMBERS: tuple[str, ...] = (*_WORD_READINGS, "bm25-pair3w-qtf", "bm25-pair8w-qtf")
 #: What the fused readings combine (:mod:`~presidio_delink.attacks.fused`: the audit's,
 #: and the protection's guard, :class:`~presidio_delink.protect.Protector`): every reading
 #: of the audit; a model is fitted for its members.  Until the eighteenth session they
 #: left out the window pairs; a learned ranker over held-out window readers and fifteen
 #: others then found the source first for 25.6 of 127 test outputs (the mean of ten fits)
-#: where each reader alone found at most 7 (``benchmarks/results/ranked_crowd.md``).
+#: where each reader alone found at most 8 (``benchmarks/results/ranked_crowd.md``).
 FUSED_MEMBERS: tuple[str, ...] = AUDIT_MEMBERS
 
 __all__ = [
