@@ -129,7 +129,6 @@ PANELS: dict[str, tuple[str, ...]] = {
     # and the window pairs around each placeholder (eighteenth session; the shipped one)
     "window": PROTECT_MEMBERS,
     "window5": (*PROTECT_MEMBERS_KEPT, "bm25-pair5w-qtf"),
-    "window35": (*PROTECT_MEMBERS, "bm25-pair5w-qtf"),
 }
 
 

@@ -78,15 +78,14 @@ Row = tuple[int, np.ndarray, np.ndarray]  # (source ordinal, candidates, X)
 C = 1.0
 
 
-def table(att: RankedAttack, group_of: dict[str, str], outputs: list[dict],
-          members: tuple[str, ...] = FUSED_MEMBERS) -> list[Row]:
+def table(att: RankedAttack, group_of: dict[str, str], outputs: list[dict]) -> list[Row]:
     """Feature rows of each output whose source the index groups."""
     rows = []
     for o in outputs:
         g = group_of.get(o["id"])
         if g is None or not att.has_group(g):
             continue
-        cands, x = features(member_rows(att.scores(o["text"], sentences=False), members))
+        cands, x = features(member_rows(att.scores(o["text"], sentences=False), FUSED_MEMBERS))
         rows.append((att.group_ordinal(g), cands, x))
     return rows
 
@@ -113,8 +112,8 @@ def fit(rows: list[Row], model: str = "logistic") -> dict[str, Any]:
             "intercept": float(np.ravel(t._baseline_prediction)[0])}
 
 
-def reading(fitted: dict[str, Any], members: tuple[str, ...] = FUSED_MEMBERS) -> FusedReading:
-    return FusedReading.from_dict({"members": list(members), **fitted})
+def reading(fitted: dict[str, Any]) -> FusedReading:
+    return FusedReading.from_dict({"members": list(FUSED_MEMBERS), **fitted})
 
 
 def counts(model: FusedReading, rows: list[Row]) -> dict[str, int]:
@@ -155,8 +154,7 @@ def main() -> None:
     if a.test:
         test_docs = list(tab_test())
         sets.update({("test", s): test_docs for s in settings})
-    members = FUSED_MEMBERS
-    att = RankedAttack(idx, k=2, members=members)
+    att = RankedAttack(idx, k=2, members=FUSED_MEMBERS)
     rows: dict[tuple[str, str], list[Row]] = {}
     for (name, setting), docs in sets.items():
         stem = f"{name}-{setting}" + ("-unguarded" if a.unguarded else "")
@@ -169,7 +167,7 @@ def main() -> None:
             with atomic_output(cache) as f:
                 f.write(json.dumps(outs))
         t0 = time.process_time()
-        rows[name, setting] = table(att, group_of, outs, members)
+        rows[name, setting] = table(att, group_of, outs)
         print(f"{name} {setting}: {len(rows[name, setting])} outputs, features "
               f"{time.process_time() - t0:.1f} CPU s", flush=True)
     n = len(held_docs)
@@ -179,7 +177,7 @@ def main() -> None:
         halves = [set(perm[::2].tolist()), set(perm[1::2].tolist())]
         for i in (0, 1):
             half = reading(fit([r for s in settings for j, r in enumerate(rows["held", s])
-                                if j in halves[i]], a.model), members)
+                                if j in halves[i]], a.model))
             for s in settings:
                 got = counts(half, [r for j, r in enumerate(rows["held", s])
                                     if j in halves[1 - i]])
@@ -187,9 +185,9 @@ def main() -> None:
                     oof[s][key] += got[key] / 3
     oof = {s: {k: round(v, 1) for k, v in c.items()} for s, c in oof.items()}
     fitted = fit([r for s in settings for r in rows["held", s]], a.model)
-    model = reading(fitted, members)
+    model = reading(fitted)
     result = {
-        "members": list(members), **fitted,
+        "members": list(FUSED_MEMBERS), **fitted,
         "candidates": CANDIDATES, "top": TOP, "unranked": UNRANKED,
         **({"C": C, "class_weight": "balanced"} if a.model == "logistic" else {}),
         "data": f"{n} gold-masked TAB train/dev texts delinked with --llm none, k = 2, the "
