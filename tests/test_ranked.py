@@ -788,3 +788,34 @@ def test_cross_word_ngram_member_matches_brute_force(index: NgramIndex, member: 
             parts = att.contributions(text, member, query=q, doc=0)
             assert sum(p.score for p in parts) == pytest.approx(ps.doc_scores[i][0], rel=1e-9)
             break
+
+
+def test_sentence_scores_are_remembered_and_read_the_same(index: NgramIndex) -> None:
+    """A text read again with one sentence changed scores only that sentence (and a
+    neighbour whose pairs reach into it) again, and reads exactly as an attack that
+    remembers nothing."""
+    from presidio_delink.attacks.ranked import AUDIT_MEMBERS
+
+    ws = CORPUS[3][1].split(" ")
+    sents = [" ".join(ws[i : i + 12]) for i in range(0, 96, 12)]
+    other = list(sents)
+    other[2] = " ".join(CORPUS[5][1].split(" ")[:12])
+    a, b = ". ".join(sents) + ".", ". ".join(other) + "."
+    cached = RankedAttack(index, members=AUDIT_MEMBERS)
+    cached.scores(a)
+    n = len(cached._sentences)
+    got = cached.scores(b)
+    grown = len(cached._sentences) - n
+    fresh = RankedAttack(index, members=AUDIT_MEMBERS)
+    fresh._sentences_cap = 0
+    want = fresh.scores(b)
+    assert not fresh._sentences
+    assert got.keys == want.keys and np.array_equal(got.doc_scores, want.doc_scores)
+    # that sentence, and a neighbour whose pairs reach into it; none of the others
+    near = sum(q in ("sentence:1", "sentence:2", "sentence:3") for _m, q in got.keys)
+    assert sum(q == "sentence:2" for _m, q in got.keys) <= grown <= near
+    small = RankedAttack(index, members=AUDIT_MEMBERS)
+    small._sentences_cap = 3
+    small.scores(a)
+    assert len(small._sentences) == 3  # the least recently read go first
+    assert list(small._sentences) == list(cached._sentences)[-3:]

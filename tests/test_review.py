@@ -264,7 +264,7 @@ import os, sys
 from presidio_delink import NgramIndex
 from presidio_delink.review import ReviewSession, Verifier
 idx = NgramIndex.build([(d, t) for d, t in __import__('presidio_delink.io', fromlist=['x']).read_many([{str(ROOT / "samples" / "collection.jsonl")!r}])], {str(tmp_path / "idx")!r})
-s = ReviewSession({str(files["delinked"])!r}, Verifier(idx, attacks={{}}), {str(out)!r},
+s = ReviewSession({str(files["delinked"])!r}, Verifier(idx, panel=False), {str(out)!r},
                   input_path={str(files["input"])!r}, reviewer='crash')
 doc = s.document(s.records[1]['id'])
 c = next(c for c in doc['chunks'] if c['kind'] == 'rewrite')
@@ -279,7 +279,7 @@ os._exit(9)  # no close, no cleanup
 
     s = ReviewSession(
         files["delinked"],
-        Verifier(NgramIndex.load(tmp_path / "idx"), attacks={}),
+        Verifier(NgramIndex.load(tmp_path / "idx"), panel=False),
         out,
         input_path=files["input"],
     )
@@ -327,40 +327,43 @@ def test_cli_review_refuses_output_over_its_input(files, tmp_path) -> None:  # t
     assert r.exit_code == 2 and "error:" in r.output
 
 
-def test_ranked_attack_joins_the_panel_when_installed(sample_index, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import types
+def test_panel_reads_as_the_audit(sample_index, sample_docs, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The review's default panel is the audit's: the same attacks, the same ranks for the
+    same text (``source_ranks``); without the ranked module, containment alone."""
+    from presidio_delink.attacks.audit import Auditor
+    from presidio_delink.review import AuditPanel
 
+    group = sample_index.doc_groups[0]
+    text = " ".join(sample_docs[0][1].split()[:120])  # part of the first document
+    audit = Auditor(sample_index, k=2)
+    want = audit.audit("doc", text, group)
+    v = Verifier(sample_index, k=2)
+    assert v.panel is not None and v.panel.names == ("containment", "ranked", "fused")
+    got = v.verify(text, group=group).attacks
+    assert set(got) == {"containment", "ranked", "fused"}
+    for name in got:
+        assert got[name]["source_rank"] == want[name]["source_rank"], name
+        assert got[name]["top_group"] == want[name]["top_group"], name
+    assert v.panel.ranked.members == audit.ranked.members
+    monkeypatch.setitem(sys.modules, "presidio_delink.attacks.ranked", None)
+    assert AuditPanel(sample_index, 2).names == ("containment",)
+
+
+def test_an_attack_that_now_ranks_the_source_first_refuses(sample_index) -> None:  # type: ignore[no-untyped-def]
     from presidio_delink.attacks.base import Ranked, Verdict
-    from presidio_delink.review import default_attacks
 
     calls = []
 
-    class RankedAttack:
+    class Ranking:
         name = "ranked"
-
-        def __init__(self, index, k):  # type: ignore[no-untyped-def]
-            self.k = k
 
         def verdict(self, text: str) -> Verdict:
             calls.append(text)
             return Verdict("ranked", (Ranked("g1", 2.0, "d1"), Ranked("g2", 1.0, "d2")), True)
 
-    class FusedAttack:
-        name = "fused"
-
-        def __init__(self, index, k):  # type: ignore[no-untyped-def]
-            self.k = k
-
-    mod = types.ModuleType("presidio_delink.attacks.ranked")
-    mod.RankedAttack = RankedAttack  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "presidio_delink.attacks.ranked", mod)
-    fused = types.ModuleType("presidio_delink.attacks.fused")
-    fused.FusedAttack = FusedAttack  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "presidio_delink.attacks.fused", fused)
-    attacks = default_attacks(sample_index, 2)
-    assert set(attacks) == {"containment", "ranked", "fused"}
-    v = Verifier(sample_index, attacks={"ranked": attacks["ranked"]})
+    v = Verifier(sample_index, panel=False, attacks={"ranked": Ranking()})
     base = v.verify("some text", group="g2").attacks
+    assert set(base) == {"ranked"}
     assert base["ranked"]["source_rank"] == 2 and not base["ranked"]["regressed"]
     # The source moves to first place where the delink output had it second: refused.
     r = v.verify("some text", group="g1", baseline=base)

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,10 @@ from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 from presidio_delink.text import Token
 
+#: Memory for the sentence queries' scores a :class:`RankedAttack` remembers (a row of the
+#: collection's size each): a review action or a protection round changes a few sentences
+#: of a text that was read before, and only those are scored again.
+SENTENCE_CACHE_BYTES = 64 * 2**20
 #: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
 #: four calibrated members, which alone take the margin decision, and the readings that
 #: count for the source's rank only: query-tf (a query parser keeps every pasted word)
@@ -224,6 +229,7 @@ class PanelScores:
         self.n_terms = n_terms
         self.doc_scores = doc_scores
         self.group_scores = attack.group_max(doc_scores)
+        self._leads: np.ndarray | None = None
 
     def row(self, member: str, query: str = "text") -> int | None:
         """Row of ``(member, query)`` (None when that query has no term)."""
@@ -284,13 +290,17 @@ class PanelScores:
         return [key for i, key in enumerate(self.keys) if self.rank_of(i, group) == 1]
 
     def leads(self) -> np.ndarray:
-        """:func:`lead` of every row."""
+        """:func:`lead` of every row (computed once: the scores do not change)."""
+        if self._leads is not None:
+            return self._leads
         k = self.attack.k
-        s = np.sort(self.group_scores, axis=1)[:, ::-1]
-        s1 = s[:, 0]
-        sk = s[:, k - 1] if s.shape[1] >= k else np.zeros(len(s))
+        g = self.group_scores
+        s1 = g.max(axis=1) if g.shape[1] else np.zeros(len(g))
+        sk = np.partition(g, -k, axis=1)[:, -k] if g.shape[1] >= k else np.zeros(len(g))
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(s1 > 0, (s1 - sk) / np.where(s1 > 0, s1, 1.0), 0.0)
+        out.setflags(write=False)
+        self._leads = out
         return out
 
     def claim(self) -> tuple[str, tuple[str, str], float] | None:
@@ -401,6 +411,11 @@ class RankedAttack:
             self.group_index[self._by_group], np.arange(self.n_groups)
         )
         self._engine = engine(index, chosen)
+        # a sentence query's scores, by member, terms and counts (read-only arrays): a
+        # text read again with a few sentences changed (a review action, a protection
+        # round) scores only those again
+        self._sentences: OrderedDict[tuple[object, ...], np.ndarray] = OrderedDict()
+        self._sentences_cap = SENTENCE_CACHE_BYTES // (8 * max(1, index.n_docs))
 
     # -- helpers for PanelScores ------------------------------------------------------
     def has_group(self, group: str) -> bool:
@@ -511,6 +526,23 @@ class RankedAttack:
             raise ConfigError(f"{member!r} is not a member of this panel {list(self.members)}")
 
     # -- public ---------------------------------------------------------------------
+    def _sentence_scores(self, member: str, terms: list[str], counts: list[int]) -> np.ndarray:
+        """The engine's scores of one sentence query, remembered (at most
+        :data:`SENTENCE_CACHE_BYTES` of them, the least recently read dropped first).
+        Called with the engine's lock held."""
+        key = (member, *terms, None, *counts)
+        got = self._sentences.get(key)
+        if got is not None:
+            self._sentences.move_to_end(key)
+            return got
+        got = self._engine.scores(member, terms, counts)
+        if self._sentences_cap:
+            got.setflags(write=False)
+            self._sentences[key] = got
+            while len(self._sentences) > self._sentences_cap:
+                self._sentences.popitem(last=False)
+        return got
+
     def scores(self, text: str, sentences: bool = True) -> PanelScores:
         """Every member's scores for the whole text and (unless ``sentences`` is False)
         each sentence; queries without a term are left out.
@@ -552,7 +584,7 @@ class RankedAttack:
                 sent_scores = np.zeros((len(bounds), self.index.n_docs))
                 for j, tis in enumerate(in_sent):
                     if tis:
-                        sent_scores[j] = self._engine.scores(
+                        sent_scores[j] = self._sentence_scores(
                             m, [terms[ti] for ti in tis], list(tis.values())
                         )
                 text_scores = self._engine.scores(m, terms, occ)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -105,13 +106,13 @@ def review(index_dir: Path, key_file: Path | None, k: int, arity: int, max_n: in
     Serves on 127.0.0.1 and prints the page's address with its access token. Every change
     is verified against the index and the attack panel before it is saved.
     """
-    from presidio_delink.review import ReviewSession, Verifier, default_attacks
+    from presidio_delink.review import ReviewSession, Verifier
     from presidio_delink.review.session import check_paths
 
     output = output or delinked.with_name(delinked.stem + ".reviewed.jsonl")
     check_paths(output, delinked, input_path, index_dir)
     idx = load_index(index_dir, key_file)
-    attacks = default_attacks(idx, k)
+    attacks: dict[str, Any] = {}
     if monitor_inputs:
         attacks["semantic"] = semantic_monitor(idx, k, monitor_inputs, output)
     verifier = Verifier(idx, k=k, arity=arity, max_n=max_n, attacks=attacks,

@@ -7,14 +7,19 @@ attack panel.
 """
 
 from presidio_delink.review.session import Conflict, ReviewSession, state_path_for
-from presidio_delink.review.verify import PiiGuard, Verification, Verifier, default_attacks
+from presidio_delink.review.verify import (
+    AuditPanel,
+    PiiGuard,
+    Verification,
+    Verifier,
+)
 
 __all__ = [
+    "AuditPanel",
     "Conflict",
     "PiiGuard",
     "ReviewSession",
     "Verification",
     "Verifier",
-    "default_attacks",
     "state_path_for",
 ]

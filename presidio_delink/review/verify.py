@@ -10,13 +10,17 @@ A reviewed text *verifies* when three things hold:
    ``pii`` edits) is in the text, compared as folded words (case, diacritics, look-alike
    letters), nor an uncommon word of one that the delinker's own output did not contain.
 3. **No attack gains.** Each attack of the panel (``containment``; ``ranked``, BM25 search,
-   when :mod:`presidio_delink.attacks.ranked` is importable; ``semantic`` when a monitor is
-   given)
+   and ``fused``, the audit's learned reading, when :mod:`presidio_delink.attacks.ranked`
+   is importable; ``semantic`` when a monitor is given)
    ranks the source's group no better than it ranked it in the delinker's output, when
    the source is known: an attack that did not put the source first there may not put it
-   first now.  The panel cannot demand more than the release had: ``delink`` without
-   ``--protect`` leaves most sources first under containment search, and the reviewer
-   sees that rank, but a document is not refused for it.
+   first now.  The default panel (:class:`AuditPanel`) reads the text as ``delink``'s
+   audit does (:func:`~presidio_delink.attacks.audit.source_ranks`: the audit's twenty
+   readings, the searcher's rank), so the ranks the reviewer sees after an edit are the
+   ranks the audit gave the delinker's output, read again.  The panel cannot demand more
+   than the release had: ``delink`` without ``--protect`` leaves most sources first under
+   containment search, and the reviewer sees that rank, but a document is not refused for
+   it.
 
 Cost: one ``analyze`` plus one run of each attack; the times:
 ``benchmarks/results/bench_review.md`` (``benchmarks/bench_review.py``).
@@ -35,7 +39,7 @@ from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.settings import DelinkSettings
 
-__all__ = ["PiiGuard", "Verification", "Verifier", "default_attacks"]
+__all__ = ["AuditPanel", "PiiGuard", "Verification", "Verifier"]
 
 _COMMON = frozenset(fold_word(w) for w in COMMON_WORDS)
 
@@ -75,23 +79,45 @@ class Verification:
         return out
 
 
-def default_attacks(index: NgramIndex, k: int) -> dict[str, Any]:
-    """The panel: containment always; ranked search and the audit's fused reading
-    (:class:`~presidio_delink.attacks.fused.FusedAttack`) when their module is installed."""
-    from presidio_delink.attacks.containment import ContainmentAttack
+class AuditPanel:
+    """The attacks ``delink``'s audit reads, read as it reads them: containment always;
+    ranked search over the audit's readings
+    (:data:`~presidio_delink.attacks.ranked.AUDIT_MEMBERS`) and the audit's fused reading
+    over the same scores, when :mod:`presidio_delink.attacks.ranked` is importable.  Each
+    record is :func:`~presidio_delink.attacks.audit.source_ranks`'s: the rank a searcher
+    reads, the top group, whether the calibrated margin claims the source.
 
-    out: dict[str, Any] = {"containment": ContainmentAttack(index, k=k)}
-    try:
-        from presidio_delink.attacks.ranked import RankedAttack
-    except ImportError:
-        return out
-    out["ranked"] = RankedAttack(index, k)
-    try:
-        from presidio_delink.attacks.fused import FusedAttack
-    except ImportError:
-        return out
-    out["fused"] = FusedAttack(index, k)
-    return out
+    Args:
+        index: the reference collection's index.
+        k: the run's ``k``.
+    """
+
+    def __init__(self, index: NgramIndex, k: int) -> None:
+        from presidio_delink.attacks.containment import ContainmentAttack
+
+        self.containment = ContainmentAttack(index, k=k)
+        self.ranked: Any = None
+        self.fused: Any = None
+        try:
+            from presidio_delink.attacks.fused import FusedReading
+            from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
+        except ImportError:
+            return
+        self.ranked = RankedAttack(index, k=k, members=AUDIT_MEMBERS)
+        fused = FusedReading.shipped()
+        fused.check_panel(self.ranked.members)
+        self.fused = fused
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The attacks read, as the records name them."""
+        return ("containment",) + (("ranked", "fused") if self.ranked is not None else ())
+
+    def records(self, text: str, group: str) -> dict[str, dict[str, Any]]:
+        """Each attack's record for ``text`` from source ``group``."""
+        from presidio_delink.attacks.audit import source_ranks
+
+        return source_ranks(text, group, self.containment, None, self.ranked, self.fused)
 
 
 class Verifier:
@@ -102,8 +128,10 @@ class Verifier:
         settings: the delink run's settings (``k``, ``arity`` and ``max_n`` are read;
             :class:`~presidio_delink.settings.DelinkSettings`); keyword ``overrides``
             replace some of them by name.
-        attacks: name -> attack (``verdict(text, top)``, see :mod:`presidio_delink.attacks`);
-            None: :func:`default_attacks`.
+        attacks: further attacks read beside the panel, name -> attack (``verdict(text,
+            top)``, see :mod:`presidio_delink.attacks`; ``semantic`` is one).
+        panel: the audit's attacks (:class:`AuditPanel`); True: one over ``index``;
+            False: none.
         explain_docs: name the collection documents a linkable phrase links to (their ids
             may be sensitive: off by default).
         top: how deep the attacks' rankings are read for the source's rank.
@@ -115,6 +143,7 @@ class Verifier:
         settings: DelinkSettings | None = None,
         *,
         attacks: dict[str, Any] | None = None,
+        panel: AuditPanel | bool = True,
         explain_docs: bool = False,
         top: int = 50,
         **overrides: Any,
@@ -123,7 +152,12 @@ class Verifier:
         k, arity, max_n = st.k, st.arity, st.max_n
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates max_n for the index
         self.index, self.k, self.arity, self.max_n = index, k, arity, max_n
-        self.attacks = default_attacks(index, k) if attacks is None else dict(attacks)
+        self.panel: AuditPanel | None = None
+        if isinstance(panel, AuditPanel):
+            self.panel = panel
+        elif panel:
+            self.panel = AuditPanel(index, k)
+        self.attacks = dict(attacks or {})
         self.explain_docs = explain_docs
         self.top = top
         self._group_of = dict(zip(index.doc_ids, index.doc_groups, strict=True))
@@ -191,18 +225,24 @@ class Verifier:
         for s in v.pii:
             v.reasons.append(f"re-exposes removed PII: {s!r}")
         if group is not None:
+            read: dict[str, tuple[int | None, str | None, bool]] = {}
+            if self.panel is not None:
+                for name, rec in self.panel.records(text, group).items():
+                    read[name] = (rec["source_rank"], rec["top_group"], rec["margin_claims"])
             for name, attack in self.attacks.items():
                 verdict = _verdict(attack, text, self.top)
-                rank = rank_of(verdict.ranking, group)
+                top = verdict.ranking[0].group if verdict.ranking else None
+                read[name] = (rank_of(verdict.ranking, group), top,
+                              bool(verdict.linked) and top == group)
+            for name, (rank, top, claims) in read.items():
                 base = (baseline or {}).get(name, {}).get("source_rank", "none")
                 regressed = rank == 1 and base not in ("none", 1)
-                top = verdict.ranking[0].group if verdict.ranking else None
                 exposed = rank is not None and rank <= self.settings.crowd
                 v.attacks[name] = {
                     "source_rank": rank,
                     "baseline_rank": None if base == "none" else base,
                     "top_group": top,
-                    "margin_claims": bool(verdict.linked) and top == group,
+                    "margin_claims": claims,
                     "exposed": exposed,
                     "regressed": regressed,
                 }
