@@ -167,7 +167,7 @@ def main() -> None:
     verifier = Verifier(idx, k=2)
     panel = verifier.panel
     assert panel is not None
-    print("attack panel:", ", ".join(panel.names + tuple(verifier.attacks)))
+    print("attack panel:", ", ".join(panel.ATTACKS + tuple(verifier.attacks)))
     # the baseline, timed on the same texts: the panel before it read as the audit does
     # (ranked search over the four calibrated members, the fused reading apart)
     from presidio_delink.attacks.fused import FusedAttack
@@ -180,7 +180,7 @@ def main() -> None:
         for tid, _orig, deid in tests:
             res = delinker.delink(deid, tid)
             rec = res.to_json()
-            rec["source_ranks"] = panel.records(res.text or "", group_of[tid])  # delink's audit
+            rec["source_ranks"] = panel.read(res.text or "", group_of[tid])  # delink's audit
             out.write(json.dumps(rec) + "\n")
             inp.write(json.dumps({"id": tid, "text": deid}) + "\n")
     session = ReviewSession(

@@ -290,11 +290,11 @@ def _window_pairs(text: str, window: int = 3, size: int = 2, mask_width: int = 1
     for i, a in enumerate(toks):
         if a is None:
             continue
-        ahead = [(j, b) for j, b in enumerate(toks[i + 1 : i + 1 + window]) if b is not None]
+        ahead = [b for b in toks[i + 1 : i + 1 + window] if b is not None]
         if size == 2:
-            out.extend(f"{a} {b}" for _, b in ahead)
+            out.extend(f"{a} {b}" for b in ahead)
         else:
-            out.extend(f"{a} {b} {c}" for x, (_, b) in enumerate(ahead) for _, c in ahead[x + 1:])
+            out.extend(f"{a} {b} {c}" for x, b in enumerate(ahead) for c in ahead[x + 1:])
     return out
 
 

@@ -327,26 +327,24 @@ def test_cli_review_refuses_output_over_its_input(files, tmp_path) -> None:  # t
     assert r.exit_code == 2 and "error:" in r.output
 
 
-def test_panel_reads_as_the_audit(sample_index, sample_docs, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_panel_reads_as_the_audit(sample_index, sample_docs) -> None:  # type: ignore[no-untyped-def]
     """The review's default panel is the audit's: the same attacks, the same ranks for the
-    same text (``source_ranks``); without the ranked module, containment alone."""
+    same text, and reading an edit counts nothing in the audit's tallies."""
     from presidio_delink.attacks.audit import Auditor
-    from presidio_delink.review import AuditPanel
 
     group = sample_index.doc_groups[0]
     text = " ".join(sample_docs[0][1].split()[:120])  # part of the first document
     audit = Auditor(sample_index, k=2)
     want = audit.audit("doc", text, group)
     v = Verifier(sample_index, k=2)
-    assert v.panel is not None and v.panel.names == ("containment", "ranked", "fused")
+    assert v.panel is not None and v.panel.ATTACKS == ("containment", "ranked", "fused")
     got = v.verify(text, group=group).attacks
     assert set(got) == {"containment", "ranked", "fused"}
     for name in got:
         assert got[name]["source_rank"] == want[name]["source_rank"], name
         assert got[name]["top_group"] == want[name]["top_group"], name
     assert v.panel.ranked.members == audit.ranked.members
-    monkeypatch.setitem(sys.modules, "presidio_delink.attacks.ranked", None)
-    assert AuditPanel(sample_index, 2).names == ("containment",)
+    assert v.panel.known == 0 and audit.known == 1
 
 
 def test_an_attack_that_now_ranks_the_source_first_refuses(sample_index) -> None:  # type: ignore[no-untyped-def]

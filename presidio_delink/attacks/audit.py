@@ -302,11 +302,15 @@ class Auditor:
         """Documents audited (their source known)."""
         return len(self.ranks)
 
+    def read(self, text: str, group: str) -> dict[str, dict[str, Any]]:
+        """Attack ``text`` (from source ``group``) and return its record, counting
+        nothing (the review app reads each edit so: :class:`~presidio_delink.review.
+        verify.Verifier`)."""
+        return source_ranks(text, group, self.containment, self.monitor, self.ranked, self.fused)
+
     def audit(self, doc_id: str, text: str, group: str) -> dict[str, dict[str, Any]]:
         """Attack ``text`` (from source ``group``), count it, return its record."""
-        ranks = source_ranks(
-            text, group, self.containment, self.monitor, self.ranked, self.fused
-        )
+        ranks = self.read(text, group)
         self.add(doc_id, group, ranks)
         return ranks
 

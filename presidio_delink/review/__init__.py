@@ -7,15 +7,9 @@ attack panel.
 """
 
 from presidio_delink.review.session import Conflict, ReviewSession, state_path_for
-from presidio_delink.review.verify import (
-    AuditPanel,
-    PiiGuard,
-    Verification,
-    Verifier,
-)
+from presidio_delink.review.verify import PiiGuard, Verification, Verifier
 
 __all__ = [
-    "AuditPanel",
     "Conflict",
     "PiiGuard",
     "ReviewSession",

@@ -14,9 +14,9 @@ A reviewed text *verifies* when three things hold:
    is importable; ``semantic`` when a monitor is given)
    ranks the source's group no better than it ranked it in the delinker's output, when
    the source is known: an attack that did not put the source first there may not put it
-   first now.  The default panel (:class:`AuditPanel`) reads the text as ``delink``'s
-   audit does (:func:`~presidio_delink.attacks.audit.source_ranks`: the audit's twenty
-   readings, the searcher's rank), so the ranks the reviewer sees after an edit are the
+   first now.  The default panel is ``delink``'s audit
+   (:meth:`~presidio_delink.attacks.audit.Auditor.read`: the audit's twenty readings, the
+   searcher's rank), so the ranks the reviewer sees after an edit are the
    ranks the audit gave the delinker's output, read again.  The panel cannot demand more
    than the release had: ``delink`` without ``--protect`` leaves most sources first under
    containment search, and the reviewer sees that rank, but a document is not refused for
@@ -33,13 +33,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from presidio_delink.attacks.audit import Auditor
 from presidio_delink.attacks.base import rank_of
 from presidio_delink.edits import COMMON_WORDS, fold_word, fold_words
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.settings import DelinkSettings
 
-__all__ = ["AuditPanel", "PiiGuard", "Verification", "Verifier"]
+__all__ = ["PiiGuard", "Verification", "Verifier"]
 
 _COMMON = frozenset(fold_word(w) for w in COMMON_WORDS)
 
@@ -79,47 +80,6 @@ class Verification:
         return out
 
 
-class AuditPanel:
-    """The attacks ``delink``'s audit reads, read as it reads them: containment always;
-    ranked search over the audit's readings
-    (:data:`~presidio_delink.attacks.ranked.AUDIT_MEMBERS`) and the audit's fused reading
-    over the same scores, when :mod:`presidio_delink.attacks.ranked` is importable.  Each
-    record is :func:`~presidio_delink.attacks.audit.source_ranks`'s: the rank a searcher
-    reads, the top group, whether the calibrated margin claims the source.
-
-    Args:
-        index: the reference collection's index.
-        k: the run's ``k``.
-    """
-
-    def __init__(self, index: NgramIndex, k: int) -> None:
-        from presidio_delink.attacks.containment import ContainmentAttack
-
-        self.containment = ContainmentAttack(index, k=k)
-        self.ranked: Any = None
-        self.fused: Any = None
-        try:
-            from presidio_delink.attacks.fused import FusedReading
-            from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
-        except ImportError:
-            return
-        self.ranked = RankedAttack(index, k=k, members=AUDIT_MEMBERS)
-        fused = FusedReading.shipped()
-        fused.check_panel(self.ranked.members)
-        self.fused = fused
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The attacks read, as the records name them."""
-        return ("containment",) + (("ranked", "fused") if self.ranked is not None else ())
-
-    def records(self, text: str, group: str) -> dict[str, dict[str, Any]]:
-        """Each attack's record for ``text`` from source ``group``."""
-        from presidio_delink.attacks.audit import source_ranks
-
-        return source_ranks(text, group, self.containment, None, self.ranked, self.fused)
-
-
 class Verifier:
     """Verifies reviewed texts against one index and one attack panel.
 
@@ -130,8 +90,10 @@ class Verifier:
             replace some of them by name.
         attacks: further attacks read beside the panel, name -> attack (``verdict(text,
             top)``, see :mod:`presidio_delink.attacks`; ``semantic`` is one).
-        panel: the audit's attacks (:class:`AuditPanel`); True: one over ``index``;
-            False: none.
+        panel: the audit whose attacks are read
+            (:class:`~presidio_delink.attacks.audit.Auditor`; only its
+            :meth:`~presidio_delink.attacks.audit.Auditor.read`, nothing is counted); True:
+            one over ``index``; False: none.
         explain_docs: name the collection documents a linkable phrase links to (their ids
             may be sensitive: off by default).
         top: how deep the attacks' rankings are read for the source's rank.
@@ -143,7 +105,7 @@ class Verifier:
         settings: DelinkSettings | None = None,
         *,
         attacks: dict[str, Any] | None = None,
-        panel: AuditPanel | bool = True,
+        panel: Auditor | bool = True,
         explain_docs: bool = False,
         top: int = 50,
         **overrides: Any,
@@ -152,11 +114,11 @@ class Verifier:
         k, arity, max_n = st.k, st.arity, st.max_n
         analyze(index, "", k=k, arity=arity, max_n=max_n)  # validates max_n for the index
         self.index, self.k, self.arity, self.max_n = index, k, arity, max_n
-        self.panel: AuditPanel | None = None
-        if isinstance(panel, AuditPanel):
+        self.panel: Auditor | None = None
+        if isinstance(panel, Auditor):
             self.panel = panel
         elif panel:
-            self.panel = AuditPanel(index, k)
+            self.panel = Auditor(index, k, crowd=st.crowd)
         self.attacks = dict(attacks or {})
         self.explain_docs = explain_docs
         self.top = top
@@ -227,7 +189,7 @@ class Verifier:
         if group is not None:
             read: dict[str, tuple[int | None, str | None, bool]] = {}
             if self.panel is not None:
-                for name, rec in self.panel.records(text, group).items():
+                for name, rec in self.panel.read(text, group).items():
                     read[name] = (rec["source_rank"], rec["top_group"], rec["margin_claims"])
             for name, attack in self.attacks.items():
                 verdict = _verdict(attack, text, self.top)
