@@ -35,8 +35,8 @@ indirectly, to BM25's reading is checked by readers it never modelled:
   redaction-aware reader: where a protection redacts every other word, the words left
   on either side of a mask stood two apart in the source, and still pair there.
   ``window_panel(size=3)``: ``bm25-windowN-triples-qtf``, ordered triples inside the
-  window; ``mask_width=0``: ``...-mask0``, a mask that takes no position (eighteenth
-  session, once the protection read the pairs at window 3).
+  window; ``mask_width=0``: ``...-mask0``, a mask that takes no position (held-out
+  variants for a protection that reads the pairs at window 3).
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
