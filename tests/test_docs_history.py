@@ -26,7 +26,11 @@ SKIPPED_DIRS = {"_work", "__pycache__", ".venv", ".mypy_cache", ".ruff_cache", "
 #: fails below, so that the list only shrinks).
 OWNED_ELSEWHERE: frozenset[str] = frozenset()
 
-_ORDINAL_WORDS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth", "thirtieth"]
+_ORDINAL_WORDS = (
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+    "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth",
+    "seventeenth", "eighteenth", "nineteenth", "twentieth", "thirtieth",
+)
 ORDINAL = (r"(?:(?:twenty|thirty)-)?(?:" + "|".join(_ORDINAL_WORDS) + r")"
            r"|\d+(?:st|nd|rd|th)")
 #: Phrases that date a change by the order of the work.  Matched case-insensitively on the
