@@ -26,7 +26,7 @@ to each reader alone (whole text).
 
 The trees are fitted once per random seed (``--seeds``, default 10: scikit-learn holds
 out a random tenth of the rows to stop early). One fit is a draw: on the same outputs
-(the sixteenth session's `--protect all`), seeds 0-9 found the source first for 4 to 13
+(`--protect all` at 54ce3b1, 2026-12-05), seeds 0-9 found the source first for 4 to 13
 of the 127 test documents; the figure that counts is the mean over the seeds, with the
 range beside it (``trees``; seed 0 alone is ``trees_seed0``).
 
@@ -37,7 +37,7 @@ Usage::
 
 ``--windows``: the held-out window-pair readers (``tests/semantic_adversaries.py``,
 ``window_panel``) join the fifteen as features, at each window and both parameterisations
-(eighteenth session: each alone found up to 8 first once the protection read window 3).
+(each alone found up to 8 first against a protection that reads window 3).
 
 ``--panel``: the protection's panel, one of ``benchmarks/ranked/calibrate_crowd.py``'s
 ``PANELS`` (a panel to compare; the attacker is the same).  The protected outputs are

@@ -24,19 +24,19 @@ indirectly, to BM25's reading is checked by readers it never modelled:
 * ``tfidf-kept-pairs``: TF-IDF cosine (sublinear tf, scikit-learn's smoothed idf, every
   pair kept) over the pairs of words that stand side by side in the text: none across a
   mask.  The members above delete the masks and pair the words on either side, pairs the
-  source never held.  Added in the fifteenth session, after a held-in reader of this kind
-  (``benchmarks/ranked/vector_family.py``) found on the then default's test outputs far
-  more sources than ``tfidf-pairs`` did; it shares no code with that reader.
+  source never held.  A held-in reader of this kind
+  (``benchmarks/ranked/vector_family.py``) found on the test outputs of a protection that
+  did not read kept pairs far more sources than ``tfidf-pairs`` did; it shares no code with that reader.
   ``bm25-kept-pairs-qtf``: ``bm25-pairs-qtf`` over the same kept pairs.
-* ``bm25-window3-pairs-qtf`` (:func:`window_panel`, seventeenth session; not in
+* ``bm25-window3-pairs-qtf`` (:func:`window_panel`; not in
   :func:`semantic_panel`): ``bm25-pairs-qtf`` over the ordered pairs of words at most
   three positions apart, a mask holding one position and pairing with nothing (and
   ``-k12b075``: the same at k1 = 1.2, b = 0.75). A
   redaction-aware reader: where a protection redacts every other word, the words left
   on either side of a mask stood two apart in the source, and still pair there.
   ``window_panel(size=3)``: ``bm25-windowN-triples-qtf``, ordered triples inside the
-  window; ``mask_width=0``: ``...-mask0``, a mask that takes no position (eighteenth
-  session, once the protection read the pairs at window 3).
+  window; ``mask_width=0``: ``...-mask0``, a mask that takes no position (held-out
+  variants for a protection that reads the pairs at window 3).
 
 Every member has ``name`` and ``scores(text) -> {group: score}`` (higher is closer), as
 the members of ``ranked_adversaries.ranked_panel``, so ``ranked_adversaries.ranked_outcome``
@@ -305,10 +305,10 @@ def window_panel(docs: Sequence[tuple[str, str]], groups: Sequence[str],
     """BM25 over the pairs at most ``window`` positions apart, one member per window and
     ``(k1, b)`` (the other members' Anserini-like 0.9 / 0.4, and the textbook 1.2 / 0.75,
     which reads these pairs far better: 58 first against 35 on the TAB test outputs of
-    ``--protect all``, ``benchmarks/results/ranked_crowd.md``, seventeenth session).
+    ``--protect all``, ``benchmarks/results/ranked_crowd.md``, run of 2026-12-05 at da6f056).
     ``size`` 3 reads ordered triples in the window; ``mask_width`` 0 lets a mask take no
-    position (eighteenth session: held-out variants once the protection read the pairs at
-    window 3, a mask one position)."""
+    position (held-out variants of a protection that reads the pairs at window 3, a mask one
+    position)."""
     return [PairBM25(docs, groups, window=w, k1=k1, b=b, size=size, mask_width=mask_width)
             for w in windows for k1, b in params]
 

@@ -1071,7 +1071,7 @@ def _one_word(
         ("plots", "NNS", []),  # a plot to kill is no parcel: only in a frame
         ("invoked", "VBD", ["relied on"]),  # a phrasal verb's first word inflected
         ("regulations", "NNS", []),  # "regulation works on a river" is no "rule"
-        ("residing", "VBG", ["living"]),  # twelfth session's entries
+        ("residing", "VBG", ["living"]),  # register entries read on held-in texts
         ("renewed", "VBN", []),  # "renewed his request" is no "extended": not listed
         ("contracts", "NNS", ["agreements"]),
         ("time-limit", "NN", ["deadline"]),
@@ -1094,7 +1094,7 @@ def test_the_legal_register_proposes_its_stand_ins_in_the_words_form(
 
 @pytest.mark.parametrize(
     ("word", "tag"),
-    # thirteenth session, read in the protection's outputs: WordNet's words changed what
+    # read in the protection's outputs: WordNet's words changed what
     # these say ("could not be" -> "could non be", "had" -> "received", "damages" ->
     # "costs", "the time to finish" -> "instance")
     [("not", "RB"), ("still", "RB"), ("had", "VBD"), ("prevented", "VBD"),
@@ -1141,7 +1141,7 @@ def test_the_legal_register_lists_some_words_with_no_stand_in(word: str, tag: st
         ("maintained", "VBD", "that", ["argued"]),  # listed with none elsewhere (above)
         ("national", "JJ", "legislation", ["domestic"]),
         ("national", "JJ", "power", []),  # "came to national power" (a biography)
-        # fourteenth session, read on held-in texts
+        # read on held-in texts
         ("appeal", "NN", "was", ["challenge"]),  # "the applicant's appeal was dismissed"
         ("appeals", "NNS", "on", ["challenges"]),  # "their appeals on points of law"
         ("appeal", "NN", "court", []),  # a noun's modifier: no "challenge court"

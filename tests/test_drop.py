@@ -65,7 +65,7 @@ def tokens(text: str, tags: str) -> list[tuple[int, int, str]]:
         ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 1, True),
         ("the Erzincan Martial Law Court", "DT NNP NNP NNP NNP", 2, False),  # inside a name
         # only before a public body each place has its own of: without its first word the
-        # name names another body (Wikipedia biographies, thirteenth session)
+        # name names another body (read on Wikipedia biographies)
         ("the Canadian Football League team", "DT NNP NNP NNP NN", 1, False),
         ("banned as child pornography by", "VBN IN NN NN IN", 2, False),
         ("in the illegal armed organisation .", "IN DT JJ JJ NN .", 3, False),  # the charge

@@ -76,7 +76,7 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         # ordinals
         ("the second applicant", "second", None, ["other"]),  # one of two
         # a rank among many, or no noun after it: "the other" would say another thing
-        # (read on Wikipedia biographies, thirteenth session)
+        # (read on Wikipedia biographies)
         ("the third applicant", "third", None, []),
         ("the 40th vice president of", "40th", None, []),
         ("his second wife", "second", None, []),
@@ -113,7 +113,7 @@ def gen(text: str, span: str, label: str | None = None) -> list[str]:
         ("application (no. [REDACTED]/97)", "97", None, []),
         ("plots nos. 60/[REDACTED]", "60", None, []),
         ("paid [REDACTED],018 euros", "018", None, []),  # the rest of "1,018"
-        # read on Wikipedia biographies (thirteenth session)
+        # read on Wikipedia biographies
         ("she posted a .983 fielding average", "983", None, []),  # a decimal fraction
         ("He played 67' before", "67", None, []),  # minutes
         ("at #182 on the Forbes 400 list", "400", None, []),  # part of a name
@@ -266,7 +266,7 @@ def _sentence_words(sentence: str, span: str) -> list[str]:
          "repeats a phrase of its sentence"),
         ("the applicant was charged", "charged", "the applicant",
          "repeats a phrase of its sentence"),
-        # a word a few places off (read on Wikipedia biographies, thirteenth session)
+        # a word a few places off (read on Wikipedia biographies)
         ("He is an American singer, musician and songwriter", "singer", "musician",
          "repeats a word beside it"),
     ],

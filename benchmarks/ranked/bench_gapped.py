@@ -8,9 +8,9 @@ at their distance in the source: ``bm25-window3-pairs-qtf`` (``tests/semantic_ad
 of words at most three positions apart, a mask holding a position. Against a protection
 that redacts every other word, the words left stood two apart in the source.
 
-Read beside ``bm25-kept-pairs-qtf`` (the strongest reader of the benchmark's panel at the
-sixteenth session) in the same run: for each setting's cached outputs, how many of the
-documents' cases each ranks first (whole text or best sentence) and in its top 5.
+Read beside ``bm25-kept-pairs-qtf`` (the strongest reader of the benchmark's panel against the
+protection at 54ce3b1, 2026-12-05) in the same run: for each setting's cached outputs, how many of
+the documents' cases each ranks first (whole text or best sentence) and in its top 5.
 
 Usage::
 
@@ -18,7 +18,7 @@ Usage::
         [--settings arity1,containment,ranked,all] [--windows 3] [--variants 3:4:1,2:3:0]
         [--json OUT]
 
-``--variants`` (eighteenth session, once the protection read the pairs at window 3, a mask
+``--variants`` (held-out variants for a protection that reads the pairs at window 3, a mask
 one position): triples in a window, and a mask that takes no position.
 """
 

@@ -22,8 +22,8 @@ the benchmark's adversaries) reads where the source lands:
 * ``vec:top1`` / ``vec:top5``: the worst member of a held-in family that does not rank by
   BM25 (``vector_family.py``: TF-IDF cosine over word 1-, 2- and 3-grams, per document
   and per group), by the whole text; ``fused:*``: a reader fusing the ranks of both
-  families.  With ``--vector`` the rule reads them too (fifteenth session: the learned
-  ranker of ``bench_learned_ranker.py`` draws on such readers).
+  families.  With ``--vector`` the rule reads them too (the learned ranker of
+  ``bench_learned_ranker.py`` draws on such readers).
 
 Held-in texts: TAB train/dev documents (gold-masked; the collection grouped by case), as
 ``calibrate_protect.py`` reads them (``--offset`` skips the first ones: a second slice).
@@ -102,10 +102,10 @@ PANELS: dict[str, tuple[str, ...]] = {
     "qtf-char4xq": (*PROTECT_MEMBERS_QTF, "bm25-char4x-qtf"),
     "qtf-char-char4x": (*PROTECT_MEMBERS_QTF, "bm25-char4-qtf", "bm25-char4x-qtf",
                         "bm25-char4x-k2b1"),
-    # the fourteenth session's panel (word pairs by BM25), and with readings that do not
-    # saturate term frequency nor rank single words only (fifteenth session): TF-IDF
-    # cosine over words, pairs and triples, BM25 over triples.  "pairs-cos23" was the
-    # session's first choice, "kept" its last (the shipped panel until the eighteenth).
+    # the panel with word pairs by BM25, and with readings that do not saturate term
+    # frequency nor rank single words only: TF-IDF cosine over words, pairs and triples,
+    # BM25 over triples ("pairs-cos23" and "kept" were chosen in turn on held-in texts;
+    # ranked_crowd.md, run of 2026-12-05 at 421fd9a).
     "pairs": PROTECT_MEMBERS_PAIRS,
     "pairs-cos1": (*PROTECT_MEMBERS_PAIRS, "cosine-word1"),
     "pairs-w3": (*PROTECT_MEMBERS_PAIRS, "bm25-word3"),
@@ -120,13 +120,13 @@ PANELS: dict[str, tuple[str, ...]] = {
                         "cosine-word2-case", "cosine-word3-case"),
     "pairs-cos23s": (*PROTECT_MEMBERS_PAIRS, "cosine-word2-smooth", "cosine-word3-smooth"),
     "pairs-cos23-2s": (*PROTECT_MEMBERS_COSINE, "cosine-word2-smooth"),
-    # kept pairs: none across a placeholder (fifteenth session)
+    # kept pairs: none across a placeholder
     "pairs-cos23-2k": (*PROTECT_MEMBERS_COSINE, "cosine-word2k"),
     "pairs-cos3-2k": (*PROTECT_MEMBERS_PAIRS, "cosine-word3", "cosine-word2k"),
     # the first choice with BM25 over kept pairs; and kept pairs in place of the joined
     "pairs-cos23-k": (*PROTECT_MEMBERS_COSINE, "bm25-word2k"),
     "kept": PROTECT_MEMBERS_KEPT,
-    # and the window pairs around each placeholder (eighteenth session; the shipped one)
+    # and the window pairs around each placeholder (the shipped panel)
     "window": PROTECT_MEMBERS,
     "window5": (*PROTECT_MEMBERS_KEPT, "bm25-pair5w-qtf"),
 }

@@ -4,7 +4,7 @@ panel on held-in data (never the TAB test documents).
 The benchmark's held-out readers that score otherwise (TF-IDF cosine, LSA, word pairs and
 triples: ``tests/semantic_adversaries.py``) and the learned ranker over them
 (``benchmarks/bench_learned_ranker.py``) find sources the defence's BM25 panel buries
-(``benchmarks/results/ranked_crowd.md``, fourteenth session).  A panel chosen against
+(``benchmarks/results/ranked_crowd.md``, run of 2026-12-05 at f760d28).  A panel chosen against
 them would be tuned to its check, so this family is written here, for the calibration
 only: it shares no code with the defence's attacks (``presidio_delink.attacks``) nor with
 the benchmark's readers.
@@ -14,7 +14,7 @@ the benchmark's readers.
   smoothed idf ``ln((1 + N) / (1 + df)) + 1``, scaled to unit length; the query's the
   same.  A group scores as its best document (``doc``) or as one document, its texts'
   counts summed (``group``).
-* **BM25 members** (2, fifteenth session): BM25 (k1 1.2, b 0.75, Lucene's idf, each
+* **BM25 members** (2): BM25 (k1 1.2, b 0.75, Lucene's idf, each
   distinct n-gram once) over the same word pairs and triples, a group scored by its best
   document (named ``vec2:bm25`` and ``vec3:bm25``).
 * **Fused reader** (1): reciprocal-rank fusion (``sum 1 / (60 + rank)``) of the whole-text

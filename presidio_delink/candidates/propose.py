@@ -95,14 +95,14 @@ SENSE_DECAY = 0.5
 SLOT_BONUS = 0.15
 MAX_DOCS = 150
 #: Below this cosine of company, a lexicon word is used for something else (module
-#: docstring).  Chosen on the held-in TAB train/dev texts (12 texts, 311 one-word rewrites
-#: read, ``benchmarks/results/rewrite_candidates.md``, fifth session): below 0.045 about
-#: two in three rewrites were wrong (``born`` -> ``delivered``, ``family`` -> ``house``),
-#: from 0.045 to 0.06 one in two (``ordered`` -> ``told``, ``tribunal`` -> ``assembly``).
-#: Read again by band (sixth session, the 12 texts' 169 rewrites at 0.06): from 0.06 to
-#: 0.08, 12 of 25 word pairs wrong (``allowance`` -> ``share``, ``man`` -> ``person``
-#: where his sex was the point, ``interest`` -> ``benefit``); from 0.08 to 0.10, 10 of 29;
-#: above 0.10, about one in four.  A wrong fact misleads where a redaction does not.
+#: docstring).  Chosen on the held-in TAB train/dev texts (12 texts, 311 one-word rewrites read,
+#: ``benchmarks/results/rewrite_candidates.md``, run of 2026-12-03 at 2c6333d): below 0.045 about
+#: two in three rewrites were wrong (``born`` -> ``delivered``, ``family`` -> ``house``), from 0.045
+#: to 0.06 one in two (``ordered`` -> ``told``, ``tribunal`` -> ``assembly``). Read again by band
+#: (the 12 texts' 169 rewrites at 0.06, run of 2026-12-04 at 857bd33): from 0.06 to 0.08, 12 of 25
+#: word pairs wrong (``allowance`` -> ``share``, ``man`` -> ``person`` where his sex was the point,
+#: ``interest`` -> ``benefit``); from 0.08 to 0.10, 10 of 29; above 0.10, about one in four.  A
+#: wrong fact misleads where a redaction does not.
 SAME_USE = 0.08
 #: A word of another WordNet sense than the one the collection uses the run's word in needs
 #: this much (held-in, above 0.1 about one rewrite in four was wrong).

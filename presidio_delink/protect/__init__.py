@@ -85,7 +85,7 @@ DEFAULT_CONTAINMENT_CROWD = 1
 #: protected learns it (boosted trees over the audit's readings, fitted on the unguarded
 #: outputs, found the source first for 14 and in their top 5 for 24 of 113 held-in TAB
 #: train/dev texts out of fold, where each reading alone found 0 and at most 5).  Chosen on
-#: those held-in texts only (``benchmarks/results/ranked_crowd.md``, sixteenth session):
+#: those held-in texts only (``benchmarks/results/ranked_crowd.md``, run of 2026-12-05 at 54ce3b1):
 #: with the guard at 2x then 4x, words changed rose from 69.4 % to 71.5 %, and trees
 #: fitted again on the guarded outputs (out of fold) found 3 first and 5 in their top 5
 #: (with a logistic regression as the guard's model: 71.2 % of words, 5 and 10).

@@ -32,7 +32,7 @@ DEFAULT_REWRITE_ROUNDS = 3
 #: word it may rewrite (:meth:`ProtectJob.costs`): among words that lower the source's
 #: score alike, the cover takes the rewritable ones, and one that would be redacted
 #: only where it does this much more per word.  Chosen on held-in TAB train/dev texts
-#: (``benchmarks/results/rewrite_candidates.md``, "fourth session").
+#: (``benchmarks/results/rewrite_candidates.md``, run of 2026-12-03 at 327d8f6).
 DEFAULT_REDACTION_COST = 3.0
 
 

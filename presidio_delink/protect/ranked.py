@@ -82,7 +82,7 @@ __all__ = [
 #: the source at most 85 % of the ``crowd``-th best other group's score, under every
 #: member of the protection's panel (``PROTECT_MEMBERS``).  Chosen on held-in data only,
 #: with the panel, the crowd and the cover (``benchmarks/ranked/calibrate_crowd.py``, runs
-#: in ``benchmarks/ranked/calibrate_panel.json`` and ``calibrate_joint.json``: 40 TAB
+#: in ``benchmarks/results/ranked/calibrate_panel.json`` and ``calibrate_joint.json``: 40 TAB
 #: train/dev texts, a held-in family of 48 BM25 variants of its own, word and character
 #: n-gram, distinct and repeated query terms): the cheapest setting at which no family
 #: member ranks the source first for more than 5 % of the texts nor in its top 5 for more
