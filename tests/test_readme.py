@@ -11,7 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-MAX_LINES = 250
+MAX_LINES = 200
+#: Longest paragraph, list item or table cell a newcomer should have to read (words).
+MAX_WORDS = 120
 #: Markdown links and images: ``[text](target)``; the target ends at white space or ")".
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", flags=re.S | re.M)
@@ -61,6 +63,38 @@ def headings(path: Path) -> set[str]:
 def test_readme_is_short() -> None:
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_LINES, f"README.md has {lines} lines; keep it to {MAX_LINES}, move reference to docs/"
+
+
+def prose_units(text: str) -> list[str]:
+    """The README's paragraphs, list items and table cells, outside code blocks."""
+    units: list[str] = []
+    for block in re.split(r"\n\s*\n", FENCE.sub("", text)):
+        lines = block.strip().splitlines()
+        if lines and all(line.lstrip().startswith("|") for line in lines):
+            units += [c for line in lines for c in line.strip().strip("|").split("|")]
+        elif lines and re.match(r"\s*([-*+]|\d+\.) ", lines[0]):
+            units += re.split(r"\n(?=\s*(?:[-*+]|\d+\.) )", block.strip())
+        else:
+            units.append(block)
+    return units
+
+
+def words(unit: str) -> int:
+    """Words a reader reads: link targets do not count."""
+    return len(re.sub(r"\]\([^)]*\)", "]", unit).split())
+
+
+def test_readme_units_are_short() -> None:
+    long = [u[:60] for u in prose_units(README.read_text(encoding="utf-8")) if words(u) > MAX_WORDS]
+    assert not long, f"README paragraphs, list items or cells over {MAX_WORDS} words: {long}"
+
+
+def test_word_counter_sees_a_long_cell() -> None:
+    cell = " ".join(["word"] * (MAX_WORDS + 1))
+    text = f"Intro.\n\n| a | b |\n|---|---|\n| short | {cell} |\n\n- item one\n- item two\n"
+    units = prose_units(text)
+    assert max(words(u) for u in units) == MAX_WORDS + 1
+    assert "- item two" in units and words("[x](a/very/long/link/target.md) y") == 2
 
 
 def test_readme_keeps_the_two_commands() -> None:
