@@ -10,7 +10,7 @@ For each run (the loop's words that must change), :class:`CandidateChooser`:
    whose head keeps the run's form, tagged in context (:mod:`.verify`), that the
    collection does not use for something else (:class:`~.propose.Neighbours`), and that
    keeps the run's word's pairings with its neighbours (``legal aid`` is said in many
-   documents, ``legal help`` in none: :meth:`CandidateChooser._unpaired`);
+   documents, ``legal help`` in none: :func:`.company.unpaired`);
 3. *scores* the survivors in one pass of the log-probability engine (:mod:`.score`),
    refusing those that read far worse than the run;
 4. *checks linkage* of the best ones in order (the caller's ``links``: the candidate's
@@ -24,6 +24,11 @@ redacts the rest.  Every choice says its source, its score, how many candidates 
 proposed and how many each check refused (:class:`Choice`), for the audit record.  The
 loop verifies the whole text again afterwards, so the guarantee never rests on these
 checks.
+
+This module holds the chooser and its steps; :mod:`.choice` holds :class:`Choice` and the
+choices that leave words out, :mod:`.company` the checks against the collection's use of
+a word, and :mod:`.context` what a run's place in its text allows (a fixed expression, a
+name).  Their names that callers import from here are re-exported.
 """
 
 from __future__ import annotations
@@ -33,16 +38,39 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from presidio_delink.candidates.drop import DROP_MARGIN, droppable, gloss_span
+from presidio_delink.candidates.choice import (
+    Accept,
+    Choice,
+    Links,
+    drop_ask,
+    drop_choice,
+    gloss_choice,
+    refuse,
+)
+from presidio_delink.candidates.company import (
+    PAIRED,
+    PAIRING,
+    by_sense,
+    domain_sense,
+    mark_slot,
+    slot_words,
+    unpaired,
+    used_otherwise,
+)
+from presidio_delink.candidates.context import (
+    FIXED_EXPRESSIONS,
+    cased,
+    fixed_expression,
+    head_stands_for,
+    in_name,
+    next_word,
+    widened_span,
+)
+from presidio_delink.candidates.drop import droppable, gloss_span
 from presidio_delink.candidates.lexicon import WordNet
 from presidio_delink.candidates.propose import (
-    LEXICAL,
-    OTHER_SENSE,
-    SAME_USE,
-    SLOT_BONUS,
     TITLES,
     Candidate,
     Neighbours,
@@ -54,7 +82,7 @@ from presidio_delink.candidates.propose import (
     swaps,
     temporal_before,
 )
-from presidio_delink.candidates.register import RELATION, listed
+from presidio_delink.candidates.register import listed
 from presidio_delink.candidates.score import (
     FLOOR,
     MARGIN,
@@ -64,7 +92,7 @@ from presidio_delink.candidates.score import (
     contexts,
 )
 from presidio_delink.candidates.verify import FormCheck, Tagger, article_reason
-from presidio_delink.edits import FUNCTION_WORDS, Run, dropped
+from presidio_delink.edits import Run
 from presidio_delink.generalise import generalise, name_span, place_label
 from presidio_delink.grammar import unknown_word
 
@@ -100,59 +128,14 @@ CLOSED = frozenset({"DT", "PDT", "WDT"})
 #: interest should be paid"), nor an article: ``the`` and ``a`` say whether the thing is
 #: known, and of 16 read in the rewrite benchmark's outputs 4 were wrong and 6 doubtful
 #: (``the separate incident``, ``as the new application``, ``appealed against a
-#: decision``; twelfth session).
+#: decision``).
 DETERMINER_KINDS = (
     frozenset({"this", "that"}),
     frozenset({"these", "those"}),
 )
 #: The meaning prior of such a filler: below any lexicon word.
 FILLER = 0.2
-#: A word and its neighbour said together in at least this many documents are a pairing a
-#: lexicon word must keep (:meth:`CandidateChooser._unpaired`).
-PAIRED = 2
-#: ... and where the pair is in at least this share of the documents of the rarer of its two
-#: words: ``legal aid`` is, ``applicant subsequently`` (10 of some 600) is not.
-PAIRING = 0.1
 _WORD_RE = re.compile(r"\w+")
-_LEFT_WORD = re.compile(r"(\w+)[ \t]+$")
-_RIGHT_WORD = re.compile(r"[ \t]+(\w+)")
-#: Phrases whose words are not used in their own sense: none of their words gets a
-#: lexicon candidate (:func:`fixed_expression`).  Read in the benchmark's outputs, and
-#: the like of them in judgments.
-FIXED_EXPRESSIONS = (
-    "as regards", "in the event", "as follows", "in the meantime", "in respect of",
-    "with regard to", "in regard to", "with respect to", "on the ground", "on the grounds",
-    "in the light of", "by virtue of", "in accordance with", "on behalf of", "in view of",
-    "in the course of", "in so far as", "insofar as", "as a result", "in particular",
-    "in any event", "at the time", "for the purposes of", "on the basis of", "by way of",
-    "in support of", "in support to", "with a view to", "in person", "by a majority",
-    "on appeal", "right of appeal", "right to appeal",
-)
-_FIXED_RE = re.compile(
-    r"\b(?:" + "|".join(re.escape(e).replace(r"\ ", r"\s+") for e in FIXED_EXPRESSIONS) + r")\b",
-    re.IGNORECASE,
-)
-
-
-@dataclass
-class Choice:
-    """What was decided for one run: the chosen candidate (None: none survived)."""
-
-    text: str | None
-    source: str | None
-    score: float | None
-    proposed: int
-    refused: dict[str, int] = field(default_factory=dict)
-    #: whether the LLM may write one where none survived (:meth:`CandidateChooser.needs_writer`)
-    writer: bool = False
-    #: the survivors that link nowhere, best first, as ``(text, source, score)``: the
-    #: first is the choice; the LLM chooses among up to ``options`` of them
-    #: (``rewrite="choose"``, :meth:`CandidateChooser.choose`)
-    options: list[tuple[str, str, float | None]] = field(default_factory=list)
-
-
-Accept = Callable[[Run, str], "str | None"]
-Links = Callable[[str, int, int], bool]
 
 
 class CandidateChooser:
@@ -240,7 +223,7 @@ class CandidateChooser:
                 continue
             asked.add(key)
             if gloss_span(text, r.start, r.end) == key:
-                seen[(*key, options)] = self._gloss(text, r, links)
+                seen[(*key, options)] = gloss_choice(text, r, links)
                 continue
             words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
             label = next((lab for a, b, lab in ents if (a, b) == key), None)
@@ -256,10 +239,10 @@ class CandidateChooser:
         for i, (r, words, ch, live) in enumerate(todo):
             if live:
                 ok = next(kept)
-                _refuse(ch, "changes the word form", sum(not k for k in ok))
+                refuse(ch, "changes the word form", sum(not k for k in ok))
                 live = [c for c, k in zip(live, ok, strict=True) if k]
                 fits = [c for c in live if article_reason(text, r.start, c.text) is None]
-                _refuse(ch, "its article would not fit the next word", len(live) - len(fits))
+                refuse(ch, "its article would not fit the next word", len(live) - len(fits))
                 live = fits
             todo[i] = (r, words, ch, self._in_company(text, r, words, ch, live))
         asks = [self._ask(text, r, live) for r, _n, _ch, live in todo if live]
@@ -270,11 +253,11 @@ class CandidateChooser:
             self._linked(text, r, ranked, ch, links, options)
             if not ch.options and len(words) == 1:
                 drops.append((r, ch))
-        asks_drop = [self._drop_ask(text, r, toks, ch) for r, ch in drops]
+        asks_drop = [drop_ask(text, r, toks, ch) for r, ch in drops]
         scored_drop = iter(self.scorer.score_many([a for a in asks_drop if a is not None]))
         for (r, ch), ask in zip(drops, asks_drop, strict=True):
             if ask is not None:
-                self._drop(text, r, next(scored_drop), links, ch)
+                drop_choice(text, r, next(scored_drop), links, ch)
         for r, _n, ch, _live in todo:
             if ch.options:
                 ch.text, ch.source, ch.score = ch.options[0]
@@ -327,7 +310,7 @@ class CandidateChooser:
                 (bool(swaps(w)) and self._swappable(text, w))
                 or droppable(text, toks, i) is None
                 or gloss_span(text, a, b) is not None
-                or _head_stands_for(text, a, b)
+                or head_stands_for(text, a, b)
                 or (w.text not in TITLES and bool(self._typed(text, a, b, label)))
                 or self._lexicon_keeps(text, w, known)
             )
@@ -353,7 +336,7 @@ class CandidateChooser:
         :meth:`proposable`."""
         if in_name(text, w.start):
             return False
-        nxt = _next_word(text, w.end)
+        nxt = next_word(text, w.end)
         if listed(w.text, w.tag, nxt):
             lex = register(w, nxt)
         else:
@@ -409,11 +392,11 @@ class CandidateChooser:
         if self.neighbours is not None and len(words) == 1:
             before = len(live)
             live = [c for c in live if not self._used_otherwise(words[0].text, c)]
-            _refuse(ch, "the collection uses it for something else", before - len(live))
+            refuse(ch, "the collection uses it for something else", before - len(live))
         if self.index is not None and len(words) == 1:
             before = len(live)
             live = [c for c in live if not self._unpaired(text, r.start, r.end, c)]
-            _refuse(ch, "the collection never says it beside its neighbour", before - len(live))
+            refuse(ch, "the collection never says it beside its neighbour", before - len(live))
         live.sort(key=lambda c: -c.meaning)
         return live[:MAX_SCORED]
 
@@ -432,105 +415,20 @@ class CandidateChooser:
             if links is not None:
                 new = text[: r.start] + c.text + text[r.end :]
                 if links(new, r.start, r.start + len(c.text)):
-                    _refuse(ch, "links below k", 1)
+                    refuse(ch, "links below k", 1)
                     continue
             ch.options.append((c.text, c.source, c.score))
             if len(ch.options) >= options:
                 break
 
-    @staticmethod
-    def _gloss(text: str, r: Run, links: Links | None) -> Choice:
-        """A gloss in brackets (:func:`~.drop.gloss_span`) left out, where that links
-        nowhere."""
-        ch = Choice(None, None, None, 1)
-        a, b, _new = dropped(text, r.start, r.end)
-        if links is not None and links(text[:a] + text[b:], a, a):
-            _refuse(ch, "links below k", 1)
-        else:
-            ch.text, ch.source, ch.score = "", "generalisation", 0.0
-            ch.options.append(("", "generalisation", 0.0))
-        return ch
-
-    def _drop_ask(
-        self, text: str, r: Run, toks: Sequence[tuple[int, int, str]], ch: Choice
-    ) -> Ask | None:
-        """Where no candidate survived and the run is a modifier that may be left out
-        (:mod:`.drop`): what to score, the next words with it, without it, and it alone
-        (:meth:`_drop`); else None."""
-        i = next((j for j, (a, b, _t) in enumerate(toks) if (a, b) == (r.start, r.end)), None)
-        if i is None or droppable(text, toks, i) is not None:
-            return None
-        ch.proposed += 1
-        left, right = contexts(text, r.start, r.end)
-        word = (" " if r.start > 0 and text[r.start - 1].isspace() else "") + text[r.start : r.end]
-        return left, [word + right, right, word], "", False
-
-    def _drop(
-        self, text: str, r: Run, scores: Sequence[float], links: Links | None, ch: Choice
-    ) -> None:
-        """The run left out, if the sentence reads as well without it (``scores``: those
-        of :meth:`_drop_ask`) and leaving it out links nowhere."""
-        with_it, without, alone = scores
-        # log p(next words | left) without the word, against with it
-        score = without - (with_it - alone)
-        if score < -DROP_MARGIN:
-            _refuse(ch, "the next words read worse without it", 1)
-            return
-        a, b, _new = dropped(text, r.start, r.end)  # the edit the loop will apply
-        if links is not None and links(text[:a] + text[b:], a, a):
-            _refuse(ch, "links below k", 1)
-            return
-        ch.options.append(("", "generalisation", round(score, 3)))
-
     def _used_otherwise(self, word: str, c: Candidate) -> bool:
-        """A WordNet word (found in the run's slot or not) whose company in the collection
-        is too unlike the run's word's (:class:`~.propose.Neighbours`): below
-        :data:`~.propose.SAME_USE`, or :data:`~.propose.OTHER_SENSE` for a word of another
-        sense than the collection's (:meth:`_domain_sense`); where the company cannot be
-        told, any but a word of WordNet's most frequent sense.  A determiner filler, a
-        generalisation or a function word's stand-in is never so judged."""
-        if c.relation not in LEXICAL or " " in c.text:
-            return False
+        """:func:`~.company.used_otherwise` in this chooser's collection."""
         assert self.neighbours is not None
-        sim = self.neighbours.similarity(word, c.text)
-        if sim is None:  # nothing to tell by: WordNet's most frequent sense only
-            return c.rank != 0
-        return sim < (SAME_USE if c.rank == c.sense else OTHER_SENSE)
+        return used_otherwise(self.neighbours, word, c)
 
     def _unpaired(self, text: str, start: int, end: int, c: Candidate) -> bool:
-        """A WordNet word that breaks a pairing: ``text[start:end]`` and the word just
-        before or after it (only spaces between) are said together in at least :data:`PAIRED`
-        documents of the collection, and in at least :data:`PAIRING` of those of the
-        rarer of the two, and the candidate is never said with that word (``legal aid``
-        -> ``legal help``, ``reasonable time`` -> ``fair time``, ``oral hearing`` ->
-        ``oral proceeding``).  The legal register's words too (:mod:`.register`).  A
-        function word is no partner (``the applicants`` -> ``the individuals`` tells only
-        whether a small collection happens to say the candidate), nor is a subject and its
-        verb a pairing (``the applicant lodged`` -> ``the individual lodged``: any subject
-        may lodge, and the collection says ``applicant lodged`` in hundreds of documents
-        only because it is about applicants)."""
-        if (c.relation not in LEXICAL and c.relation != RELATION) or " " in c.text:
-            return False
-        word = text[start:end]
-        left = _LEFT_WORD.search(text, max(0, start - 40), start)
-        right = _RIGHT_WORD.match(text, end, end + 40)
-        tag = self._tag_at(text, start)
-        sides = []
-        if left and not (tag.startswith("VB") and _nominal(self._tag_at(text, left.start(1)))):
-            n = left.group(1)
-            sides.append((n, f"{n} {word}", f"{n} {c.text}"))
-        if right and not (_nominal(tag) and self._tag_at(text, right.start(1)).startswith("VB")):
-            n = right.group(1)
-            sides.append((n, f"{word} {n}", f"{c.text} {n}"))
-        for other, said, instead in sides:
-            if other.lower() in FUNCTION_WORDS:
-                continue
-            together = self._df(said)
-            if together < PAIRED or self._df(instead) != 0:
-                continue
-            if together >= PAIRING * min(self._df(word), self._df(other)):
-                return True
-        return False
+        """:func:`~.company.unpaired` in this chooser's collection and tagging of ``text``."""
+        return unpaired(text, start, end, c, self._df, self._tag_at)
 
     def _swappable(self, text: str, w: Word) -> bool:
         """Whether the function word ``w`` may take its :data:`~.propose.SWAPS` here: a
@@ -538,7 +436,7 @@ class CandidateChooser:
         only where it tells time (:func:`~.propose.temporal_before`)."""
         if w.text.lower() == "before":
             return temporal_before(text, w.end)
-        if w.tag == "PRP$" and _next_word(text, w.end).lower() == "own":
+        if w.tag == "PRP$" and next_word(text, w.end).lower() == "own":
             return False  # "of its own" is no "of the own"
         if w.tag != "WDT":
             return True
@@ -565,31 +463,12 @@ class CandidateChooser:
         return n
 
     def _by_sense(self, word: str, lex: list[Candidate]) -> list[Candidate]:
-        """The words of ``lex`` of the sense the collection uses ``word`` in
-        (:meth:`_domain_sense`), with those of other senses found in the run's slot; the
-        rest (function words' stand-ins) as they are."""
-        sense = self._domain_sense(word, lex)
-        out = []
-        for c in lex:
-            c.sense = sense
-            if c.relation not in LEXICAL or c.rank == sense or c.source == "collection":
-                out.append(c)
-        return out
+        """:func:`~.company.by_sense` in this chooser's collection."""
+        return by_sense(self.neighbours, word, lex)
 
     def _domain_sense(self, word: str, lex: list[Candidate]) -> int:
-        """The WordNet sense the collection uses ``word`` in: the one whose words keep
-        the company most like ``word``'s (:class:`~.propose.Neighbours`); WordNet's most
-        frequent sense (0) where none can be told.  WordNet's order is general English:
-        ``trial`` is first a test, ``conviction`` a belief; a judgment's are the others."""
-        if self.neighbours is None:
-            return 0
-        best, best_sim = 0, 0.0
-        for c in lex:
-            if c.relation in LEXICAL and " " not in c.text:
-                sim = self.neighbours.similarity(word, c.text)
-                if sim is not None and sim > best_sim:
-                    best, best_sim = c.rank, sim
-        return best
+        """:func:`~.company.domain_sense` in this chooser's collection."""
+        return domain_sense(self.neighbours, word, lex)
 
     def _proposed(
         self, text: str, r: Run, words: list[Word], label: str | None
@@ -607,7 +486,7 @@ class CandidateChooser:
             # the whole name, its head noun standing for it ("the court")
             cands.append(Candidate(name[2], "generalisation", 1.0, "type"))
         named = [w for w in words if in_name(text, w.start)]
-        nxt = _next_word(text, r.end)
+        nxt = next_word(text, r.end)
         if named:
             lex = []
         elif len(words) == 1 and listed(words[0].text, words[0].tag, nxt):
@@ -616,24 +495,16 @@ class CandidateChooser:
             lex = lexicon_candidates(self.wordnet, words)[: 2 * MAX_CANDIDATES]
         if len(words) == 1 and self._swappable(text, words[0]):
             lex = swaps(words[0]) + lex
-        self._mark_slot(text, r, lex)
+        mark_slot(self.index, self.k, text, r, lex)
         cands += (self._by_sense(words[0].text, lex) if len(words) == 1 else lex)[:MAX_CANDIDATES]
         if len(words) == 1 and words[0].tag in CLOSED and self.index is not None:
-            left, right = self._neighbours(text, r)
+            left, right = slot_words(self.index, text, r)
             own = words[0].text.lower()
             kind = next((k for k in DETERMINER_KINDS if own in k), frozenset())
             for f in sorted(collection_fillers(self.index, left, right, 1, self.k) & kind):
                 if f != own:
-                    cands.append(Candidate(_cased(f, words[0].text), "collection", FILLER))
+                    cands.append(Candidate(cased(f, words[0].text), "collection", FILLER))
         return cands[:MAX_CANDIDATES]
-
-    def _neighbours(self, text: str, r: Run) -> tuple[str, str]:
-        """The index's words just before and after the run ("" where none)."""
-        before = _WORD_RE.findall(text[max(0, r.start - 60) : r.start])
-        after = _WORD_RE.findall(text[r.end : r.end + 60])
-        if not before or not after:
-            return "", ""
-        return _norm(self.index, before[-1]), _norm(self.index, after[0])
 
     def _ask(self, text: str, r: Run, live: list[Candidate]) -> Ask:
         """What to score for the run's candidates ``live``: the run's own words, then each
@@ -650,96 +521,11 @@ class CandidateChooser:
         base, out = scores[0], []
         for c, s in zip(live, scores[1:], strict=True):
             if s < base - MARGIN:
-                _refuse(ch, "reads far worse than the sentence as written", 1)
+                refuse(ch, "reads far worse than the sentence as written", 1)
                 continue
             c.score = round(s - base + MEANING_WEIGHT * c.meaning, 3)
             if c.score < FLOOR:
-                _refuse(ch, "reads worse than its meaning makes up for", 1)
+                refuse(ch, "reads worse than its meaning makes up for", 1)
                 continue
             out.append(c)
         return sorted(out, key=lambda c: -(c.score or 0.0))
-
-    def _mark_slot(self, text: str, r: Run, cands: list[Candidate]) -> None:
-        """Candidates found in the run's slot in at least ``k`` groups become
-        ``collection`` candidates, with :data:`SLOT_BONUS`."""
-        if self.index is None or not cands:
-            return
-        left, right = self._neighbours(text, r)
-        if not left or not right:
-            return
-        widths = sorted({len(_WORD_RE.findall(c.text)) for c in cands} & {1, 2})
-        fills: set[str] = set()
-        for w in widths:
-            fills |= collection_fillers(self.index, left, right, w, self.k)
-        for c in cands:
-            if " ".join(_norm(self.index, x) for x in _WORD_RE.findall(c.text)) in fills:
-                c.source, c.meaning = "collection", c.meaning + SLOT_BONUS
-
-
-def fixed_expression(text: str, start: int, end: int) -> str | None:
-    """The fixed expression of :data:`FIXED_EXPRESSIONS` that ``text[start:end]`` lies
-    inside (whole words, any case), else None: a word of one is not used in its own sense
-    there, and a synonym of that sense breaks it ("as regards sentencing" became "as
-    details sentencing"; "in the event" became "in the issue")."""
-    for m in _FIXED_RE.finditer(text, max(0, start - 40), min(len(text), end + 40)):
-        if m.start() <= start and end <= m.end():
-            return m.group(0)
-    return None
-
-
-def in_name(text: str, start: int) -> bool:
-    """Whether the word at ``start`` is capitalised inside its sentence: a word of a name
-    or a title the tagger may read as a common noun (``Section 5``, ``Rule 39``, ``the
-    Regional Centre``, ``Fundamental Freedoms``), which a common noun's synonym breaks
-    (read: ``Section`` -> ``part``, ``Freedoms`` -> ``states``).  A sentence's first word
-    is not so judged."""
-    if not text[start : start + 1].isupper():
-        return False
-    before = text[max(0, start - 80) : start].rstrip(" \t")
-    return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
-
-
-def widened_span(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """The name whose head noun may stand for it
-    (:func:`~presidio_delink.generalise.name_span`), else the gloss in brackets
-    (:func:`~.drop.gloss_span`), that holds ``text[start:end]``: the span a run there
-    widens to, the loop's and the protection's alike; None where there is none."""
-    name = name_span(text, start, end)
-    return (name[0], name[1]) if name is not None else gloss_span(text, start, end)
-
-
-def _head_stands_for(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is a word of a name whose head may stand for it
-    (:func:`~presidio_delink.generalise.name_span`), not the head itself: the head
-    writes the head again (``the Izmir Court`` -> ``the court`` keeps ``court``)."""
-    name = name_span(text, start, end)
-    return name is not None and text[start:end].casefold() != name[2]
-
-
-def _nominal(tag: str) -> bool:
-    """A noun's or a personal pronoun's Penn tag: a verb's subject."""
-    return tag.startswith("NN") or tag == "PRP"
-
-
-def _next_word(text: str, end: int) -> str:
-    """The word right after ``end``, one space between (``""`` where punctuation or
-    nothing follows)."""
-    m = _WORD_RE.match(text, end + 1) if text[end : end + 1] == " " else None
-    return m.group(0) if m is not None else ""
-
-
-def _cased(word: str, like: str) -> str:
-    return word[:1].upper() + word[1:] if like[:1].isupper() else word
-
-
-def _refuse(ch: Choice, why: str, n: int) -> None:
-    if n:
-        ch.refused[why] = ch.refused.get(why, 0) + n
-
-
-def _norm(index: Any, word: str) -> str:
-    try:
-        ws = index.words_of(word)
-    except Exception:  # a word the view splits or drops: no slot
-        return ""
-    return ws[0] if len(ws) == 1 else ""
