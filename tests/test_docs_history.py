@@ -29,9 +29,6 @@ OWNED_ELSEWHERE: frozenset[str] = frozenset({
     "presidio_delink/attacks/fts5.py",
     "presidio_delink/attacks/fused.py",
     "presidio_delink/attacks/ranked.py",
-    "presidio_delink/candidates/chooser.py",
-    "presidio_delink/candidates/register.py",
-    "presidio_delink/edits.py",
     "presidio_delink/settings.py",
 })
 

@@ -5,7 +5,8 @@ loop's checks and the original's word form, score the survivors in context, and 
 when ``DelinkSettings.rewrite == "candidates"``; where no candidate survives, a modifier
 may be left out (:mod:`.drop`), and the LLM writes only for the runs left.  Modules:
 :mod:`.lexicon` (WordNet, inflection), :mod:`.propose`, :mod:`.verify`, :mod:`.score`,
-:mod:`.drop`, :mod:`.chooser`.
+:mod:`.drop`, :mod:`.chooser` (with :mod:`.choice`, :mod:`.company` and :mod:`.context`),
+:mod:`.register` (with its table of legal stand-ins, :mod:`.legal_terms`).
 """
 
 from __future__ import annotations
