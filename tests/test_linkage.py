@@ -62,7 +62,7 @@ def brute(docs, text, k, max_n, tok):  # type: ignore[no-untyped-def]
     return grams, post, minimal, combos
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=corpus_st, query=text_st, k=st.integers(2, 3), max_n=st.integers(1, 4),
        arity=st.integers(1, 3), view=VIEW_ST)
 def test_detector_equals_brute_force(tmp_path_factory, docs, query, k, max_n, arity, view) -> None:  # type: ignore[no-untyped-def]
@@ -72,7 +72,7 @@ def test_detector_equals_brute_force(tmp_path_factory, docs, query, k, max_n, ar
 GROUPS = st.sampled_from([None, "g0", "g1", "g2"])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=corpus_st, query=text_st, k=st.integers(2, 3), arity=st.integers(1, 3),
        groups=st.lists(GROUPS, min_size=7, max_size=7), view=VIEW_ST)
 def test_groups_equal_brute_force(tmp_path_factory, docs, query, k, arity, groups, view) -> None:  # type: ignore[no-untyped-def]
@@ -103,7 +103,7 @@ def test_groups_equal_brute_force(tmp_path_factory, docs, query, k, arity, group
         assert set(rep.combination_docs) == linked
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=bag_corpus_st, query=bag_st, k=st.integers(2, 4), arity=st.integers(2, 3))
 def test_combinations_of_words_equal_brute_force(tmp_path_factory, docs, query, k, arity) -> None:  # type: ignore[no-untyped-def]
     bag_query = ", ".join(WORDS)  # the query holds every word: the richest combinations

@@ -35,7 +35,7 @@ def reports(idx: NgramIndex, texts: list[str], arity: int = 3) -> list[object]:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=st.lists(text_st, min_size=1, max_size=8), shard_words=st.integers(1, 12),
        n_parts=st.integers(1, 5), query=text_st)
 def test_shards_and_partitions_change_nothing(tmp_path_factory, docs, shard_words, n_parts, query) -> None:  # type: ignore[no-untyped-def]
