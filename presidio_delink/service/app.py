@@ -204,8 +204,9 @@ def _optional(data: dict[str, Any], name: str, kind: type, what: str) -> Any:
 
 # -- routes -------------------------------------------------------------------------
 async def _health(request: Request, state: ServiceState) -> Response:
-    return _json({**state.health, "workers": len(state.pool.workers),
-                  "draining": state.draining})
+    pool = state.pool
+    return _json({**state.health, "workers": len(pool.workers), "busy": pool.busy,
+                  "replaced": pool.replaced, "draining": state.draining})
 
 
 async def _openapi(request: Request, state: ServiceState) -> Response:
