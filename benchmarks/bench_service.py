@@ -7,7 +7,8 @@ here, ``--llm none``, and CLIENTS concurrent clients for DURATION seconds per ro
 2. The server (``--workers W``): its start-up, each process's memory
    (``/proc/PID/smaps_rollup``: RSS, PSS and private pages) idle and after the load.
 3. ``/check`` for DURATION s: latency median and p99 (each answer's places compared with
-   ``check``'s for that document).
+   ``check``'s for that document); then one client alone for a third of it (the latency
+   without queueing).
 4. ``/delink`` for DURATION s: documents a second against the CLI's batch rate (each
    answer's text compared byte for byte with ``delink``'s).
 5. SIGTERM: the exit code and the seconds to exit.
@@ -77,16 +78,17 @@ def write_jsonl(path: Path, docs: list[dict[str, str]]) -> Path:
     return path
 
 
-def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int) -> dict[str, Any]:
+def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int,
+             tag: str = "") -> dict[str, Any]:
     """``check`` and ``delink`` of the CLI: their records by id and the batch rate."""
-    all_docs = write_jsonl(work / "docs.jsonl", docs)
-    one = write_jsonl(work / "one.jsonl", docs[:1])
+    all_docs = write_jsonl(work / f"docs{tag}.jsonl", docs)
+    one = write_jsonl(work / f"one{tag}.jsonl", docs[:1])
     check = subprocess.run([*CLI, "check", "--index", str(idx), str(all_docs)],
                            capture_output=True, env=ENV)
     checks = {r["id"]: r for r in map(json.loads, check.stdout.decode().splitlines())}
     times = {}
     for name, path in (("one", one), ("all", all_docs)):
-        out = work / f"cli_{name}.jsonl"
+        out = work / f"cli{tag}_{name}.jsonl"
         out.unlink(missing_ok=True)
         t0 = time.perf_counter()
         res = subprocess.run([*CLI, "delink", "--index", str(idx), "--llm", "none",
@@ -95,7 +97,7 @@ def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int) ->
         times[name] = time.perf_counter() - t0
         if res.returncode not in (0, 3):
             raise SystemExit(f"delink failed ({res.returncode}): {res.stderr.decode()[-2000:]}")
-    records = {r["id"]: r for r in map(json.loads, (work / "cli_all.jsonl").read_text()
+    records = {r["id"]: r for r in map(json.loads, (work / f"cli{tag}_all.jsonl").read_text()
                                        .splitlines())}
     n = len(docs)
     return {
@@ -182,7 +184,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="server and CLI processes")
     ap.add_argument("--samples", action="store_true", help="the samples, not TAB")
     ap.add_argument("--known", action="store_true", help="collection ids: audited")
+    ap.add_argument("--docs", type=int, default=None, help="only the first N documents")
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "service")
+    ap.add_argument("--tag", default="", help="a name for this run's files in --work")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
@@ -196,8 +200,10 @@ def main() -> None:
         "known_sources": a.known,
     }
     idx, docs = setup(a.work, a.samples, a.known)
+    docs = docs[: a.docs] if a.docs else docs
+    row["documents"] = len(docs)
     print(f"{len(docs)} documents; CLI runs ...", file=sys.stderr)
-    cli = cli_runs(idx, docs, a.work, a.workers)
+    cli = cli_runs(idx, docs, a.work, a.workers, a.tag)
     row["cli"] = {k: v for k, v in cli.items() if k not in ("checks", "records")}
     print(f"CLI: {row['cli']}", file=sys.stderr)
 
@@ -228,6 +234,8 @@ def main() -> None:
 
         row["check"] = load(srv.port, "/check", docs, a.clients, a.duration, check_ok)
         print(f"/check: {row['check']}", file=sys.stderr)
+        row["check_one_client"] = load(srv.port, "/check", docs, 1, a.duration / 3, check_ok)
+        print(f"/check, one client: {row['check_one_client']}", file=sys.stderr)
         row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
         print(f"/delink: {row['delink']}", file=sys.stderr)
         row["delink_vs_cli"] = round(row["delink"]["per_s"] / cli["docs_per_s"], 3)
