@@ -28,7 +28,7 @@ class ServiceProcess:
         start_timeout: seconds to wait for the "serving" line.
     """
 
-    def __init__(self, args: list[str], *, verbose: bool = True,
+    def __init__(self, args: list[Any], *, verbose: bool = True,
                  start_timeout: float = 300.0) -> None:
         self.args = [str(a) for a in args]
         self.verbose = verbose

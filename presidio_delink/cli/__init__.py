@@ -12,4 +12,5 @@ from presidio_delink.cli.common import main
 
 __all__ = ["main"]
 
-_COMMANDS = (delink_cmd, detect_cmd, index_cmd, other_cmd, eval_cmd, serve_cmd)  # imported to register them
+# imported to register them
+_COMMANDS = (delink_cmd, detect_cmd, index_cmd, other_cmd, eval_cmd, serve_cmd)

@@ -16,6 +16,10 @@ __all__ = ["openapi"]
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 def _answer(schema: dict[str, Any], why: str) -> dict[str, Any]:
     return {"description": why, "content": {"application/json": {"schema": schema}}}
 
@@ -35,7 +39,7 @@ def _errors(*codes: int) -> dict[str, Any]:
 def openapi(health: dict[str, Any], auth: bool) -> dict[str, Any]:
     """The description, with this server's ``k`` and ``max_chars`` in it."""
     k, max_chars = health.get("k"), health.get("max_chars")
-    security = [{"bearer": []}] if auth else []
+    security: list[dict[str, list[str]]] = [{"bearer": []}] if auth else []
     text = {"type": "string", "maxLength": max_chars,
             "description": f"The document (at most {max_chars} characters)."}
     schemas: dict[str, Any] = {
@@ -72,7 +76,7 @@ def openapi(health: dict[str, Any], auth: bool) -> dict[str, Any]:
             "properties": {
                 "linkable": {"type": "boolean"},
                 "k": {"type": "integer"},
-                "results": {"type": "array", "items": {"$ref": "#/components/schemas/LinkableNgram"}},
+                "results": {"type": "array", "items": _ref("LinkableNgram")},
                 "timings": {"type": "object"},
             },
         },
@@ -137,9 +141,11 @@ def openapi(health: dict[str, Any], auth: bool) -> dict[str, Any]:
             "de-identified text: the step after presidio-analyzer and presidio-anonymizer.",
         },
         "paths": {
-            "/health": {"get": {"summary": "The index's identity and the settings.",
-                                "responses": {"200": _answer({"$ref": "#/components/schemas/Health"},
-                                                             "Serving.")}}},
+            "/health": {"get": {
+                "summary": "The index's identity and the settings.",
+                "responses": {"200": _answer(_ref("Health"), "Serving."),
+                              "503": _answer(_ERROR, "Shutting down.")},
+            }},
             "/check": {"post": {
                 "summary": "The linkable N-grams of a text (presidio-analyzer's result shape).",
                 "security": security,

@@ -42,7 +42,7 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: Seconds a drain waits for the requests in flight (SIGTERM to exit stays under 30 s).
 DRAIN_S = 20.0
 #: Seconds uvicorn then waits for connections to close.
-_CLOSE_S = 5.0
+_CLOSE_S = 5
 
 
 @dataclass(frozen=True)
@@ -166,5 +166,5 @@ def serve(
             ready(f"http://{shown}:{port}")
         server.run(sockets=[sock])
     finally:
-        pool.close()
+        pool.close(timeout=3.0)  # a worker still in a document then is killed
         sock.close()
