@@ -346,3 +346,39 @@ def test_errors_map_once() -> None:
     secret = status_of(ValueError(f"{MARKER} in a message"))
     assert secret.status == 500 and MARKER not in secret.message
     assert ApiError(400, "two\nlines").message == "two lines"
+
+
+def test_an_open_breaker_is_retried_after_a_while(index_dir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server runs for months: the LLM counted as down is tried again after
+    LLM_RETRY_S, not at the next request."""
+    from presidio_delink.batch import LLMOptions, PIIOptions
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.llm.base import CircuitBreaker
+    from presidio_delink.service import handler as handler_mod
+    from presidio_delink.settings import DelinkSettings
+
+    class Down:
+        name = "down"
+
+        def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
+            from presidio_delink.errors import LLMError
+
+            raise LLMError("no answer")
+
+    h = handler_mod.Handler(NgramIndex.load(index_dir), DelinkSettings(), LLMOptions("none"),
+                            PIIOptions())
+    breaker = CircuitBreaker(Down(), threshold=1)
+    h._breaker = breaker
+    with pytest.raises(Exception):  # noqa: B017 - the breaker's own error
+        breaker.rewrite("c", ["s"])
+    assert breaker.down
+    now = [1000.0]
+    monkeypatch.setattr(handler_mod.time, "monotonic", lambda: now[0])
+    h._llm_retry()  # noted as down now
+    now[0] += handler_mod.LLM_RETRY_S - 1
+    h._llm_retry()
+    assert breaker.down
+    now[0] += 2
+    h._llm_retry()
+    assert not breaker.down
