@@ -10,7 +10,9 @@ here, ``--llm none``, and CLIENTS concurrent clients for DURATION seconds per ro
    ``check``'s for that document); then one client alone for a third of it (the latency
    without queueing).
 4. ``/delink`` for DURATION s: documents a second against the CLI's batch rate (each
-   answer's text compared byte for byte with ``delink``'s).
+   answer's text compared byte for byte with ``delink``'s), and CPU seconds a document
+   (the server's processes against the CLI's): on a shared machine the wall-clock rates
+   of two runs minutes apart move with the load, the CPU a document much less.
 5. SIGTERM: the exit code and the seconds to exit.
 
 Documents: the 127 gold-masked TAB test documents against the TAB collection (built into
@@ -31,6 +33,7 @@ import argparse
 import http.client
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,15 +89,17 @@ def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int,
     check = subprocess.run([*CLI, "check", "--index", str(idx), str(all_docs)],
                            capture_output=True, env=ENV)
     checks = {r["id"]: r for r in map(json.loads, check.stdout.decode().splitlines())}
-    times = {}
+    times, cpu = {}, {}
     for name, path in (("one", one), ("all", all_docs)):
         out = work / f"cli{tag}_{name}.jsonl"
         out.unlink(missing_ok=True)
         t0 = time.perf_counter()
+        c0 = _children_cpu()
         res = subprocess.run([*CLI, "delink", "--index", str(idx), "--llm", "none",
                               "--no-progress", "--workers", str(workers), str(path),
                               "-o", str(out)], capture_output=True, env=ENV)
         times[name] = time.perf_counter() - t0
+        cpu[name] = _children_cpu() - c0
         if res.returncode not in (0, 3):
             raise SystemExit(f"delink failed ({res.returncode}): {res.stderr.decode()[-2000:]}")
     records = {r["id"]: r for r in map(json.loads, (work / f"cli{tag}_all.jsonl").read_text()
@@ -105,7 +110,24 @@ def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int,
         "seconds_all": round(times["all"], 2),
         "docs_per_s": round((n - 1) / max(times["all"] - times["one"], 1e-9), 3),
         "docs_per_s_with_startup": round(n / times["all"], 3),
+        "cpu_s_per_doc": round((cpu["all"] - cpu["one"]) / max(n - 1, 1), 3),
     }
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (theirs included)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds (user and system) the processes have used."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
 
 
 def memory(pids: list[int]) -> list[dict[str, int]]:
@@ -236,9 +258,13 @@ def main() -> None:
         print(f"/check: {row['check']}", file=sys.stderr)
         row["check_one_client"] = load(srv.port, "/check", docs, 1, a.duration / 3, check_ok)
         print(f"/check, one client: {row['check_one_client']}", file=sys.stderr)
+        c0 = cpu_seconds(procs)
         row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
+        served = row["delink"]["requests"]
+        row["delink"]["cpu_s_per_doc"] = round((cpu_seconds(procs) - c0) / max(served, 1), 3)
         print(f"/delink: {row['delink']}", file=sys.stderr)
         row["delink_vs_cli"] = round(row["delink"]["per_s"] / cli["docs_per_s"], 3)
+        row["delink_vs_cli_cpu"] = round(cli["cpu_s_per_doc"] / row["delink"]["cpu_s_per_doc"], 3)
         row["memory_loaded"] = memory([srv.pid, *srv.workers()])
     finally:
         t0 = time.perf_counter()
