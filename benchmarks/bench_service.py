@@ -9,10 +9,11 @@ here, ``--llm none``, and CLIENTS concurrent clients for DURATION seconds per ro
 3. ``/check`` for DURATION s: latency median and p99 (each answer's places compared with
    ``check``'s for that document); then one client alone for a third of it (the latency
    without queueing).
-4. ``/delink`` for DURATION s: documents a second against the CLI's batch rate (each
-   answer's text compared byte for byte with ``delink``'s), and CPU seconds a document
-   (the server's processes against the CLI's): on a shared machine the wall-clock rates
-   of two runs minutes apart move with the load, the CPU a document much less.
+4. ``/delink`` for DURATION s: its rate against the CLI's batch rate, in words a second
+   (a timed run serves the first documents most, and their lengths differ), each answer's
+   text compared byte for byte with ``delink``'s; and CPU milliseconds per 1000 words (the
+   server's processes against the CLI's): on a shared machine the wall-clock rates of two
+   runs minutes apart move with the load, the CPU a word much less.
 5. SIGTERM: the exit code and the seconds to exit.
 
 Documents: the 127 gold-masked TAB test documents against the TAB collection (built into
@@ -105,12 +106,18 @@ def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int,
     records = {r["id"]: r for r in map(json.loads, (work / f"cli{tag}_all.jsonl").read_text()
                                        .splitlines())}
     n = len(docs)
+    words_one = sum(r["words"] for r in map(json.loads, (work / f"cli{tag}_one.jsonl")
+                                            .read_text().splitlines()))
+    words_all = sum(r["words"] for r in records.values())
     return {
         "checks": checks, "records": records, "seconds_one": round(times["one"], 2),
         "seconds_all": round(times["all"], 2),
         "docs_per_s": round((n - 1) / max(times["all"] - times["one"], 1e-9), 3),
         "docs_per_s_with_startup": round(n / times["all"], 3),
         "cpu_s_per_doc": round((cpu["all"] - cpu["one"]) / max(n - 1, 1), 3),
+        "words_per_s": round((words_all - words_one) / max(times["all"] - times["one"], 1e-9)),
+        "cpu_ms_per_1000_words": round(
+            1e6 * (cpu["all"] - cpu["one"]) / max(words_all - words_one, 1), 1),
     }
 
 
@@ -246,8 +253,11 @@ def main() -> None:
                 return f"{doc['id']}: /check differs from check"
             return None
 
+        served_words = [0]
+
         def delink_ok(doc: dict[str, str], data: dict[str, Any]) -> str | None:
             rec = cli["records"][doc["id"]]
+            served_words[0] += rec["words"]
             if data["text"] is None or data["text"].encode() != rec["text"].encode():
                 return f"{doc['id']}: /delink text differs from delink's"
             if a.known and (data["risk"] or {}).get("source_ranks") != rec.get("source_ranks"):
@@ -261,10 +271,17 @@ def main() -> None:
         c0 = cpu_seconds(procs)
         row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
         served = row["delink"]["requests"]
-        row["delink"]["cpu_s_per_doc"] = round((cpu_seconds(procs) - c0) / max(served, 1), 3)
-        print(f"/delink: {row['delink']}", file=sys.stderr)
-        row["delink_vs_cli"] = round(row["delink"]["per_s"] / cli["docs_per_s"], 3)
-        row["delink_vs_cli_cpu"] = round(cli["cpu_s_per_doc"] / row["delink"]["cpu_s_per_doc"], 3)
+        used = cpu_seconds(procs) - c0
+        d = row["delink"]
+        d["cpu_s_per_doc"] = round(used / max(served, 1), 3)
+        d["words_per_s"] = round(served_words[0] / d["seconds"])
+        d["cpu_ms_per_1000_words"] = round(1e6 * used / max(served_words[0], 1), 1)
+        print(f"/delink: {d}", file=sys.stderr)
+        # documents differ in length and a timed run serves the first ones most: compare
+        # by words
+        row["delink_vs_cli_words_per_s"] = round(d["words_per_s"] / cli["words_per_s"], 3)
+        row["delink_vs_cli_cpu"] = round(
+            cli["cpu_ms_per_1000_words"] / d["cpu_ms_per_1000_words"], 3)
         row["memory_loaded"] = memory([srv.pid, *srv.workers()])
     finally:
         t0 = time.perf_counter()
