@@ -39,8 +39,9 @@ __all__ = ["DRAIN_S", "LOCAL_HOSTS", "ServiceConfig", "check_host", "read_token"
 
 #: Hosts that reach this machine only.
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-#: Seconds a drain waits for the requests in flight (SIGTERM to exit stays under 30 s).
-DRAIN_S = 20.0
+#: Seconds a drain waits for the requests in flight: with uvicorn's 5 s to close the
+#: connections and 3 s for the workers to stop, SIGTERM to exit stays under 30 s.
+DRAIN_S = 18.0
 #: Seconds uvicorn then waits for connections to close.
 _CLOSE_S = 5
 
