@@ -7,9 +7,10 @@ that configures logging and maps errors to exit codes (0 success, 1 a finding, 2
 
 from __future__ import annotations
 
-from presidio_delink.cli import delink_cmd, detect_cmd, eval_cmd, index_cmd, other_cmd
+from presidio_delink.cli import delink_cmd, detect_cmd, eval_cmd, index_cmd, other_cmd, serve_cmd
 from presidio_delink.cli.common import main
 
 __all__ = ["main"]
 
-_COMMANDS = (delink_cmd, detect_cmd, index_cmd, other_cmd, eval_cmd)  # imported to register them
+# imported to register them
+_COMMANDS = (delink_cmd, detect_cmd, index_cmd, other_cmd, eval_cmd, serve_cmd)
