@@ -73,6 +73,9 @@ _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
 #: grams and weights), stored with each reading (:func:`stored_spec`): change it with
 #: that code, so that readings stored by other code are built again, never misread.
 READINGS_CODE = 1
+#: An index of at least this many words without stored readings gets a warning (building
+#: its readings takes seconds or more: about 100 s a million words on TAB).
+WARN_WORDS = 100_000
 
 _STOP = """
     a about above after again against all am an and any are as at be because been before
@@ -508,7 +511,11 @@ class Engine:
         where = self.index.directory
         how = f"store them once with `presidio-delink index readings {where}`"
         if store is None:
-            log.warning(
+            # a warning where building takes seconds or more; below, what it costs is
+            # less than the message
+            level = logging.WARNING if self.index.meta["n_words"] >= WARN_WORDS else logging.INFO
+            log.log(
+                level,
                 "the index at %s has no stored readings (an older index, or one made by "
                 "NgramIndex.build): building %d ranked readings in this process, which takes "
                 "minutes on a large collection; %s", where, len(built), how)
