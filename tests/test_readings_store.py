@@ -9,6 +9,10 @@ import json
 import logging
 import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -180,7 +184,7 @@ def test_store_replaces_whole(stored: Path, tmp_path: Path) -> None:
     idx = NgramIndex.load(d)
     store_readings(idx, members=("fts5-porter",))
     assert NgramIndex.load(d).readings.names == ["fts5-porter"]  # type: ignore[union-attr]
-    assert sorted(p.name for p in d.iterdir() if p.name.startswith(".readings")) == []
+    assert [p.name for p in d.iterdir() if p.is_dir() and p.name.startswith(".")] == []
     r = RankedAttack(NgramIndex.load(d), members=("fts5-porter", "fts5-unicode61"))
     assert r._engine.built == ["fts5-unicode61"]
 
@@ -203,3 +207,28 @@ def test_cli_build_stores_and_readings_upgrades(tmp_path: Path) -> None:
     a = RankedAttack(NgramIndex.load(tmp_path / "a"), members=AUDIT_MEMBERS).scores(QUERY)
     b = RankedAttack(NgramIndex.load(tmp_path / "b"), members=AUDIT_MEMBERS).scores(QUERY)
     assert np.array_equal(a.doc_scores, b.doc_scores)
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0, 5.0])
+def test_sigkill_while_storing_leaves_before_or_after(
+    stored: Path, tmp_path: Path, delay: float
+) -> None:
+    """``index readings`` killed at some point: the index then reads the readings it had
+    (one stored reading) or the new ones (all of them), never a mix, with the same scores;
+    the next store succeeds."""
+    d = _copy(stored, tmp_path / "idx")
+    store_readings(NgramIndex.load(d), members=("fts5-porter",))
+    proc = subprocess.Popen([sys.executable, "-m", "presidio_delink", "index", "readings",
+                             str(d)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    idx = NgramIndex.load(d)
+    names = sorted(idx.readings.names) if idx.readings is not None else []
+    assert names in (["fts5-porter"], sorted(STORED_MEMBERS), [])
+    want = RankedAttack(NgramIndex.load(stored), members=AUDIT_MEMBERS).scores(QUERY)
+    got = RankedAttack(idx, members=AUDIT_MEMBERS).scores(QUERY)
+    assert got.doc_scores.tobytes() == want.doc_scores.tobytes()
+    store_readings(NgramIndex.load(d))
+    assert sorted(NgramIndex.load(d).readings.names) == sorted(STORED_MEMBERS)  # type: ignore[union-attr]
+    assert [p.name for p in d.iterdir() if p.is_dir() and p.name.startswith(".")] == []

@@ -30,6 +30,7 @@ readings or the new ones, never a mix.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -41,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from presidio_delink.errors import IndexFormatError
+from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import META_FILE, file_record, write_private
 from presidio_delink.index.shard import load_trie, map_array, save_trie, trie_ids
 from presidio_delink.io import sha256_file
@@ -54,6 +55,7 @@ __all__ = [
 READINGS_DIR = "readings"
 READINGS_FILE = "readings.json"
 READINGS_SIG = "readings.sig"
+LOCK_NAME = ".readings.lock"
 READINGS_FORMAT = "presidio-delink-readings"
 READINGS_VERSION = 1
 _FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "weights.bin": "<f8"}
@@ -101,9 +103,18 @@ class ReadingsWriter:
         self.index_dir = Path(index_dir)
         self.key = key
         self.extra = extra
+        # one writer at a time (the lock goes with the process, killed or not); what a
+        # killed writer left is removed
+        self._lock = open(self.index_dir / LOCK_NAME, "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self._lock.close()
+            raise ConfigError(
+                f"another process is storing the readings of {self.index_dir}") from exc
+        for stale in self.index_dir.glob(f".{READINGS_DIR}.*-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         self.tmp = self.index_dir / f".{READINGS_DIR}.tmp-{os.getpid()}"
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
         self.tmp.mkdir(mode=0o700)
         self.members: dict[str, dict[str, Any]] = {}
 
@@ -155,12 +166,14 @@ class ReadingsWriter:
         os.rename(self.tmp, final)
         _fsync_dir(self.index_dir)
         if old.exists():
-            shutil.rmtree(old)
+            shutil.rmtree(old)  # a reader that opened it keeps its mapped files
+        self._lock.close()
         return final
 
     def abort(self) -> None:
         """Remove what was written (nothing becomes visible)."""
         shutil.rmtree(self.tmp, ignore_errors=True)
+        self._lock.close()
 
 
 def _fsync_dir(d: Path) -> None:
@@ -172,14 +185,20 @@ def _fsync_dir(d: Path) -> None:
 
 
 class ReadingsStore:
-    """The readings stored with one index (see the module docstring)."""
+    """The readings stored with one index (see the module docstring).
+
+    Every file is mapped when the store opens (cheap: nothing is read), so a process
+    that opened the readings keeps them whole even when ``index readings`` swaps in
+    new ones; with ``verify`` each reading's files are checked against their SHA-256
+    when it is first read."""
 
     def __init__(self, directory: Path, meta: dict[str, Any], verify: bool) -> None:
         self.directory = directory
         self.meta = meta
         self.verify = verify
         self.extra: dict[str, Any] = meta["extra"]
-        self._open: dict[str, StoredPostings] = {}
+        self._mapped = {name: self._map(name, rec) for name, rec in meta["members"].items()}
+        self._checked: set[str] = set()
 
     @property
     def names(self) -> list[str]:
@@ -190,37 +209,49 @@ class ReadingsStore:
         rec = self.meta["members"].get(name)
         return None if rec is None else list(rec["spec"])
 
-    def get(self, name: str) -> StoredPostings | None:
-        """Reading ``name``'s postings, mapped on first use (None when not stored)."""
-        got = self._open.get(name)
-        if got is not None:
-            return got
-        rec = self.meta["members"].get(name)
-        if rec is None:
-            return None
+    def _map(self, name: str, rec: dict[str, Any]) -> tuple[StoredPostings, dict[str, Any]]:
         d = self.directory / name
         for fname, want in rec["files"].items():
             p = d / fname
             try:
                 size = p.stat().st_size
             except OSError as exc:
-                raise IndexFormatError(f"{p}: stored reading file missing: {exc.strerror}; "
-                                       "store them again (presidio-delink index readings)"
-                                       ) from exc
-            if size != want["size"] or (self.verify and sha256_file(p) != want["sha256"]):
                 raise IndexFormatError(
-                    f"{p} does not match readings.json (changed or corrupt); store the "
+                    f"{p}: stored reading file missing: {exc.strerror}; store the readings "
+                    "again (presidio-delink index readings)") from exc
+            if size != want["size"]:
+                raise IndexFormatError(
+                    f"{p} does not match readings.json (changed or truncated); store the "
                     "readings again (presidio-delink index readings)")
-        ptr = map_array(d / "ptr.bin", "<i8")
-        docs = map_array(d / "docs.bin", "<i4")
-        weights = map_array(d / "weights.bin", "<f8")
-        trie = load_trie(d / "terms.marisa")
-        if (len(ptr) != rec["n_terms"] + 1 or len(trie) != rec["n_terms"]
-                or len(docs) != rec["n_postings"] or len(weights) != rec["n_postings"]):
+        got = StoredPostings(load_trie(d / "terms.marisa"), map_array(d / "ptr.bin", "<i8"),
+                             map_array(d / "docs.bin", "<i4"),
+                             map_array(d / "weights.bin", "<f8"))
+        if (len(got.ptr) != rec["n_terms"] + 1 or len(got.terms) != rec["n_terms"]
+                or len(got.docs) != rec["n_postings"] or len(got.weights) != rec["n_postings"]):
             raise IndexFormatError(f"{d}: stored reading does not match readings.json")
-        got = StoredPostings(trie, ptr, docs, weights)
-        self._open[name] = got
-        return got
+        return got, rec
+
+    def get(self, name: str) -> StoredPostings | None:
+        """Reading ``name``'s postings (None when not stored)."""
+        got = self._mapped.get(name)
+        if got is None:
+            return None
+        postings, rec = got
+        if self.verify and name not in self._checked:
+            d = self.directory / name
+            arrays = {"ptr.bin": postings.ptr, "docs.bin": postings.docs,
+                      "weights.bin": postings.weights}
+            for fname, want in rec["files"].items():
+                if fname in arrays:  # hashed from the mapped pages: what is read is checked
+                    digest = hashlib.sha256(arrays[fname].data.cast("B")).hexdigest()
+                else:
+                    digest = sha256_file(d / fname)
+                if digest != want["sha256"]:
+                    raise IndexFormatError(
+                        f"{d / fname} does not match readings.json (changed or corrupt); "
+                        "store the readings again (presidio-delink index readings)")
+            self._checked.add(name)
+        return postings
 
 
 def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsStore | None:
