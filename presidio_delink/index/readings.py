@@ -36,6 +36,8 @@ import hmac
 import json
 import os
 import shutil
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,6 +232,17 @@ class ReadingsStore:
                 or len(got.docs) != rec["n_postings"] or len(got.weights) != rec["n_postings"]):
             raise IndexFormatError(f"{d}: stored reading does not match readings.json")
         return got, rec
+
+    def check(self, names: Sequence[str]) -> None:
+        """With ``verify``, check the stored ``names`` not checked yet, on a few threads
+        (hashing releases the interpreter lock): what an engine asks before its first
+        query, so that its readings' checksums cost the wall time of the largest."""
+        todo = [n for n in dict.fromkeys(names) if n in self._mapped and n not in self._checked]
+        if not self.verify or not todo:
+            return
+        workers = max(1, min(len(todo), os.cpu_count() or 1, 4))
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(self.get, todo))
 
     def get(self, name: str) -> StoredPostings | None:
         """Reading ``name``'s postings (None when not stored)."""
