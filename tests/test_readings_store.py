@@ -232,3 +232,11 @@ def test_sigkill_while_storing_leaves_before_or_after(
     store_readings(NgramIndex.load(d))
     assert sorted(NgramIndex.load(d).readings.names) == sorted(STORED_MEMBERS)  # type: ignore[union-attr]
     assert [p.name for p in d.iterdir() if p.is_dir() and p.name.startswith(".")] == []
+
+
+def test_workers_store_the_same_files(stored: Path, tmp_path: Path) -> None:
+    d = _copy(stored, tmp_path / "idx")
+    store_readings(NgramIndex.load(d), workers=2)
+    one = json.loads((stored / READINGS_DIR / "readings.json").read_text())
+    two = json.loads((d / READINGS_DIR / "readings.json").read_text())
+    assert one["members"] == two["members"] and len(two["members"]) == len(STORED_MEMBERS)

@@ -105,7 +105,7 @@ def index_build(
     if readings:
         from presidio_delink.attacks.readings import store_readings
 
-        store_readings(idx)
+        store_readings(idx, workers=workers or os.cpu_count() or 1)
     st = idx.stats()
     click.echo(
         f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "
@@ -117,16 +117,18 @@ def index_build(
 
 @index.command("readings")
 @click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Processes building readings at once [default: one a core].")
 @key_opt
 @clean_errors
-def index_readings(directory: Path, key_file: Path | None) -> None:
+def index_readings(directory: Path, workers: int | None, key_file: Path | None) -> None:
     """Store the ranked readings (BM25 and TF-IDF postings) with the index at DIRECTORY,
     replacing any stored before: what an index built without them needs so that runs
     stop building them."""
     from presidio_delink.attacks.readings import store_readings
 
     idx = load_index(directory, key_file)
-    out = store_readings(idx)
+    out = store_readings(idx, workers=workers or os.cpu_count() or 1)
     assert idx.readings is not None
     click.echo(f"stored {len(idx.readings.names)} ranked readings in {out}", err=True)
 

@@ -51,7 +51,7 @@ from presidio_delink.io import sha256_file
 
 __all__ = [
     "READINGS_DIR", "READINGS_FORMAT", "READINGS_VERSION", "ReadingsStore", "ReadingsWriter",
-    "StoredPostings", "open_readings",
+    "StoredPostings", "open_readings", "write_reading",
 ]
 
 READINGS_DIR = "readings"
@@ -124,29 +124,15 @@ class ReadingsWriter:
         self, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
         docs: np.ndarray, weights: np.ndarray,
     ) -> None:
-        """Store one reading: ``terms[i]``'s postings are ``ptr[i]:ptr[i+1]`` of ``docs``
-        and ``weights``.  Re-ordered by trie id; each term's postings keep their order."""
-        if name in self.members or "/" in name or name.startswith("."):
-            raise ValueError(f"bad or repeated reading name {name!r}")
-        d = self.tmp / name
-        d.mkdir(mode=0o700)
-        trie = save_trie(terms, d / "terms.marisa")
-        new_id = trie_ids(trie, terms)
-        order = np.argsort(new_id, kind="stable")  # trie id -> old id
-        lens: np.ndarray = np.diff(np.asarray(ptr, dtype=np.int64))[order].astype(np.int64)
-        new_ptr = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
-        src = np.repeat(np.asarray(ptr[:-1], dtype=np.int64)[order] - new_ptr[:-1], lens)
-        src += np.arange(int(new_ptr[-1]), dtype=np.int64)
-        arrays = {"ptr.bin": new_ptr, "docs.bin": np.asarray(docs)[src],
-                  "weights.bin": np.asarray(weights)[src]}
-        for fname, arr in arrays.items():
-            write_private(d / fname, np.ascontiguousarray(arr, dtype=_FILES[fname]).tobytes())
-        self.members[name] = {
-            "spec": spec,
-            "n_terms": len(terms),
-            "n_postings": int(new_ptr[-1]),
-            "files": {f: file_record(d / f) for f in _FILES},
-        }
+        """Store one reading (see :func:`write_reading`)."""
+        self.record(name, write_reading(self.tmp, name, spec, terms, ptr, docs, weights))
+
+    def record(self, name: str, rec: dict[str, Any]) -> None:
+        """Count a reading :func:`write_reading` wrote into :attr:`tmp` (another process
+        may have written it)."""
+        if name in self.members:
+            raise ValueError(f"repeated reading name {name!r}")
+        self.members[name] = rec
 
     def commit(self) -> Path:
         """Sign ``readings.json`` and swap the folder into place (an older one removed)."""
@@ -176,6 +162,36 @@ class ReadingsWriter:
         """Remove what was written (nothing becomes visible)."""
         shutil.rmtree(self.tmp, ignore_errors=True)
         self._lock.close()
+
+
+def write_reading(
+    folder: Path, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
+    docs: np.ndarray, weights: np.ndarray,
+) -> dict[str, Any]:
+    """Write one reading into ``folder/name`` and return its record: ``terms[i]``'s
+    postings are ``ptr[i]:ptr[i+1]`` of ``docs`` and ``weights``.  Re-ordered by trie id;
+    each term's postings keep their order."""
+    if "/" in name or name.startswith(".") or not name:
+        raise ValueError(f"bad reading name {name!r}")
+    d = folder / name
+    d.mkdir(mode=0o700)
+    trie = save_trie(terms, d / "terms.marisa")
+    new_id = trie_ids(trie, terms)
+    order = np.argsort(new_id, kind="stable")  # trie id -> old id
+    lens: np.ndarray = np.diff(np.asarray(ptr, dtype=np.int64))[order].astype(np.int64)
+    new_ptr = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    src = np.repeat(np.asarray(ptr[:-1], dtype=np.int64)[order] - new_ptr[:-1], lens)
+    src += np.arange(int(new_ptr[-1]), dtype=np.int64)
+    arrays = {"ptr.bin": new_ptr, "docs.bin": np.asarray(docs)[src],
+              "weights.bin": np.asarray(weights)[src]}
+    for fname, arr in arrays.items():
+        write_private(d / fname, np.ascontiguousarray(arr, dtype=_FILES[fname]).tobytes())
+    return {
+        "spec": spec,
+        "n_terms": len(terms),
+        "n_postings": int(new_ptr[-1]),
+        "files": {f: file_record(d / f) for f in _FILES},
+    }
 
 
 def _fsync_dir(d: Path) -> None:
