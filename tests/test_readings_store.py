@@ -200,8 +200,12 @@ def test_cli_build_stores_and_readings_upgrades(tmp_path: Path) -> None:
     res = run(main, ["index", "build", "--no-readings", str(src), "-o", str(tmp_path / "b")])
     assert res.exit_code == 0, res.output
     assert NgramIndex.load(tmp_path / "b").readings is None
+    res = run(main, ["index", "stats", str(tmp_path / "b")])
+    assert json.loads(res.output)["readings"] is None
     res = run(main, ["index", "readings", str(tmp_path / "b")])
     assert res.exit_code == 0, res.output
+    res = run(main, ["index", "stats", str(tmp_path / "b")])
+    assert json.loads(res.output)["readings"]["n_readings"] == len(STORED_MEMBERS)
     got = NgramIndex.load(tmp_path / "b").readings
     assert got is not None and sorted(got.names) == sorted(STORED_MEMBERS)
     a = RankedAttack(NgramIndex.load(tmp_path / "a"), members=AUDIT_MEMBERS).scores(QUERY)

@@ -326,6 +326,12 @@ class NgramIndex:
             },
             "n_doc_shards": len(self.meta["folds"][0]["doc_shards"]),
             "bytes_on_disk": size,
+            # the stored ranked readings (None: runs build them; see index/readings.py)
+            "readings": None if self.readings is None else {
+                "n_readings": len(self.readings.names),
+                "bytes_on_disk": sum(p.stat().st_size for p in
+                                     self.readings.directory.rglob("*") if p.is_file()),
+            },
         }
 
     # -- groups ---------------------------------------------------------------------
