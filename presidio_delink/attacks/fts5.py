@@ -31,12 +31,13 @@ FTS5's tokenisation of the collection, and a query's scores are one weighted
 ``bincount`` of its terms' postings.  The FTS5 table of each member is still built on
 demand (:meth:`Engine.fts5_search`), and the tests check that both give the same scores.
 
-Cost.  Building: the collection's words once, their terms under each FTS5 tokenizer (one
-insert of the distinct words), and per member one sort of its (term, document) pairs,
-once per index and process (a member is built when a panel first holds it; panels share
-them); its time on TAB: ``benchmarks/results/ranked_audit.md``.
-A character n-gram member across words (:data:`CROSS_NGRAMS`) is built by a Python
-pass over every document's words, once; its time on TAB: ``benchmarks/results/ranked_crowd.md``.
+Cost.  A member the index stores (:mod:`presidio_delink.index.readings`, written by
+``index build`` through :mod:`~presidio_delink.attacks.readings`) is memory-mapped: nothing
+is built.  Any other member is built once per index and process when a panel first holds
+it (panels share them): the collection's words once, their terms under each FTS5 tokenizer
+(one insert of the distinct words), and one sort of its (term, document) pairs; the word
+and character n-grams across words by a Python pass over every document's words.  That
+is minutes on TAB for the audit's panel (``benchmarks/results/bench_living_index.md``).
 A query of ``T`` terms: the sum of their posting lengths.
 """
 

@@ -46,7 +46,8 @@ Definitions.
   names the source more often than any independent engine ranks it first:
   ``benchmarks/results/bench_ranked.md``).
 
-Cost.  The engine is built once per index and process (:mod:`.fts5`).
+Cost.  The engine maps the readings the index stores, or builds them once per index and
+process (:mod:`.fts5`).
 :meth:`RankedAttack.scores` maps the text's words to terms once per member, then runs
 ``(1 + sentences) x members`` queries, each one weighted ``bincount`` over its terms'
 postings, and one group maximum for all.  Both times on TAB:
