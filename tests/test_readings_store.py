@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from presidio_delink import NgramIndex
 from presidio_delink.attacks import fts5
@@ -244,3 +246,28 @@ def test_workers_store_the_same_files(stored: Path, tmp_path: Path) -> None:
     one = json.loads((stored / READINGS_DIR / "readings.json").read_text())
     two = json.loads((d / READINGS_DIR / "readings.json").read_text())
     assert one["members"] == two["members"] and len(two["members"]) == len(STORED_MEMBERS)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n_flips=st.integers(1, 3))
+def test_random_corruption_of_readings_refused_or_harmless(  # type: ignore[no-untyped-def]
+    stored, tmp_path_factory, seed, n_flips
+) -> None:
+    """Random byte changes in any stored reading file (readings.json and its signature
+    included): refused by name, or the scores are exactly the uncorrupted ones."""
+    d = _copy(stored, tmp_path_factory.mktemp("c") / "idx")
+    rng = random.Random(seed)
+    files = sorted(p for p in (d / READINGS_DIR).rglob("*") if p.is_file())
+    for _ in range(n_flips):
+        f = rng.choice(files)
+        data = bytearray(f.read_bytes())
+        if data:
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            f.write_bytes(bytes(data))
+    want = RankedAttack(NgramIndex.load(stored), members=AUDIT_MEMBERS).scores(QUERY)
+    try:
+        got = RankedAttack(NgramIndex.load(d), members=AUDIT_MEMBERS).scores(QUERY)
+    except IndexFormatError:
+        return
+    assert got.doc_scores.tobytes() == want.doc_scores.tobytes()
