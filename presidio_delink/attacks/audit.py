@@ -62,7 +62,7 @@ TOP = 5
 #: What the audit does not read, said with its counts.  The audit reads one learned
 #: combination of its readings (``"fused"``: :mod:`~presidio_delink.attacks.fused`); other
 #: combinations may find more (``benchmarks/bench_learned_ranker.py --windows 3,8,16``:
-#: on the TAB test outputs of ``--protect all`` at the eighteenth session, boosted trees
+#: on the TAB test outputs of ``--protect all`` (``results/ranked_crowd.md``), boosted trees
 #: over fifteen independent readers and six window-pair readers, fitted on texts the tool
 #: protected, found the source first for 16.6 and in the top 5 for 37.5 of 127, the mean
 #: of ten fits; the audit's attacks together 15 and 35, its fused reading 13 and 27; each

@@ -31,25 +31,43 @@ FTS5's tokenisation of the collection, and a query's scores are one weighted
 ``bincount`` of its terms' postings.  The FTS5 table of each member is still built on
 demand (:meth:`Engine.fts5_search`), and the tests check that both give the same scores.
 
-Cost.  Building: the collection's words once, their terms under each FTS5 tokenizer (one
-insert of the distinct words), and per member one sort of its (term, document) pairs,
-once per index and process (a member is built when a panel first holds it; panels share
-them); its time on TAB: ``benchmarks/results/ranked_audit.md``.
-A character n-gram member across words (:data:`CROSS_NGRAMS`) is built by a Python
-pass over every document's words, once; its time on TAB: ``benchmarks/results/ranked_crowd.md``.
+Cost.  A member the index stores (:mod:`presidio_delink.index.readings`, written by
+``index build`` through :mod:`~presidio_delink.attacks.readings`) is memory-mapped: nothing
+is built.  Any other member is built once per index and process when a panel first holds
+it (panels share them): the collection's words once, their terms under each FTS5 tokenizer
+(one insert of the distinct words), and one sort of its (term, document) pairs; the word
+and character n-grams across words by a Python pass over every document's words.  That
+is minutes on TAB for the audit's panel (``benchmarks/results/bench_living_index.md``).
 A query of ``T`` terms: the sum of their posting lengths.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
+from presidio_delink.attacks.grams import (
+    CHAR_NGRAMS,
+    CROSS_NGRAMS,
+    GAPPED_NGRAMS,
+    KEPT_NGRAMS,
+    SPANNING_NGRAMS,
+    STOP_WORDS,
+    WINDOW_NGRAMS,
+    WORD_NGRAMS,
+    char_grams,
+    cross_grams,
+    kept_grams,
+    spanning_grams,
+    window_grams,
+    word_grams,
+)
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
 
@@ -61,137 +79,26 @@ __all__ = [
     "STOP_WORDS", "Engine",
     "KEPT_NGRAMS", "PROTECT_MEMBERS_COSINE", "WORD_NGRAMS", "Member", "char_grams",
     "GAPPED_NGRAMS", "WINDOW_NGRAMS", "window_grams",
-    "cross_grams", "engine", "kept_grams", "spanning_grams", "word_grams",
+    "READINGS_CODE", "cross_grams", "engine", "kept_grams", "spanning_grams", "stored_spec",
+    "word_grams",
 ]
 
-_K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
+log = logging.getLogger(__name__)
 
-_STOP = """
-    a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just me more most my myself no nor not now of off on once only or
-    other our ours ourselves out over own same she should so some such than that the their
-    theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves
-"""
-#: English stop words of the ``-stop`` members (a classic IR list: articles, pronouns,
-#: auxiliaries, prepositions and conjunctions).
-STOP_WORDS = frozenset(_STOP.split())
+_K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
+#: The version of the code that turns the collection into a member's postings (its
+#: grams and weights), stored with each reading (:func:`stored_spec`): change it with
+#: that code, so that readings stored by other code are built again, never misread.
+READINGS_CODE = 1
+#: An index of at least this many words without stored readings gets a warning (building
+#: its readings takes seconds or more: about 100 s a million words on TAB).
+WARN_WORDS = 100_000
 
 _TOKENIZERS = {
     "unicode61": "unicode61 remove_diacritics 2",
     "porter": "porter unicode61 remove_diacritics 2",
 }
-#: Character n-gram readings (not FTS5 tokenizers): a word's terms are the ``n``-grams of
-#: the word padded with one space each side (``" word "`` gives ``" wor"``, ``"word"``,
-#: ``"ord "`` for n = 4; a padded word shorter than ``n`` is its own term).  What a fuzzy
-#: or n-gram search engine matches: a changed ending or a plural keeps most of a word's
-#: grams, and a rare word's grams stay rare.
-CHAR_NGRAMS = {"char4": 4}
-#: Character n-grams across word boundaries: of the words joined by one space (padded
-#: with one each end), a word gives the grams that start on the space before it or on
-#: one of its letters, so a gram such as ``"d th"`` carries two words in their order.
-#: Editing the word a gram starts in removes the gram.
-CROSS_NGRAMS = {"char4x": 4}
-#: Word n-gram tokenisers: each word starts the gram of it and the next ``n - 1`` words.
-WORD_NGRAMS = {"word2": 2, "word3": 3}
-#: The same where no placeholder of the text stands inside the gram (*kept* grams: the
-#: words stand side by side in the text, as in its source): a word before a placeholder
-#: starts none.  The collection's documents are read as by every member, their words
-#: without segment marks (a source document holds no placeholders).
-#: The grams of :data:`WORD_NGRAMS` join the words on either side of a placeholder, a
-#: pair the source never held; a reader of the kept pairs alone found far more sources
-#: (``benchmarks/results/ranked_crowd.md``, fifteenth session).
-KEPT_NGRAMS = {"word2k": 2}
-#: Ordered word pairs at most ``n`` positions apart, a placeholder of the text holding one
-#: position and pairing with nothing (*window* pairs): each word starts the pairs of it
-#: and each of the next ``n`` positions' words.  The words left on either side of a
-#: redaction stood that far apart in the source, so every such pair of an output is one
-#: its source holds; a held-out reader of them (BM25 over pairs up to three positions
-#: apart) found the source of 81 of 127 TAB test outputs of ``--protect all`` first
-#: (``benchmarks/results/ranked_crowd.md``, seventeenth session).  Collection documents
-#: hold no placeholders.  ``pair5w`` and ``pair8w``: the same up to five and eight
-#: positions apart (eighteenth session: held-out readers of wider windows found more once
-#: the protection read three).
-WINDOW_NGRAMS = {"pair3w": 3, "pair5w": 5, "pair8w": 8}
-#: The tokenisers that read where a text's placeholders stand.
-GAPPED_NGRAMS = frozenset(KEPT_NGRAMS) | frozenset(WINDOW_NGRAMS)
-#: The tokenisers whose grams run across words: a word's grams depend on the next words.
-SPANNING_NGRAMS = (
-    frozenset(CROSS_NGRAMS) | frozenset(WORD_NGRAMS) | frozenset(KEPT_NGRAMS)
-    | frozenset(WINDOW_NGRAMS)
-)
 
-
-def spanning_grams(tok: str, words: Sequence[str]) -> list[tuple[str, ...]]:
-    """Each word's grams under a tokenizer of :data:`SPANNING_NGRAMS`: the grams it
-    starts (an empty word stands for a placeholder)."""
-    if tok in WORD_NGRAMS:
-        return word_grams(words, WORD_NGRAMS[tok])
-    if tok in KEPT_NGRAMS:
-        return kept_grams(words, KEPT_NGRAMS[tok])
-    if tok in WINDOW_NGRAMS:
-        return window_grams(words, WINDOW_NGRAMS[tok])
-    return cross_grams(words, CROSS_NGRAMS[tok])
-
-
-def window_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    """Each word's window pairs (:data:`WINDOW_NGRAMS`): it and each of the next ``n``
-    words, an empty word (a placeholder) holding a position and pairing with nothing."""
-    out: list[tuple[str, ...]] = [()] * len(words)
-    for i, w in enumerate(words):
-        if w:
-            out[i] = tuple(f"{w} {v}" for v in words[i + 1 : i + 1 + n] if v)
-    return out
-
-
-def kept_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    """Each word's kept word ``n``-gram (:data:`KEPT_NGRAMS`): it and the next ``n - 1``
-    words where none of them is empty (a placeholder), else none."""
-    out: list[tuple[str, ...]] = [()] * len(words)
-    for i in range(len(words) - n + 1):
-        if all(words[i : i + n]):
-            out[i] = (" ".join(words[i : i + n]),)
-    return out
-
-
-def word_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    """Each word's word ``n``-gram: it and the next ``n - 1`` words (none for an empty
-    word, which is skipped, nor where fewer words follow)."""
-    live = [i for i, w in enumerate(words) if w]
-    out: list[tuple[str, ...]] = [()] * len(words)
-    for j in range(len(live) - n + 1):
-        out[live[j]] = (" ".join(words[i] for i in live[j : j + n]),)
-    return out
-
-
-def cross_grams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    """Each word's grams under :data:`CROSS_NGRAMS` (none for an empty word; the empty
-    words are skipped when joining)."""
-    s = " " + " ".join(w for w in words if w) + " "
-    out: list[tuple[str, ...]] = []
-    pos = 0  # the space before the current word
-    for w in words:
-        if not w:
-            out.append(())
-            continue
-        last = min(pos + len(w), len(s) - n)
-        grams = tuple(s[q : q + n] for q in range(pos, last + 1))
-        out.append(grams or ((s,) if pos == 0 else ()))  # a text shorter than n
-        pos += len(w) + 1
-    return out
-
-
-def char_grams(word: str, n: int) -> tuple[str, ...]:
-    """The ``n``-grams of ``" word "`` (see :data:`CHAR_NGRAMS`); none for an empty word."""
-    if not word:
-        return ()
-    padded = f" {word} "
-    if len(padded) <= n:
-        return (padded,)
-    return tuple(padded[i : i + n] for i in range(len(padded) - n + 1))
 
 class Member(NamedTuple):
     """One ranking function of the panel.
@@ -281,12 +188,12 @@ EXTRA_MEMBERS: dict[str, Member] = {
     # word triples: what a phrase or shingle engine reads (3-word fingerprints)
     "bm25-word3": Member("word3", False, idf="lucene"),
     # the same with every occurrence counted, and the vector space model over words and
-    # over triples: readings of the audit only (eleventh session)
+    # over triples: readings of the audit only
     "bm25-word3-qtf": Member("word3", False, idf="lucene", qtf=True),
     "cosine-word1": Member("unicode61", False, model="cosine"),
     "cosine-word3": Member("word3", False, model="cosine"),
     # the same over a group as one document (its texts' pairs or triples together): the
-    # held-in vector family's strongest readings (fifteenth session)
+    # held-in vector family's strongest readings
     "cosine-word2-case": Member("word2", False, unit="group", model="cosine"),
     "cosine-word3-case": Member("word3", False, unit="group", model="cosine"),
     # scikit-learn's smoothed idf: the pairs and triples every document shares count too
@@ -296,7 +203,7 @@ EXTRA_MEMBERS: dict[str, Member] = {
     "cosine-word2k": Member("word2k", False, model="cosine"),
     "bm25-word2k": Member("word2k", False, idf="lucene"),
     # window pairs (:data:`WINDOW_NGRAMS`), every occurrence counted: a reading of the
-    # audit (seventeenth session) and of the protection (eighteenth)
+    # audit and (three positions) of the protection
     "bm25-pair3w-qtf": Member("pair3w", False, idf="lucene", qtf=True),
     "bm25-pair5w-qtf": Member("pair5w", False, idf="lucene", qtf=True),
     "bm25-pair8w-qtf": Member("pair8w", False, idf="lucene", qtf=True),
@@ -317,8 +224,8 @@ PROTECT_MEMBERS_BASE: tuple[str, ...] = tuple(
 #: The same with FTS5's two query-tf readings (a query parser's: repeated terms weigh more).
 PROTECT_MEMBERS_QTF: tuple[str, ...] = (
     *PROTECT_MEMBERS_BASE, "fts5-unicode61-qtf", "fts5-porter-stop-qtf")
-#: The protection's panel until the fifteenth session: the base panel, the two query-tf
-#: readings and character 4-grams across word boundaries with every occurrence counted
+#: A smaller protection panel (the calibration scripts compare it): the base panel, the
+#: two query-tf readings and character 4-grams across word boundaries with every occurrence counted
 #: (``bm25-char4x-qtf``).  Chosen on held-in data only, with the crowd size
 #: (``benchmarks/ranked/calibrate_crowd.py``, 40 TAB train/dev texts, a held-in family of
 #: 48 BM25 variants of its own, word and character n-gram, distinct and repeated query
@@ -329,11 +236,10 @@ PROTECT_MEMBERS_QTF: tuple[str, ...] = (
 #: (``bm25-word2``): without it, word-pair readers of the pairs a text keeps in its
 #: source's order (TF-IDF cosine over word bigrams, BM25 over them) ranked the source
 #: first for 9-10 of 30 held-in texts and in their top 5 for 17-19; with it, for none and
-#: at most 1, for 4.2 points more words (56.7 % -> 60.9 %; ``ranked_crowd.md``, ninth
-#: session).
+#: at most 1, for 4.2 points more words (56.7 % -> 60.9 %; ``ranked_crowd.md``).
 PROTECT_MEMBERS_PAIRS: tuple[str, ...] = (
     *PROTECT_MEMBERS_QTF, "bm25-char4x-qtf", "bm25-word2")
-#: The fifteenth session's first choice: the panel above and the vector space
+#: A candidate panel (the calibration scripts compare it): the panel above and the vector space
 #: model (TF-IDF cosine, no saturation of term frequency) over word pairs and over word
 #: triples.  Chosen on held-in data only (``benchmarks/ranked/calibrate_crowd.py
 #: --vector``, runs in ``benchmarks/ranked/calibrate_vector.json``: 80 TAB train/dev
@@ -355,8 +261,8 @@ PROTECT_MEMBERS_COSINE: tuple[str, ...] = (
 #: pairs and triples of its own: under it the panel above failed the rule (its worst
 #: member first for 18 of 80, top 5 for 37; on the TAB test outputs BM25 over kept pairs
 #: found 29-38 of 127 first).  This one held (0 and 3 of 80) at 68.5 % of words; the
-#: panel above with ``bm25-word2k`` added held too, at 70.2 %.  The protection's panel
-#: until the eighteenth session.
+#: panel above with ``bm25-word2k`` added held too, at 70.2 %.  The panel below without
+#: the window pairs.
 PROTECT_MEMBERS_KEPT: tuple[str, ...] = (
     *PROTECT_MEMBERS_QTF, "bm25-char4x-qtf", "bm25-word2k", "cosine-word2k", "cosine-word3")
 #: The protection's panel (``--protect ranked``): the kept panel above and BM25 over the
@@ -367,8 +273,14 @@ PROTECT_MEMBERS_KEPT: tuple[str, ...] = (
 #: placeholder stand at their distance in the source.  Chosen on held-in data (113 TAB
 #: train/dev texts): every independent window reader 0 first and at most 4 in the top 5
 #: (up to 73 / 86 with the kept panel), for 78.1 % of words against 71.5 %
-#: (``benchmarks/results/ranked_crowd.md``, seventeenth and eighteenth sessions).
+#: (``benchmarks/results/ranked_crowd.md``).
 PROTECT_MEMBERS: tuple[str, ...] = (*PROTECT_MEMBERS_KEPT, "bm25-pair3w-qtf")
+
+
+def stored_spec(member: str) -> list[object]:
+    """What a stored reading of ``member`` must have been made with to be read: the
+    code version (:data:`READINGS_CODE`) and the member's definition."""
+    return [READINGS_CODE, *ALL_MEMBERS[member]]
 
 
 class _Member:
@@ -378,7 +290,7 @@ class _Member:
 
     def __init__(
         self,
-        term_ids: dict[str, int],
+        term_ids: Mapping[str, int],
         ptr: np.ndarray,
         docs: np.ndarray,
         weights: np.ndarray,
@@ -418,66 +330,127 @@ class Engine:
         self.n_docs = index.n_docs
         self.tables: dict[str, str] = {}
         self.term_cache: dict[str, dict[str, tuple[str, ...]]] = {}
-        # The collection's words as ids, once for every member (the index's own ids,
-        # renumbered densely; each distinct word decoded once).
-        per_doc = [index.doc_word_ids(d) for d in range(self.n_docs)]
-        lens = np.fromiter((len(x) for x in per_doc), dtype=np.int64, count=self.n_docs)
-        raw = np.concatenate(per_doc) if per_doc else np.empty(0, dtype=np.int64)
-        uniq, word_ids = np.unique(raw, return_inverse=True)
-        self.words = [index.word_of(int(w)) for w in uniq.tolist()]
-        self._word_ids = word_ids.astype(np.int64).ravel()
-        self._doc_of = np.repeat(np.arange(self.n_docs, dtype=np.int64), lens)
+        self._collection: tuple[list[str], np.ndarray, np.ndarray] | None = None
         groups = index.doc_groups
         ordinal = {g: i for i, g in enumerate(dict.fromkeys(groups))}
         self.group_of = np.fromiter((ordinal[g] for g in groups), dtype=np.int64,
                                     count=self.n_docs)
         self.n_groups = len(ordinal)
         self.members: dict[str, _Member] = {}
+        self.built: list[str] = []  # members built here (not read from the index)
         self.add(members)
 
+    def collection(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The collection's distinct words, each token's word id and document (the index's
+        own ids renumbered densely; each distinct word decoded once): what building a
+        member reads, made on first use."""
+        if self._collection is None:
+            index = self.index
+            per_doc = [index.doc_word_ids(d) for d in range(self.n_docs)]
+            lens = np.fromiter((len(x) for x in per_doc), dtype=np.int64, count=self.n_docs)
+            raw = np.concatenate(per_doc) if per_doc else np.empty(0, dtype=np.int64)
+            uniq, word_ids = np.unique(raw, return_inverse=True)
+            words = [index.word_of(int(w)) for w in uniq.tolist()]
+            doc_of = np.repeat(np.arange(self.n_docs, dtype=np.int64), lens)
+            self._collection = (words, word_ids.astype(np.int64).ravel(), doc_of)
+        return self._collection
+
+    def prepare(self, member: str) -> None:
+        """Create the helper table that maps a query's words to the member's terms."""
+        tok = ALL_MEMBERS[member].tokenizer
+        if tok in SPANNING_NGRAMS:
+            return
+        if tok in CHAR_NGRAMS:
+            self.term_cache.setdefault(tok, {})
+        elif tok not in self.term_cache:
+            self.db.execute(
+                f"CREATE VIRTUAL TABLE tok_{tok} USING fts5(body, "
+                f"tokenize='{_TOKENIZERS[tok]}')"
+            )
+            self.db.execute(
+                f"CREATE VIRTUAL TABLE tokv_{tok} USING fts5vocab(tok_{tok}, instance)"
+            )
+            self.term_cache[tok] = {}
+
     def add(self, members: Sequence[str]) -> None:
-        """Build the postings of the ``members`` not built yet."""
+        """Open the postings of the ``members`` not open yet: those the index stores
+        (:func:`stored_spec` matching) are memory-mapped, the others built here."""
+        store = getattr(self.index, "readings", None)
+        if store is not None:  # their checksums, on a few threads at once
+            store.check([m for m in members if m not in self.members
+                         and store.spec(m) == stored_spec(m)])
+        built = []
         for m in members:
             if m in self.members:
                 continue
-            tok = ALL_MEMBERS[m].tokenizer
-            if tok in SPANNING_NGRAMS:
-                pass
-            elif tok in CHAR_NGRAMS:
-                self.term_cache.setdefault(tok, {})
-            elif tok not in self.term_cache:
-                self.db.execute(
-                    f"CREATE VIRTUAL TABLE tok_{tok} USING fts5(body, "
-                    f"tokenize='{_TOKENIZERS[tok]}')"
-                )
-                self.db.execute(
-                    f"CREATE VIRTUAL TABLE tokv_{tok} USING fts5vocab(tok_{tok}, instance)"
-                )
-                self.term_cache[tok] = {}
-            self.members[m] = self._member(m, self._word_ids, self._doc_of)
+            self.prepare(m)
+            got = self._stored(m)
+            if got is None:
+                got = self.build(m)
+                built.append(m)
+            self.members[m] = got
+        if built:
+            self._tell(built)
+            self.built += built
 
-    def _member(self, member: str, word_ids: np.ndarray, doc_of: np.ndarray) -> _Member:
+    def _stored(self, member: str) -> _Member | None:
+        store = getattr(self.index, "readings", None)
+        if store is None or store.spec(member) != stored_spec(member):
+            return None
+        p = store.get(member)
+        if p is None:
+            return None
+        unit_of = self.group_of if ALL_MEMBERS[member].unit == "group" else None
+        return _Member(p.terms, p.ptr, p.docs, p.weights, unit_of)
+
+    def _tell(self, built: list[str]) -> None:
+        """Say once per engine why readings were built here, and how to store them."""
+        if self.built:
+            return
+        store = getattr(self.index, "readings", None)
+        where = self.index.directory
+        how = f"store them once with `presidio-delink index readings {where}`"
+        if store is None:
+            # a warning where building takes seconds or more; below, what it costs is
+            # less than the message
+            level = logging.WARNING if self.index.meta["n_words"] >= WARN_WORDS else logging.INFO
+            log.log(
+                level,
+                "the index at %s has no stored readings (an older index, or one made by "
+                "NgramIndex.build): building %d ranked readings in this process, which takes "
+                "minutes on a large collection; %s", where, len(built), how)
+        elif any(store.spec(m) is not None for m in built):
+            log.warning(
+                "the readings stored with the index at %s were made by another version: "
+                "building %d ranked readings in this process; %s", where, len(built), how)
+        else:
+            log.info("building %d ranked readings the index at %s does not store: %s",
+                     len(built), where, ", ".join(built))
+
+    def build(self, member: str) -> _Member:
+        """The member's postings, built from the collection's words."""
         spec = ALL_MEMBERS[member]
         tok, stop = spec.tokenizer, spec.stop
+        words, word_ids, doc_of = self.collection()
         term_ids: dict[str, int] = {}
         if tok in SPANNING_NGRAMS:  # a word's grams depend on the next words
             bounds = np.searchsorted(doc_of, np.arange(self.n_docs + 1))
             tl: list[int] = []
             dl_: list[int] = []
             for d in range(self.n_docs):
-                ws = [self.words[i] for i in word_ids[bounds[d] : bounds[d + 1]].tolist()]
+                ws = [words[i] for i in word_ids[bounds[d] : bounds[d + 1]].tolist()]
                 ids = [term_ids.setdefault(g, len(term_ids))
                        for gs in spanning_grams(tok, ws) for g in gs]
                 tl += ids
                 dl_ += [d] * len(ids)
             return self._weights(spec, term_ids, np.asarray(tl, dtype=np.int64),
                                  np.asarray(dl_, dtype=np.int64))
-        mapped = self.terms(tok, self.words)
+        mapped = self.terms(tok, words)
         per_word = [
             []
             if stop and w in STOP_WORDS
             else [term_ids.setdefault(t, len(term_ids)) for t in mapped[w]]
-            for w in self.words
+            for w in words
         ]
         n_of = np.fromiter((len(x) for x in per_word), dtype=np.int64, count=len(per_word))
         flat = np.fromiter((t for x in per_word for t in x), dtype=np.int64, count=int(n_of.sum()))

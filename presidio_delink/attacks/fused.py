@@ -58,7 +58,7 @@ TOP = 5
 #: The audit's model file, shipped with the package (fitted on outputs of the guarded
 #: protection; over the 18 readings without the window pairs, fitted on such outputs, its
 #: trees found nothing out of fold, and over all twenty 18 of 113: ``benchmarks/results/
-#: ranked_crowd.md``, eighteenth session).
+#: ranked_crowd.md``).
 MODEL_FILE = "ranked_fusion.json"
 #: The protection's guard's model file (fitted on outputs of the shipped protection
 #: without the guard: :class:`~presidio_delink.protect.Protector`).

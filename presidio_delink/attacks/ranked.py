@@ -46,7 +46,8 @@ Definitions.
   names the source more often than any independent engine ranks it first:
   ``benchmarks/results/bench_ranked.md``).
 
-Cost.  The engine is built once per index and process (:mod:`.fts5`).
+Cost.  The engine maps the readings the index stores, or builds them once per index and
+process (:mod:`.fts5`).
 :meth:`RankedAttack.scores` maps the text's words to terms once per member, then runs
 ``(1 + sentences) x members`` queries, each one weighted ``bincount`` over its terms'
 postings, and one group maximum for all.  Both times on TAB:
@@ -83,50 +84,36 @@ from presidio_delink.text import Token
 #: of a text that was read before, and only those are scored again.
 SENTENCE_CACHE_BYTES = 64 * 2**20
 #: The audit's panel (``delink``'s :class:`~presidio_delink.attacks.audit.Auditor`): the
-#: four calibrated members, which alone take the margin decision, and the readings that
-#: count for the source's rank only: query-tf (a query parser keeps every pasted word)
-#: at FTS5's and at Anserini's parameters, and character 4-grams, within words and across
-#: them (a fuzzy or n-gram engine); and word pairs, by BM25 and by TF-IDF cosine (an
-#: engine that indexes word bigrams, or ranks phrases: the pairs a text keeps in its
-#: source's order are evidence even where each pair is common enough to pass the phrase
-#: check); and word triples by BM25 (a phrase or shingle engine: held-out readers of
-#: triples found sources the audit's pairs missed, ``benchmarks/results/ranked_crowd.md``,
-#: tenth session); and, since the eleventh session, triples with every occurrence counted
-#: and the vector space model (TF-IDF cosine) over words and over triples: with them the
-#: audit's top-5 count on the protected TAB test outputs came within 5 of what fourteen
-#: held-out readers find together (22 against 24 for ``--protect all``, 31 against 31 for
-#: ``ranked``; 18 and 22 before).  The audit reads more than the protection decides on:
-#: what the protection edits away its own panel no longer sees.  Since the fifteenth
-#: session it also reads the *kept* pairs, the word pairs no placeholder separates, by
-#: BM25 and by TF-IDF cosine (``bm25-word2k``, ``cosine-word2k``): on 113 held-in TAB
-#: texts protected by ``--protect all`` the audit said first 2, top 5 10, where held-in
-#: readers of its own found 9 and 41; with the kept pairs it says 33 and 63.  The pair
-#: readings above join the words on either side of a placeholder, pairs the source never
-#: held, and miss what the pairs a text keeps in its source's order give away.
+#: four calibrated members, which alone take the margin decision, and readings that count
+#: for the source's rank only.  Query-tf (a query parser keeps every pasted word) at
+#: FTS5's and at Anserini's parameters; character 4-grams within and across words (a
+#: fuzzy or n-gram engine); word pairs by BM25 and TF-IDF cosine (an engine that indexes
+#: bigrams: pairs a text keeps in its source's order are evidence even where each pair
+#: passes the phrase check); word triples by BM25, with every occurrence counted too, and
+#: TF-IDF cosine over words and triples (phrase and shingle engines: held-out readers of
+#: triples found sources the pairs missed); and the *kept* pairs, those no placeholder
+#: separates (``bm25-word2k``, ``cosine-word2k``): the other pair readings join the words
+#: on either side of a placeholder, pairs the source never held.  The audit reads more
+#: than the protection decides on, because what the protection edits away its own panel
+#: no longer sees.  Counts behind each choice: ``benchmarks/results/ranked_crowd.md``.
 _WORD_READINGS: tuple[str, ...] = (
     *MEMBERS, "fts5-unicode61-qtf", "fts5-porter-stop-qtf", "bm25-unicode61-k09b04-qtf",
     "bm25-porter-stop-k09b04-qtf", "bm25-char4-qtf", "bm25-char4x-qtf", "bm25-word2",
     "cosine-word2", "bm25-word3", "bm25-word3-qtf", "cosine-word1", "cosine-word3",
     "bm25-word2k", "cosine-word2k",
 )
-#: Since the seventeenth session the audit also reads the *window* pairs, the words on
-#: either side of a placeholder at their distance in the source (``bm25-pair3w-qtf``,
-#: :data:`~presidio_delink.attacks.fts5.WINDOW_NGRAMS`): a held-out reader of them found
-#: the source of 81 of 127 TAB test outputs of ``--protect all`` first where every reading
-#: above said at most 5 (35 once a run of redactions is one placeholder).  The protection
-#: reads them too since the eighteenth session (:data:`PROTECT_MEMBERS`), and the audit
-#: reads them up to eight positions apart as well (``bm25-pair8w-qtf``): on the test
-#: outputs of that protection (its first step, before the guard read window pairs),
-#: held-out readers of windows of 8 to 16 positions found the source first for up to 8
-#: and in their top 5 for up to 28 where the window of three found none; this reading,
-#: whole text only, 6 and 20.
+#: And the *window* pairs, the words on either side of a placeholder at their distance in
+#: the source (:data:`~presidio_delink.attacks.fts5.WINDOW_NGRAMS`), up to three positions
+#: apart (``bm25-pair3w-qtf``, which the protection reads too: :data:`PROTECT_MEMBERS`)
+#: and up to eight (``bm25-pair8w-qtf``, whole text only): every pair of words kept around
+#: a redaction is one its source holds, and held-out readers of such pairs find sources
+#: that every reading above misses (``benchmarks/results/ranked_crowd.md``).
 AUDIT_MEMBERS: tuple[str, ...] = (*_WORD_READINGS, "bm25-pair3w-qtf", "bm25-pair8w-qtf")
 #: What the fused readings combine (:mod:`~presidio_delink.attacks.fused`: the audit's,
 #: and the protection's guard, :class:`~presidio_delink.protect.Protector`): every reading
-#: of the audit; a model is fitted for its members.  Until the eighteenth session they
-#: left out the window pairs; a learned ranker over held-out window readers and fifteen
-#: others then found the source first for 25.6 of 127 test outputs (the mean of ten fits)
-#: where each reader alone found at most 8 (``benchmarks/results/ranked_crowd.md``).
+#: of the audit, window pairs included (a learned ranker over window readers and others
+#: finds sources that no reader alone ranks first: ``benchmarks/results/ranked_crowd.md``);
+#: a model is fitted for its members.
 FUSED_MEMBERS: tuple[str, ...] = AUDIT_MEMBERS
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``index build``, ``index stats``, ``index query``."""
+"""``index build``, ``index readings``, ``index stats``, ``index query``."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def index() -> None:
 )
 @spread_opts("the build [default: one a core]",
              "the input files and OUTPUT (they write into it)")
+@switch_opt("--readings/--no-readings",
+            help="Also store the ranked readings the audit and --protect read (without "
+            "them every run builds them: minutes on a large collection).")
 @key_opt
 @progress_opt
 @clean_errors
@@ -66,6 +69,7 @@ def index_build(
     group_regex: str | None,
     workers: int | None,
     dask_scheduler: str | None,
+    readings: bool,
     key_file: Path | None,
     progress: bool,
 ) -> None:
@@ -98,6 +102,10 @@ def index_build(
     else:
         idx = NgramIndex.build(read_many_grouped(inputs), output, progress=progress,
                                workers=workers or os.cpu_count() or 1, **common)
+    if readings:
+        from presidio_delink.attacks.readings import store_readings
+
+        store_readings(idx, workers=workers or os.cpu_count() or 1)
     st = idx.stats()
     click.echo(
         f"indexed {st['n_docs']} documents ({st['n_groups']} groups), {st['n_words']} words, "
@@ -105,6 +113,24 @@ def index_build(
         f"({st['bytes_on_disk']} bytes)",
         err=True,
     )
+
+
+@index.command("readings")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Processes building readings at once [default: one a core].")
+@key_opt
+@clean_errors
+def index_readings(directory: Path, workers: int | None, key_file: Path | None) -> None:
+    """Store the ranked readings (BM25 and TF-IDF postings) with the index at DIRECTORY,
+    replacing any stored before: what an index built without them needs so that runs
+    stop building them."""
+    from presidio_delink.attacks.readings import store_readings
+
+    idx = load_index(directory, key_file)
+    out = store_readings(idx, workers=workers or os.cpu_count() or 1)
+    assert idx.readings is not None
+    click.echo(f"stored {len(idx.readings.names)} ranked readings in {out}", err=True)
 
 
 @index.command("stats")

@@ -45,6 +45,7 @@ from presidio_delink.index.format import (
     read_meta,
     write_private,
 )
+from presidio_delink.index.readings import ReadingsStore, open_readings
 from presidio_delink.index.shard import FoldDocs, Layered, Partition
 from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex
 from presidio_delink.index.vocab import Vocabulary
@@ -83,6 +84,11 @@ class NgramIndex:
         # The primary view's words split at every punctuation mark: the finest offsets.
         p = self.primary.tokenizer
         self.tokenizer = Tokenizer(max_n=p.max_n, placeholders=p.placeholders)
+        #: The MAC key the index was opened with (signs what is stored with it later).
+        self.key: bytes | None = None
+        #: The ranked readings stored with the index (:mod:`~presidio_delink.index.
+        #: readings`), or None for an index without them.
+        self.readings: ReadingsStore | None = None
 
     # -- building -------------------------------------------------------------------
     @classmethod
@@ -221,7 +227,10 @@ class NgramIndex:
                 )
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise IndexFormatError(f"{d}: view {vm.get('name')!r}: {exc}") from exc
-        return cls(d, meta, views, doc_ids, groups)
+        index = cls(d, meta, views, doc_ids, groups)
+        index.key = key
+        index.readings = open_readings(d, key, verify)
+        return index
 
     def save(self, directory: str | Path) -> Path:
         """Copy the index to ``directory`` (created; must not exist or be empty)."""
@@ -317,6 +326,12 @@ class NgramIndex:
             },
             "n_doc_shards": len(self.meta["folds"][0]["doc_shards"]),
             "bytes_on_disk": size,
+            # the stored ranked readings (None: runs build them; see index/readings.py)
+            "readings": None if self.readings is None else {
+                "n_readings": len(self.readings.names),
+                "bytes_on_disk": sum(p.stat().st_size for p in
+                                     self.readings.directory.rglob("*") if p.is_file()),
+            },
         }
 
     # -- groups ---------------------------------------------------------------------

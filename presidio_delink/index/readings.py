@@ -1,0 +1,338 @@
+"""Stored readings: the ranked attacks' postings, written once with the index and
+memory-mapped by every process that reads them.
+
+The ranked readings of the audit and of the protection (:mod:`presidio_delink.attacks.
+fts5`: BM25 and TF-IDF over words, pairs, windows and character n-grams) each reduce the
+collection to postings: per term, the units (documents, or groups) holding it and the
+term's summand of the unit's score.  Built in every process they cost minutes on a large
+collection; stored, a process maps them in milliseconds.  This module only stores and
+maps named postings; what they hold is decided above it (``attacks``), which also builds
+them (``presidio-delink index build`` and ``index readings``).
+
+Layout (inside the index directory)::
+
+    readings/readings.json   format, the index it belongs to (SHA-256 of its meta.json),
+                             each reading's specification, counts and the size and
+                             SHA-256 of each of its files
+    readings/readings.sig    SHA-256 of readings.json, or HMAC-SHA256 with the index's key
+    readings/NAME/terms.marisa   the reading's terms; a term's id is its trie id
+    readings/NAME/ptr.bin    int64, n_terms + 1: term ``t``'s postings are ``ptr[t]:ptr[t+1]``
+    readings/NAME/docs.bin   int32 units, ascending within a term
+    readings/NAME/weights.bin    float64 summands (stored as computed: scores read from
+                             them are bit-identical to scores from freshly built postings)
+
+Readings that belong to another index (its ``meta.json`` changed), whose signature fails,
+or whose files are missing, truncated or (with ``verify``) differ from their checksums are
+refused by name (:class:`~presidio_delink.errors.IndexFormatError`).  The folder is
+written as a temporary folder, fsync'ed, and renamed into place: a reader sees the old
+readings or the new ones, never a mix.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from presidio_delink.errors import ConfigError, IndexFormatError
+from presidio_delink.index.format import META_FILE, file_record, write_private
+from presidio_delink.index.shard import load_trie, map_array, save_trie, trie_ids
+from presidio_delink.io import sha256_file
+
+__all__ = [
+    "READINGS_DIR", "READINGS_FORMAT", "READINGS_VERSION", "ReadingsStore", "ReadingsWriter",
+    "StoredPostings", "open_readings", "write_reading",
+]
+
+READINGS_DIR = "readings"
+READINGS_FILE = "readings.json"
+READINGS_SIG = "readings.sig"
+LOCK_NAME = ".readings.lock"
+READINGS_FORMAT = "presidio-delink-readings"
+READINGS_VERSION = 1
+_FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "weights.bin": "<f8"}
+
+
+@dataclass(frozen=True)
+class StoredPostings:
+    """One reading's postings, memory-mapped.
+
+    Attributes:
+        terms: term -> id (a marisa trie: ``in``, ``[term]`` and ``get`` as a dict).
+        ptr: ``(n_terms + 1,)`` offsets into ``docs`` and ``weights``.
+        docs: units holding each term, ascending within a term.
+        weights: the term's summand of each unit's score.
+    """
+
+    terms: Any
+    ptr: np.ndarray
+    docs: np.ndarray
+    weights: np.ndarray
+
+
+def _signature(data: bytes, key: bytes | None) -> dict[str, str]:
+    if key is None:
+        return {"alg": "sha256", "digest": hashlib.sha256(data).hexdigest()}
+    return {"alg": "hmac-sha256", "digest": hmac.new(key, data, hashlib.sha256).hexdigest()}
+
+
+def index_digest(index_dir: Path) -> str:
+    """SHA-256 of the index's ``meta.json``: what binds readings to one index."""
+    return sha256_file(index_dir / META_FILE)
+
+
+class ReadingsWriter:
+    """Write an index's readings one at a time, then :meth:`commit` them all at once.
+
+    Args:
+        index_dir: the index directory (its ``meta.json`` is the readings' binding).
+        key: the index's MAC key (signs ``readings.json``), or None.
+        extra: what the readings' builder records of itself (its code version, counts),
+            stored in ``readings.json`` and given back by :attr:`ReadingsStore.extra`.
+    """
+
+    def __init__(self, index_dir: Path, key: bytes | None, extra: dict[str, Any]) -> None:
+        self.index_dir = Path(index_dir)
+        self.key = key
+        self.extra = extra
+        # one writer at a time (the lock goes with the process, killed or not); what a
+        # killed writer left is removed
+        self._lock = open(self.index_dir / LOCK_NAME, "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self._lock.close()
+            raise ConfigError(
+                f"another process is storing the readings of {self.index_dir}") from exc
+        for stale in self.index_dir.glob(f".{READINGS_DIR}.*-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        self.tmp = self.index_dir / f".{READINGS_DIR}.tmp-{os.getpid()}"
+        self.tmp.mkdir(mode=0o700)
+        self.members: dict[str, dict[str, Any]] = {}
+
+    def add(
+        self, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
+        docs: np.ndarray, weights: np.ndarray,
+    ) -> None:
+        """Store one reading (see :func:`write_reading`)."""
+        self.record(name, write_reading(self.tmp, name, spec, terms, ptr, docs, weights))
+
+    def record(self, name: str, rec: dict[str, Any]) -> None:
+        """Count a reading :func:`write_reading` wrote into :attr:`tmp` (another process
+        may have written it)."""
+        if name in self.members:
+            raise ValueError(f"repeated reading name {name!r}")
+        self.members[name] = rec
+
+    def commit(self) -> Path:
+        """Sign ``readings.json`` and swap the folder into place (an older one removed)."""
+        meta = {
+            "format": READINGS_FORMAT,
+            "version": READINGS_VERSION,
+            "index": index_digest(self.index_dir),
+            "extra": self.extra,
+            "members": self.members,
+        }
+        data = json.dumps(meta, indent=1, sort_keys=True).encode("utf-8")
+        write_private(self.tmp / READINGS_FILE, data)
+        write_private(self.tmp / READINGS_SIG, json.dumps(_signature(data, self.key)).encode())
+        _fsync_dir(self.tmp)
+        final = self.index_dir / READINGS_DIR
+        old = self.index_dir / f".{READINGS_DIR}.old-{os.getpid()}"
+        if final.exists():
+            os.rename(final, old)
+        os.rename(self.tmp, final)
+        _fsync_dir(self.index_dir)
+        if old.exists():
+            shutil.rmtree(old)  # a reader that opened it keeps its mapped files
+        self._lock.close()
+        return final
+
+    def abort(self) -> None:
+        """Remove what was written (nothing becomes visible)."""
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self._lock.close()
+
+
+def write_reading(
+    folder: Path, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
+    docs: np.ndarray, weights: np.ndarray,
+) -> dict[str, Any]:
+    """Write one reading into ``folder/name`` and return its record: ``terms[i]``'s
+    postings are ``ptr[i]:ptr[i+1]`` of ``docs`` and ``weights``.  Re-ordered by trie id;
+    each term's postings keep their order."""
+    if "/" in name or name.startswith(".") or not name:
+        raise ValueError(f"bad reading name {name!r}")
+    d = folder / name
+    d.mkdir(mode=0o700)
+    trie = save_trie(terms, d / "terms.marisa")
+    new_id = trie_ids(trie, terms)
+    order = np.argsort(new_id, kind="stable")  # trie id -> old id
+    lens: np.ndarray = np.diff(np.asarray(ptr, dtype=np.int64))[order].astype(np.int64)
+    new_ptr = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    src = np.repeat(np.asarray(ptr[:-1], dtype=np.int64)[order] - new_ptr[:-1], lens)
+    src += np.arange(int(new_ptr[-1]), dtype=np.int64)
+    arrays = {"ptr.bin": new_ptr, "docs.bin": np.asarray(docs)[src],
+              "weights.bin": np.asarray(weights)[src]}
+    for fname, arr in arrays.items():
+        write_private(d / fname, np.ascontiguousarray(arr, dtype=_FILES[fname]).tobytes())
+    return {
+        "spec": spec,
+        "n_terms": len(terms),
+        "n_postings": int(new_ptr[-1]),
+        "files": {f: file_record(d / f) for f in _FILES},
+    }
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ReadingsStore:
+    """The readings stored with one index (see the module docstring).
+
+    Every file is mapped when the store opens (cheap: nothing is read), so a process
+    that opened the readings keeps them whole even when ``index readings`` swaps in
+    new ones; with ``verify`` each reading's files are checked against their SHA-256
+    when it is first read."""
+
+    def __init__(self, directory: Path, meta: dict[str, Any], verify: bool) -> None:
+        self.directory = directory
+        self.meta = meta
+        self.verify = verify
+        self.extra: dict[str, Any] = meta["extra"]
+        self._mapped = {name: self._map(name, rec) for name, rec in meta["members"].items()}
+        self._checked: set[str] = set()
+
+    @property
+    def names(self) -> list[str]:
+        """The stored readings."""
+        return list(self.meta["members"])
+
+    def spec(self, name: str) -> list[Any] | None:
+        rec = self.meta["members"].get(name)
+        return None if rec is None else list(rec["spec"])
+
+    def _map(self, name: str, rec: dict[str, Any]) -> tuple[StoredPostings, dict[str, Any]]:
+        d = self.directory / name
+        for fname, want in rec["files"].items():
+            p = d / fname
+            try:
+                size = p.stat().st_size
+            except OSError as exc:
+                raise IndexFormatError(
+                    f"{p}: stored reading file missing: {exc.strerror}; store the readings "
+                    "again (presidio-delink index readings)") from exc
+            if size != want["size"]:
+                raise IndexFormatError(
+                    f"{p} does not match readings.json (changed or truncated); store the "
+                    "readings again (presidio-delink index readings)")
+        got = StoredPostings(load_trie(d / "terms.marisa"), map_array(d / "ptr.bin", "<i8"),
+                             map_array(d / "docs.bin", "<i4"),
+                             map_array(d / "weights.bin", "<f8"))
+        if (len(got.ptr) != rec["n_terms"] + 1 or len(got.terms) != rec["n_terms"]
+                or len(got.docs) != rec["n_postings"] or len(got.weights) != rec["n_postings"]):
+            raise IndexFormatError(f"{d}: stored reading does not match readings.json")
+        return got, rec
+
+    def check(self, names: Sequence[str]) -> None:
+        """With ``verify``, check the stored ``names`` not checked yet, on a few threads
+        (hashing releases the interpreter lock): what an engine asks before its first
+        query, so that its readings' checksums cost the wall time of the largest."""
+        todo = [n for n in dict.fromkeys(names) if n in self._mapped and n not in self._checked]
+        if not self.verify or not todo:
+            return
+        workers = max(1, min(len(todo), os.cpu_count() or 1, 4))
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(self.get, todo))
+
+    def get(self, name: str) -> StoredPostings | None:
+        """Reading ``name``'s postings (None when not stored)."""
+        got = self._mapped.get(name)
+        if got is None:
+            return None
+        postings, rec = got
+        if self.verify and name not in self._checked:
+            d = self.directory / name
+            arrays = {"ptr.bin": postings.ptr, "docs.bin": postings.docs,
+                      "weights.bin": postings.weights}
+            for fname, want in rec["files"].items():
+                if fname in arrays:  # hashed from the mapped pages: what is read is checked
+                    digest = hashlib.sha256(arrays[fname].data.cast("B")).hexdigest()
+                else:
+                    digest = sha256_file(d / fname)
+                if digest != want["sha256"]:
+                    raise IndexFormatError(
+                        f"{d / fname} does not match readings.json (changed or corrupt); "
+                        "store the readings again (presidio-delink index readings)")
+            self._checked.add(name)
+        return postings
+
+
+def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsStore | None:
+    """The readings stored with the index at ``index_dir`` (None when it has none).
+
+    Raises:
+        IndexFormatError: readings that fail their signature, belong to another index,
+            or are outside the format.
+    """
+    d = Path(index_dir) / READINGS_DIR
+    if not (d / READINGS_FILE).is_file():
+        return None
+    redo = f"; remove {d} or store the readings again (presidio-delink index readings)"
+    try:
+        data = (d / READINGS_FILE).read_bytes()
+        sig = json.loads((d / READINGS_SIG).read_bytes())
+        alg, digest = sig["alg"], sig["digest"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise IndexFormatError(f"{d}: stored readings unreadable or unsigned{redo}") from exc
+    if alg not in ("sha256", "hmac-sha256") or not isinstance(digest, str):
+        raise IndexFormatError(f"{d / READINGS_SIG} is corrupt{redo}")
+    if alg == "hmac-sha256" and key is None:
+        raise IndexFormatError(f"{d}: stored readings are signed with a key: pass its --key-file")
+    if alg == "sha256" and key is not None:
+        raise IndexFormatError(
+            f"{d}: stored readings are not signed with a key, but a key file was given{redo}")
+    if not hmac.compare_digest(_signature(data, key)["digest"], digest):
+        raise IndexFormatError(
+            f"{d / READINGS_FILE} does not match its signature (changed or corrupt){redo}")
+    try:
+        meta = json.loads(data)
+        ok = (
+            isinstance(meta, dict)
+            and set(meta) == {"format", "version", "index", "extra", "members"}
+            and meta["format"] == READINGS_FORMAT
+            and isinstance(meta["members"], dict)
+            and isinstance(meta["extra"], dict)
+        )
+    except ValueError:
+        ok = False
+    if not ok:
+        raise IndexFormatError(f"{d / READINGS_FILE}: not stored readings{redo}")
+    if meta["version"] != READINGS_VERSION:
+        raise IndexFormatError(
+            f"{d}: stored readings of version {meta['version']!r}; this version reads "
+            f"{READINGS_VERSION}{redo}")
+    for name, rec in meta["members"].items():
+        if (not isinstance(name, str) or "/" in name or name.startswith(".")
+                or not isinstance(rec, dict)
+                or set(rec) != {"spec", "n_terms", "n_postings", "files"}
+                or not isinstance(rec["files"], dict) or set(rec["files"]) != set(_FILES)):
+            raise IndexFormatError(f"{d / READINGS_FILE}: malformed reading {name!r}{redo}")
+    if meta["index"] != index_digest(Path(index_dir)):
+        raise IndexFormatError(f"{d}: stored readings belong to another index{redo}")
+    return ReadingsStore(d, meta, verify)
