@@ -25,10 +25,6 @@ SKIPPED_DIRS = {"_work", "__pycache__", ".venv", ".mypy_cache", ".ruff_cache", "
 #: Files other work on the project rewrites; each must still hold a phrase (a stale entry
 #: fails below, so that the list only shrinks).
 OWNED_ELSEWHERE: frozenset[str] = frozenset({
-    "presidio_delink/attacks/audit.py",
-    "presidio_delink/attacks/fts5.py",
-    "presidio_delink/attacks/fused.py",
-    "presidio_delink/attacks/ranked.py",
     "presidio_delink/settings.py",
 })
 
@@ -39,6 +35,10 @@ _ORDINAL_WORDS = (
 )
 ORDINAL = (r"(?:(?:twenty|thirty)-)?(?:" + "|".join(_ORDINAL_WORDS) + r")"
            r"|\d+(?:st|nd|rd|th)")
+#: Ordinals from "tenth" on: "the first's memory" (a first worker's) is plain English; the
+#: same form with a later ordinal names a stage of the work.
+LATE_ORDINAL = (r"(?:(?:twenty|thirty)-)?(?:" + "|".join(_ORDINAL_WORDS[9:]) + r")"
+                r"|\d+(?:st|nd|rd|th)")
 #: Phrases that date a change by the order of the work.  Matched case-insensitively on the
 #: text with line breaks (and a comment's leading ``#``, ``#:``, ``*`` or ``>``) read as
 #: spaces, so that a phrase wrapped over two lines is still found.
@@ -46,7 +46,7 @@ HISTORY = re.compile(
     "|".join((
         rf"\b(?:{ORDINAL})(?:'s)?\s+sessions?\b",                 # <ordinal> session(s)
         rf"\b(?:since|until|till)\s+the\s+(?:{ORDINAL})\b",        # since the <ordinal>
-        rf"\bthe\s+(?:{ORDINAL})'s\b",                             # the <ordinal>'s panel
+        rf"\bthe\s+(?:{LATE_ORDINAL})'s\b",                             # the <ordinal>'s panel
         r"\b(?:this|that|previous|earlier|last|next|later|prior|same|an\s+earlier)"
         r"\s+sessions?\b",                                          # this / an earlier ... session
         r"\bsame-session\b|\bpre-session\b",
