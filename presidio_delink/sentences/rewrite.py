@@ -1,0 +1,217 @@
+"""The sentence step of the ``sentences`` rewrite mode: a sentence that still holds runs
+the cheap steps could not replace is written again by the LLM, and kept only if verified.
+
+For each sentence (a :class:`Job`: the sentence with the cheap steps' replacements in it,
+the runs still to replace named, the sentence before it as context) one request
+(:func:`~presidio_delink.sentences.prompt.render_messages`), then the checks, in order:
+
+1. the fact check (:func:`~presidio_delink.sentences.facts.check_facts`): every content
+   word, placeholder, number and negation outside the named spans kept, nothing added;
+2. the answer checks of the phrase rewrites where they apply
+   (:func:`~presidio_delink.edits.rejection` on each changed block: no removed PII back);
+3. the index: the text with the new sentence in its place has no linkable phrase that
+   overlaps it (``links``: the loop's own check, every view, its arity).
+
+A refused answer is asked for again once, the answer and what it lost or added named; a
+second refusal leaves the sentence's runs to the loop's fallback (a redaction).  Jobs run
+up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from presidio_delink.edits import rejection
+from presidio_delink.errors import LLMError
+from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
+from presidio_delink.results import DelinkResult
+from presidio_delink.sentences.align import changes
+from presidio_delink.sentences.facts import Verdict, check_facts
+from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
+from presidio_delink.text import Tokenizer
+
+__all__ = ["Job", "SentenceStep"]
+
+log = logging.getLogger(__name__)
+
+#: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
+_ENDS = ".!?;:"
+
+Links = Callable[[str, int, int], Sequence[str]]
+"""``(text, start, end) -> phrases``: the linkable phrases of ``text`` overlapping
+``text[start:end]`` (empty: none)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One sentence to write again.
+
+    Attributes:
+        start, end: the sentence's bounds in the pass's text.
+        shown: the sentence as the LLM sees it (the cheap steps' replacements in it).
+        spans: the phrases to replace, as offsets in ``shown``.
+        context: the text before the sentence (its neighbour), for the model only.
+    """
+
+    start: int
+    end: int
+    shown: str
+    spans: tuple[tuple[int, int], ...]
+    context: str = ""
+
+
+class SentenceStep:
+    """Writes :class:`Job` sentences again through ``rewriter.complete_sentence``.
+
+    Args:
+        rewriter: a :class:`~presidio_delink.llm.base.SentenceWriter` (a circuit breaker
+            around it counts its failures).
+        tokenizer: the index's word model (for :func:`~presidio_delink.edits.rejection`).
+        links: the index check (:data:`Links`); None checks nothing (no index: the loop's
+            next pass decides).
+        concurrency: requests in flight.
+        strict: raise on an LLM failure instead of leaving the runs to the fallback.
+    """
+
+    def __init__(
+        self,
+        rewriter: Any,
+        tokenizer: Tokenizer,
+        links: Links | None = None,
+        *,
+        concurrency: int = 1,
+        strict: bool = False,
+    ) -> None:
+        self.rewriter = rewriter
+        self.tokenizer = tokenizer
+        self.links = links
+        self.concurrency = max(1, concurrency)
+        self.strict = strict
+        self._lock = threading.Lock()
+
+    def verify(
+        self,
+        text: str,
+        job: Job,
+        answer: str,
+        forbidden: Sequence[str] = (),
+        vocabulary: Collection[str] = (),
+    ) -> Verdict:
+        """Whether ``answer`` may replace ``job``'s sentence in ``text`` (the checks 1-3)."""
+        verdict = check_facts(job.shown, answer, job.spans, vocabulary)
+        if not verdict.ok:
+            return verdict
+        for ch in changes(job.shown, answer):
+            if not ch.new.strip():
+                continue
+            why = rejection(ch.original or ch.new, ch.new, self.tokenizer, forbidden)
+            if why is not None and why.startswith("reintroduces"):
+                return Verdict(why, (ch.new,))
+        if self.links is not None:
+            new_text = text[: job.start] + answer + text[job.end :]
+            found = self.links(new_text, job.start, job.start + len(answer))
+            if found:
+                return Verdict("can still be found", tuple(dict.fromkeys(found))[:4])
+        return Verdict(None)
+
+    def write(
+        self,
+        text: str,
+        jobs: Sequence[Job],
+        forbidden: Sequence[str],
+        res: DelinkResult,
+        vocabulary: Collection[str] = (),
+    ) -> dict[tuple[int, int], str]:
+        """The accepted new sentence of each job, by its bounds (refused ones absent);
+        ``res`` gets the calls, seconds, tokens and refusals (``"sentence: ..."``).
+
+        Raises:
+            LLMError: only in strict mode, when the LLM fails.
+        """
+        if not jobs:
+            return {}
+        usage = find_usage(self.rewriter)
+        before = usage.snapshot() if usage is not None else None
+        drafts = usage.drafts() if usage is not None else None
+        call = sentence_call(self.rewriter)
+
+        def ask(job: Job, refused: str = "", why: str = "") -> str | None:
+            messages = render_messages(
+                job.context, job.shown, [job.shown[a:b] for a, b in job.spans], refused, why
+            )
+            t0 = time.perf_counter()
+            try:
+                raw = call(messages, max_tokens(job.shown))
+            except LLMError as exc:
+                with self._lock:
+                    res.llm_seconds += time.perf_counter() - t0
+                    if not isinstance(exc, LLMUnavailable):
+                        res.llm_calls += 1
+                if self.strict:
+                    raise LLMError(f"document {res.id!r}: {exc}") from exc
+                msg = ("LLM backend down (failed calls in a row); redacted instead"
+                       if isinstance(exc, LLMUnavailable)
+                       else f"LLM failed ({type(exc).__name__}); redacted instead")
+                with self._lock:
+                    if msg not in res.warnings:
+                        res.warnings.append(msg)
+                return None
+            with self._lock:
+                res.llm_seconds += time.perf_counter() - t0
+                res.llm_calls += 1
+            return _finished(parse_answer(raw), job.shown)
+
+        def one(job: Job) -> str | None:
+            answer = ask(job)
+            verdict = Verdict("no answer")
+            if answer is not None:
+                verdict = self.verify(text, job, answer, forbidden, vocabulary)
+                if verdict.ok:
+                    return answer
+                self._refused(res, verdict)
+                answer = ask(job, answer, verdict.note())
+                if answer is not None:
+                    verdict = self.verify(text, job, answer, forbidden, vocabulary)
+                    if verdict.ok:
+                        return answer
+            self._refused(res, verdict)
+            log.debug("sentence refused: %s", verdict.note())
+            return None
+
+        if self.concurrency <= 1 or len(jobs) <= 1:
+            answers = [one(j) for j in jobs]
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(jobs)),
+                                    thread_name_prefix="delink-sentence") as pool:
+                answers = list(pool.map(one, jobs))
+        if usage is not None and before is not None and drafts is not None:
+            after, drafts_after = usage.snapshot(), usage.drafts()
+            res.prompt_tokens += after[0] - before[0]
+            res.cached_tokens += after[1] - before[1]
+            res.generated_tokens += after[2] - before[2]
+            res.drafted_tokens += drafts_after[0] - drafts[0]
+            res.accepted_tokens += drafts_after[1] - drafts[1]
+        return {(j.start, j.end): a for j, a in zip(jobs, answers, strict=True) if a is not None}
+
+    def _refused(self, res: DelinkResult, verdict: Verdict) -> None:
+        key = f"sentence: {verdict.reason}"
+        with self._lock:
+            res.refusals[key] = res.refusals.get(key, 0) + 1
+
+
+def _finished(answer: str | None, shown: str) -> str | None:
+    """``answer`` with its input's sentence end and opening capital where it lost them."""
+    if not answer:
+        return None
+    end = shown.rstrip()[-1:]
+    if end and end in _ENDS and answer[-1] not in _ENDS:
+        answer += end
+    if shown[:1].isupper() and answer[:1].islower():
+        answer = answer[0].upper() + answer[1:]
+    return answer
