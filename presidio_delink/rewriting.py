@@ -213,11 +213,11 @@ class Rewriting:
         those runs named; a verified answer replaces the whole sentence.  A sentence that
         overlaps ``skip`` (sentences already written again), holds a run across its
         bounds or is longer than :data:`MAX_SENTENCE_CHARS` is not asked."""
-        from presidio_delink.sentences.rewrite import Job, SentenceStep
+        from presidio_delink.sentences.rewrite import Job, SentenceStep, sentence_spans
 
         if not self.writes_sentences():
             return {}
-        bounds = sentence_bounds(text) or [(0, len(text))]
+        bounds = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
         left = {
             i for r in rs if answers.get((r.start, r.end), (None, None))[0] is None
             for i, (a, b) in enumerate(bounds) if a <= r.start < b

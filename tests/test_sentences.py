@@ -16,6 +16,7 @@ from presidio_delink.linkage import analyze
 from presidio_delink.llm.base import CircuitBreaker, writes_sentences
 from presidio_delink.llm.cache import CachedRewriter
 from presidio_delink.llm.pool import RewriterPool
+from presidio_delink.llm.prompt import MARK_OPEN, unmark
 from presidio_delink.pipeline import Delinker
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences import changed_span, changes, check_facts
@@ -109,9 +110,10 @@ def test_alignment_records_the_changed_words() -> None:
 
 
 def test_prompt_prefix_is_the_same_for_every_sentence() -> None:
-    a = render_messages("Before.", "One sentence here.", ["sentence"])
-    b = render_messages("", "Another one.", ["one"], refused="Another.", why="drops words")
+    a = render_messages("Before.", "One sentence here.", [(4, 12)])
+    b = render_messages("", "Another one.", [(8, 11)], refused="Another.", why="drops words")
     assert a[:-1] == b[:-1]  # system prompt and examples: a cached prefix
+    assert f"Sentence: Another {MARK_OPEN}one" in b[-1]["content"]
     assert "Replace: [\"one\"]" in b[-1]["content"] and "refused" in b[-1]["content"]
     assert "Context" not in b[-1]["content"]
 
@@ -121,6 +123,8 @@ def test_prompt_prefix_is_the_same_for_every_sentence() -> None:
     [
         ("Rewritten sentence: \"The court ruled.\"\nExplanation: ...", "The court ruled."),
         ("\n\n<sentence>The court ruled.</sentence>", "The court ruled."),
+        ("Replacements: ruled = decided\nSentence: The court decided.", "The court decided."),
+        ("Replacements: ruled = decided\nThe court decided.", "The court decided."),
         ("   ", None),
         (None, None),
     ],
@@ -156,9 +160,10 @@ class _Writer:
     def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
         request = messages[-1]["content"]
         self.requests.append(request)
-        sentence = re.search(r"^Sentence: (.*)$", request, re.M).group(1)  # type: ignore[union-attr]
+        sentence = unmark(re.search(r"^Sentence: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
         spans = json.loads(re.search(r"^Replace: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
-        return str(self.answer(sentence, spans, "was refused" in request))
+        new = self.answer(sentence, spans, "was refused" in request)
+        return f"Replacements: {'; '.join(spans)}\nSentence: {new}"
 
 
 def test_wrappers_pass_sentences_through() -> None:
@@ -174,7 +179,7 @@ def test_wrappers_pass_sentences_through() -> None:
 
     assert not writes_sentences(CircuitBreaker(JsonOnly()))  # type: ignore[arg-type]
     cached = CachedRewriter(CircuitBreaker(w))
-    msgs = render_messages("", "A b.", ["b"])
+    msgs = render_messages("", "A b.", [(2, 3)])
     assert cached.complete_sentence(msgs, 20) == cached.complete_sentence(msgs, 20)
     assert len(w.requests) == 1 and cached.hits == 1
 
@@ -288,7 +293,26 @@ def test_strict_mode_raises_when_the_writer_fails(
                  strict=True).delink(text)
 
 
-def test_result_counts_drafts(sample_index: NgramIndex) -> None:
+def test_result_counts_drafts() -> None:
     res = DelinkResult(id="x", text="", input_text="", passes=0, linkable_after=False)
     rec = res.to_json()
     assert rec["drafted_tokens"] == 0 and rec["accepted_tokens"] == 0
+
+
+def test_kept_phrases_are_redacted_in_the_answer_and_the_job() -> None:
+    from presidio_delink.sentences.rewrite import Job, _kept_redacted
+
+    shown = "The court dismissed the claim as manifestly ill-founded."
+    spans = (span_of(shown, "dismissed"), span_of(shown, "manifestly ill-founded"))
+    answer = "The court rejected the claim as manifestly ill-founded."
+    verdict = check_facts(shown, answer, spans)
+    assert verdict.reason == "keeps a phrase to replace"
+    assert verdict.words == ("manifestly ill-founded",)
+    got = _kept_redacted(Job(0, len(shown), shown, spans), answer, verdict.words)
+    assert got is not None
+    job, new = got
+    assert new == "The court rejected the claim as [REDACTED]."
+    assert job.shown == "The court dismissed the claim as [REDACTED]."
+    assert [job.shown[a:b] for a, b in job.spans] == ["dismissed"]
+    assert check_facts(job.shown, new, job.spans).ok
+    assert _kept_redacted(Job(0, len(shown), shown, spans), answer, ["absent"]) is None

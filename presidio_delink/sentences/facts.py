@@ -2,8 +2,9 @@
 
 A sentence rewrite may change the named spans (the words that link), the small words and
 the order; anything else it changes is a changed fact.  Definitions, for the input
-sentence ``S`` with named spans ``P`` and the answer ``A`` (words: ``\\w`` runs with inner
-apostrophes or hyphens, casefolded; placeholders ``[REDACTED]``, ``<PERSON>`` as one word;
+sentence ``S`` with named spans ``P`` and the answer ``A`` (words: letter runs with inner
+apostrophes, casefolded; a hyphen of any kind splits, so ``non‑pecuniary`` reads alike
+however its hyphen is written; placeholders ``[REDACTED]``, ``<PERSON>`` as one word;
 numbers as written):
 
 * every *content word* of ``S`` outside ``P`` (a word not in
@@ -33,11 +34,13 @@ from dataclasses import dataclass, field
 
 from presidio_delink.edits import COMMON_WORDS, FUNCTION_WORDS
 
-__all__ = ["NEGATIONS", "NUMBER_WORDS", "Verdict", "check_facts", "words"]
+__all__ = ["KEPT", "NEGATIONS", "NUMBER_WORDS", "Verdict", "check_facts", "words"]
 
 _WORD = re.compile(
-    r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>|\d+(?:[.,:/]\d+)*|[^\W\d_]+(?:['\u2019-][^\W\d_]+)*"
+    r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>|\d+(?:[.,:/]\d+)*|[^\W\d_]+(?:['\u2019][^\W\d_]+)*"
 )
+KEPT = "keeps a phrase to replace"
+"""The fact check's reason for an answer that kept a named phrase."""
 _PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
 _NEGATIONS = "not no never without nor neither none nothing nobody nowhere cannot"
 NEGATIONS = frozenset(_NEGATIONS.split())
@@ -130,6 +133,7 @@ def check_facts(
     ]
     if names:
         return Verdict("adds a name", tuple(dict.fromkeys(names)))
+    kept_phrases = []
     for x, y in spans:
         span = [_fold(w) for _a, _b, w in words(sentence[x:y])]
         if not span:
@@ -139,5 +143,7 @@ def check_facts(
         else:
             back = any(new[i : i + len(span)] == span for i in range(len(new)))
         if back:
-            return Verdict("keeps a phrase to replace", (sentence[x:y],))
+            kept_phrases.append(sentence[x:y])
+    if kept_phrases:
+        return Verdict(KEPT, tuple(dict.fromkeys(kept_phrases)))
     return Verdict(None)

@@ -12,14 +12,17 @@ the runs still to replace named, the sentence before it as context) one request
 3. the index: the text with the new sentence in its place has no linkable phrase that
    overlaps it (``links``: the loop's own check, every view, its arity).
 
-A refused answer is asked for again once, the answer and what it lost or added named; a
-second refusal leaves the sentence's runs to the loop's fallback (a redaction).  Jobs run
+A refused answer is asked for again once, the answer and what it lost or added named.  An
+answer refused only for keeping some named phrases is taken with those phrases redacted,
+if it then passes every check (:func:`_kept_redacted`); otherwise the sentence's runs go
+to the loop's fallback (a redaction).  Jobs run
 up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -27,16 +30,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from presidio_delink.edits import rejection
+from presidio_delink.edits import REDACTED, rejection
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes
-from presidio_delink.sentences.facts import Verdict, check_facts
+from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
 from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
 from presidio_delink.text import Tokenizer
 
-__all__ = ["Job", "SentenceStep"]
+__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "sentence_spans"]
 
 log = logging.getLogger(__name__)
 
@@ -142,12 +145,10 @@ class SentenceStep:
         call = sentence_call(self.rewriter)
 
         def ask(job: Job, refused: str = "", why: str = "") -> str | None:
-            messages = render_messages(
-                job.context, job.shown, [job.shown[a:b] for a, b in job.spans], refused, why
-            )
+            messages = render_messages(job.context, job.shown, job.spans, refused, why)
             t0 = time.perf_counter()
             try:
-                raw = call(messages, max_tokens(job.shown))
+                raw = call(messages, max_tokens(job.shown, job.spans))
             except LLMError as exc:
                 with self._lock:
                     res.llm_seconds += time.perf_counter() - t0
@@ -170,18 +171,33 @@ class SentenceStep:
         def one(job: Job) -> str | None:
             answer = ask(job)
             verdict = Verdict("no answer")
+            tried: list[tuple[str, Verdict]] = []
             if answer is not None:
                 verdict = self.verify(text, job, answer, forbidden, vocabulary)
+                log.debug("sentence %r -> %r: %s", job.shown, answer, verdict.note() or "ok")
                 if verdict.ok:
                     return answer
                 self._refused(res, verdict)
+                tried.append((answer, verdict))
                 answer = ask(job, answer, verdict.note())
                 if answer is not None:
                     verdict = self.verify(text, job, answer, forbidden, vocabulary)
+                    log.debug("asked again: %r: %s", answer, verdict.note() or "ok")
                     if verdict.ok:
                         return answer
+                    tried.append((answer, verdict))
             self._refused(res, verdict)
-            log.debug("sentence refused: %s", verdict.note())
+            for answer, verdict in reversed(tried):
+                if verdict.reason != KEPT:
+                    continue
+                part = _kept_redacted(job, answer, verdict.words)
+                if part is not None and self.verify(
+                    text, part[0], part[1], forbidden, vocabulary
+                ).ok:
+                    with self._lock:
+                        key = "sentence: accepted with the kept phrases redacted"
+                        res.refusals[key] = res.refusals.get(key, 0) + 1
+                    return part[1]
             return None
 
         if self.concurrency <= 1 or len(jobs) <= 1:
@@ -203,6 +219,56 @@ class SentenceStep:
         key = f"sentence: {verdict.reason}"
         with self._lock:
             res.refusals[key] = res.refusals.get(key, 0) + 1
+
+
+#: Abbreviations whose full stop ends no sentence (``application no. 36110/97``).
+ABBREVIATIONS = frozenset(
+    "no nos mr mrs ms dr prof st v vs pp p para paras art arts cf e.g i.e etc ltd inc co "
+    "jr sr seq op cit ibid".split()
+)
+_LAST_WORD = re.compile(r"([\w.]+)\.\s*$")
+
+
+def sentence_spans(bounds: Sequence[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """``bounds`` (:func:`~presidio_delink.edits.sentence_bounds`, which cuts at every
+    full stop, colon and semicolon) joined where a cut is no sentence end: after an
+    abbreviation (:data:`ABBREVIATIONS`), or before a lower-case letter, a digit or a
+    bracket on the same line.  A sentence written again is then a sentence, not the tail
+    of one that the model completes from its context."""
+    out: list[tuple[int, int]] = []
+    for a, b in bounds:
+        if out:
+            pa, pb = out[-1]
+            m = _LAST_WORD.search(text, pa, pb)
+            gap = text[pb:a]
+            first = text[a : a + 1]
+            if "\n" not in gap and (
+                (m is not None and m.group(1).casefold() in ABBREVIATIONS)
+                or first.islower() or first.isdigit() or first in "(["
+            ):
+                out[-1] = (pa, b)
+                continue
+        out.append((a, b))
+    return out
+
+
+def _kept_redacted(job: Job, answer: str, phrases: Sequence[str]) -> tuple[Job, str] | None:
+    """``job`` and ``answer`` with each named phrase the answer kept (``phrases``) written
+    as the placeholder in both: a sentence that replaced all its phrases but a few keeps
+    its rewrites, and only those few are redacted (the checks then run again on the pair).
+    None when a phrase is not found as whole words in both."""
+    shown, spans, new = job.shown, list(job.spans), answer
+    for phrase in phrases:
+        at = next(((a, b) for a, b in spans if shown[a:b] == phrase), None)
+        m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", new)
+        if at is None or m is None:
+            return None
+        new = new[: m.start()] + REDACTED + new[m.end() :]
+        a, b = at
+        shift = len(REDACTED) - (b - a)
+        shown = shown[:a] + REDACTED + shown[b:]
+        spans = [(x, y) if y <= a else (x + shift, y + shift) for x, y in spans if (x, y) != at]
+    return Job(job.start, job.end, shown, tuple(spans), job.context), new
 
 
 def _finished(answer: str | None, shown: str) -> str | None:
