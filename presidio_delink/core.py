@@ -561,9 +561,10 @@ class DelinkLoop(Rewriting):
     ) -> tuple[int, int, str]:
         """The edit writing ``text[sa:sb]`` as ``new``: the span from its first changed
         word to its last (:func:`~presidio_delink.sentences.align.changed_span`); each
-        changed block of the word alignment is one audit entry (method ``"sentence"``),
-        its flagged N-gram the first one of a run it overlaps (else of the sentence's
-        first run), and its old words count as rewritten."""
+        changed block of the word alignment is one audit entry (method ``"sentence"``, or
+        ``"redacted"`` for a named phrase the answer kept and the step redacted), its
+        flagged N-gram the first one of a run it overlaps (else of the sentence's first
+        run), and its old words count as rewritten (or redacted)."""
         from presidio_delink.sentences.align import changed_span, changes
 
         old = text[sa:sb]
@@ -575,7 +576,12 @@ class DelinkLoop(Rewriting):
             a, b = sa + ch.start, sa + ch.end
             f = next((info[(r.start, r.end)] for r in inner
                       if r.start < max(b, a + 1) and a < r.end), first)
-            res.words_rewritten += ch.n_words
+            # a named phrase the answer kept, redacted in it (SentenceStep): a redaction
+            method = "redacted" if ch.new == REDACTED else SENTENCE
+            if method == SENTENCE:
+                res.words_rewritten += ch.n_words
+            else:
+                res.words_redacted += ch.n_words
             res.audit.append(
                 AuditEntry(
                     original=ch.original,
@@ -584,13 +590,13 @@ class DelinkLoop(Rewriting):
                     ngram=f.key if f else "",
                     replacement=ch.new,
                     pass_no=pass_no,
-                    method=SENTENCE,
+                    method=method,
                     n_words=ch.n_words,
                     start=a,
                     end=b,
                     view=f.view if f else "",
                     groups=f.groups if f else 0,
-                    source="llm",
+                    source="llm" if method == SENTENCE else None,
                 )
             )
         return sa + span[0], sa + span[1], span[2]

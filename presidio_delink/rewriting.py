@@ -213,54 +213,18 @@ class Rewriting:
         those runs named; a verified answer replaces the whole sentence.  A sentence that
         overlaps ``skip`` (sentences already written again), holds a run across its
         bounds or is longer than :data:`MAX_SENTENCE_CHARS` is not asked."""
-        from presidio_delink.sentences.rewrite import Job, SentenceStep, sentence_spans
+        from presidio_delink.sentences.rewrite import SentenceStep, jobs
 
         if not self.writes_sentences():
             return {}
-        bounds = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
-        left = {
-            i for r in rs if answers.get((r.start, r.end), (None, None))[0] is None
-            for i, (a, b) in enumerate(bounds) if a <= r.start < b
-        }
-        jobs = []
-        for i in sorted(left):
-            a, b = bounds[i]
-            inner = [r for r in rs if a <= r.start < b]
-            if (
-                b - a > MAX_SENTENCE_CHARS
-                or any(r.end > b for r in inner)
-                or any(x < b and a < y for x, y in skip)
-            ):
-                continue
-            shown, spans, pos = [], [], a
-            at = 0
-            for r in sorted(inner, key=lambda r: r.start):
-                new = answers.get((r.start, r.end), (None, None))[0]
-                shown.append(text[pos : r.start])
-                at += r.start - pos
-                if new is None:
-                    spans.append((at, at + r.end - r.start))
-                    piece = text[r.start : r.end]
-                elif new == "":
-                    piece = ""
-                    if shown and shown[-1].endswith(" "):
-                        shown[-1] = shown[-1][:-1]
-                        at -= 1
-                else:
-                    piece = new
-                shown.append(piece)
-                at += len(piece)
-                pos = r.end
-            shown.append(text[pos:b])
-            context = text[bounds[i - 1][0] : bounds[i - 1][1]] if i > 0 else ""
-            jobs.append(Job(a, b, "".join(shown), tuple(spans), context[-400:]))
-        if not jobs:
+        todo = jobs(text, rs, answers, skip, MAX_SENTENCE_CHARS)
+        if not todo:
             return {}
         step = SentenceStep(
             self.rewriter, self.tokenizer, self.sentence_links,
             concurrency=self.llm_concurrency, strict=self.strict,
         )
-        return step.write(text, jobs, forbidden, res, lower_words(text))
+        return step.write(text, todo, forbidden, res, lower_words(text))
 
     strict = Setting[bool]()
     """Raise instead of redacting when the LLM fails (``settings.strict``)."""

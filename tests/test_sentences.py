@@ -252,8 +252,10 @@ def test_an_echo_is_refused_by_the_index(sample_index: NgramIndex, sample_deid) 
     loop = DelinkLoop(sample_index, k=2, rewriter=w, rewrite="sentences")
     res = loop.run(text)
     assert res.text is not None
+    # kept phrases are redacted in the echo (its only change): no sentence rewrite
     assert not [a for a in res.audit if a.method == "sentence"]
     assert res.refusals.get("sentence: keeps a phrase to replace", 0) >= 1
+    assert not analyze(sample_index, res.text, k=2).linkable
     # the index check alone refuses it too
     from presidio_delink.sentences.rewrite import Job, SentenceStep
 

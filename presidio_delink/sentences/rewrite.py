@@ -25,12 +25,12 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from presidio_delink.edits import REDACTED, rejection
+from presidio_delink.edits import REDACTED, rejection, sentence_bounds
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
@@ -39,7 +39,7 @@ from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
 from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
 from presidio_delink.text import Tokenizer
 
-__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "sentence_spans"]
+__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans"]
 
 log = logging.getLogger(__name__)
 
@@ -222,10 +222,9 @@ class SentenceStep:
 
 
 #: Abbreviations whose full stop ends no sentence (``application no. 36110/97``).
-ABBREVIATIONS = frozenset(
-    "no nos mr mrs ms dr prof st v vs pp p para paras art arts cf e.g i.e etc ltd inc co "
-    "jr sr seq op cit ibid".split()
-)
+_ABBREVIATIONS = ("no nos mr mrs ms dr prof st v vs pp p para paras art arts cf e.g i.e etc "
+                  "ltd inc co jr sr seq op cit ibid")
+ABBREVIATIONS = frozenset(_ABBREVIATIONS.split())
 _LAST_WORD = re.compile(r"([\w.]+)\.\s*$")
 
 
@@ -249,6 +248,59 @@ def sentence_spans(bounds: Sequence[tuple[int, int]], text: str) -> list[tuple[i
                 out[-1] = (pa, b)
                 continue
         out.append((a, b))
+    return out
+
+
+def jobs(
+    text: str,
+    rs: Sequence[Any],
+    answers: Mapping[tuple[int, int], tuple[str | None, str | None]],
+    skip: Sequence[tuple[int, int]] = (),
+    max_chars: int = 600,
+) -> list[Job]:
+    """The sentences to write again: each (:func:`sentence_spans`) holding a run of ``rs``
+    (``start``, ``end``) that ``answers`` (the cheap steps') left without a replacement,
+    shown with the cheap replacements in it (``""``: a word left out) and those runs named,
+    the sentence before it as context.  A sentence that overlaps ``skip``, holds a run
+    across its bounds or is longer than ``max_chars`` is left out."""
+    bounds = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
+    left = {
+        i for r in rs if answers.get((r.start, r.end), (None, None))[0] is None
+        for i, (a, b) in enumerate(bounds) if a <= r.start < b
+    }
+    out = []
+    for i in sorted(left):
+        a, b = bounds[i]
+        inner = sorted((r for r in rs if a <= r.start < b), key=lambda r: r.start)
+        if (
+            b - a > max_chars
+            or any(r.end > b for r in inner)
+            or any(x < b and a < y for x, y in skip)
+        ):
+            continue
+        shown: list[str] = []
+        spans = []
+        pos, at = a, 0
+        for r in inner:
+            new = answers.get((r.start, r.end), (None, None))[0]
+            shown.append(text[pos : r.start])
+            at += r.start - pos
+            if new is None:
+                spans.append((at, at + r.end - r.start))
+                piece = text[r.start : r.end]
+            elif new == "":
+                piece = ""
+                if shown[-1].endswith(" "):  # a word left out takes one space with it
+                    shown[-1] = shown[-1][:-1]
+                    at -= 1
+            else:
+                piece = new
+            shown.append(piece)
+            at += len(piece)
+            pos = r.end
+        shown.append(text[pos:b])
+        context = text[bounds[i - 1][0] : bounds[i - 1][1]] if i > 0 else ""
+        out.append(Job(a, b, "".join(shown), tuple(spans), context[-400:]))
     return out
 
 
