@@ -4,9 +4,10 @@ Definitions.  A document is a list of *chunks* whose current texts, joined, are 
 reviewed text.  A chunk of kind ``same`` is text the delinker left as it was; every other
 chunk is one *edit*: ``before`` (the delinker's input there), ``proposed`` (its output
 there) and ``text`` (what the reviewer keeps).  Kinds: ``rewrite`` (an LLM answer),
-``generalisation`` (a deterministic generaliser's answer), ``redaction`` (a
-``[REDACTED]``-style placeholder), ``pii`` (a Presidio ``<ENTITY_TYPE>`` placeholder) and
-``reviewer`` (text the reviewer redacted or replaced).
+``generalisation`` (a deterministic generaliser's answer), ``sentence`` (a sentence the
+LLM wrote again, :mod:`presidio_delink.sentences`), ``redaction`` (a ``[REDACTED]``-style
+placeholder), ``pii`` (a Presidio ``<ENTITY_TYPE>`` placeholder) and ``reviewer`` (text
+the reviewer redacted or replaced).
 
 How edits are found.  The output record holds the text and the audit entries (original,
 replacement, the N-gram and df that forced it) but no offsets, so the input and the output
@@ -14,21 +15,37 @@ are aligned word by word (``difflib.SequenceMatcher`` over words, spaces and pun
 each placeholder one token); every stretch that differs is an edit, and the audit entries
 whose original lies inside its ``before`` (later passes: inside an earlier entry's
 replacement) explain it.  Alignment is exact on the texts (joining the chunks gives the
-output back, tested); only the explanations are matched heuristically.  Cost: the
+output back, tested); only the explanations are matched heuristically.  The entries of
+one pass are matched in the order of their offsets (``start``): the loop records a pass's
+sentence rewrites before its other edits.
+
+Sentence rewrites.  The delinker writes a rewritten sentence as one edit, from its first
+changed word to its last, and audits each changed block of the word alignment
+(``method="sentence"``).  The review keeps that unit: the edits of one input sentence
+(:func:`~presidio_delink.sentences.rewrite.sentence_spans`) from its first sentence block
+to its last, with the unchanged words between them, become one ``sentence`` edit, so a
+revert gives the sentence its original words back, not a mix of two sentences.  A ``pii``
+edit is never joined into one (its revert stays refused on its own).
+:func:`sentence_of` gives the whole sentence around an edit: as input, as delinked, now.  Cost: the
 matcher's, near-linear on documents that share most of their words.  Without the input
 the whole output is one ``same`` chunk: the reviewer can still redact or replace any part.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["Chunk", "KINDS", "build_chunks", "joined", "replace_range"]
+from presidio_delink.edits import sentence_bounds
+from presidio_delink.sentences.rewrite import sentence_spans
 
-KINDS = ("same", "rewrite", "generalisation", "redaction", "pii", "reviewer")
+__all__ = ["Chunk", "KINDS", "build_chunks", "joined", "replace_range", "sentence_of"]
+
+KINDS = ("same", "rewrite", "generalisation", "sentence", "redaction", "pii", "reviewer")
+SENTENCE = "sentence"  # the audit method of a block of a sentence written again
 
 # One token: a bracketed upper-case label or a Presidio <ENTITY>, a word, a run of spaces,
 # one other character.
@@ -113,7 +130,7 @@ def build_chunks(output: str, audit: list[dict[str, Any]], input_text: str | Non
         else:
             chunks.append(Chunk("rewrite", after, before, after, "pending"))
     _explain([c for c in chunks if c.kind != "same"], audit)
-    return chunks
+    return _join_sentences(chunks, input_text)
 
 
 def _ops(a_text: str, b_text: str) -> list[tuple[str, str, str]]:
@@ -139,8 +156,12 @@ def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
     """Attach the audit entries to the edits and set each edit's kind."""
     first_pass = min((int(e.get("pass_no", 1)) for e in audit), default=1)
     attached: list[list[dict[str, Any]]] = [[] for _ in edits]
-    at: dict[int, int] = {}  # per pass: entries of one pass are in document order
-    for e in audit:
+    at: dict[int, int] = {}  # per pass: entries of one pass, sorted, are in document order
+    # passes in order (a later pass is matched inside an earlier one's replacements); in a
+    # pass, by offset (the loop audits sentence rewrites before the pass's other edits);
+    # a stable sort keeps the order of records without offsets
+    ordered = sorted(audit, key=lambda e: (int(e.get("pass_no", 1)), int(e.get("start", 0))))
+    for e in ordered:
         orig, repl = str(e.get("original", "")), str(e.get("replacement", ""))
         if not orig:
             continue
@@ -171,7 +192,13 @@ def _word_re(s: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(s) + r"(?!\w)")
 
 
+def _methods(c: Chunk) -> list[str]:
+    return [m for m in c.method.split(", ") if m]
+
+
 def _kind(c: Chunk) -> str:
+    if SENTENCE in _methods(c):
+        return "sentence"
     words = _TOKEN_RE.findall(c.proposed)
     content = [w for w in words if not w.isspace() and w not in ".,;:"]
     if content and all(_PII_RE.fullmatch(w) for w in content) and not c.method:
@@ -181,6 +208,97 @@ def _kind(c: Chunk) -> str:
     if "general" in c.method:
         return "generalisation"
     return "rewrite"
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """The sentences of ``text`` as the sentence rewriter cuts them, gaps included: each
+    sentence runs to the next one's start, so every offset lies in one."""
+    spans = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
+    starts = [0] + [a for a, _ in spans[1:]]
+    return list(zip(starts, starts[1:] + [len(text)], strict=True))
+
+
+def _sentence_no(bounds: list[tuple[int, int]], pos: int) -> int:
+    return max(0, bisect.bisect_right([a for a, _ in bounds], pos) - 1)
+
+
+def _join_sentences(chunks: list[Chunk], input_text: str) -> list[Chunk]:
+    """The edits of each rewritten sentence as one ``sentence`` edit (module docstring):
+    from its first block audited as ``sentence`` to its last, through unchanged text and
+    unexplained or redacted blocks (a block the audit names no original for, a named
+    phrase the answer kept and the loop redacted), never through a ``pii`` edit or an
+    edit of another method."""
+    bounds = _sentences(input_text)
+    starts, pos = [], 0
+    for c in chunks:
+        starts.append(pos)
+        pos += len(c.text if c.kind == "same" else c.before)
+    out: list[Chunk] = []
+    i = 0
+    while i < len(chunks):
+        c = chunks[i]
+        if c.kind != "sentence":
+            out.append(c)
+            i += 1
+            continue
+        no = _sentence_no(bounds, starts[i])
+        last, j = i, i + 1
+        while j < len(chunks) and _sentence_no(bounds, starts[j]) == no:
+            d = chunks[j]
+            if d.kind == "sentence":
+                last = j
+            elif d.kind == "pii" or (d.kind != "same" and set(_methods(d)) - {"redacted"}):
+                break
+            j += 1
+        out.append(_merged(chunks[i : last + 1]) if last > i else c)
+        i = last + 1
+    return out
+
+
+def _merged(group: list[Chunk]) -> Chunk:
+    """One ``sentence`` edit over consecutive chunks (unchanged ones count on both sides)."""
+    edits = [c for c in group if c.kind != "same"]
+    why = next((c for c in edits if c.ngram), edits[0])
+    return Chunk(
+        "sentence",
+        "".join(c.text for c in group),
+        "".join(c.text if c.kind == "same" else c.before for c in group),
+        "".join(c.text if c.kind == "same" else c.proposed for c in group),
+        "pending",
+        why.ngram,
+        why.df,
+        why.arity,
+        ", ".join(dict.fromkeys(m for c in edits for m in _methods(c))),
+        sorted({p for c in edits for p in c.passes}),
+    )
+
+
+def sentence_of(chunks: list[Chunk], i: int) -> dict[str, str]:
+    """The whole sentence(s) of the input that edit ``chunks[i]`` lies in, three ways:
+    ``before`` (the input), ``proposed`` (the delinker's output) and ``text`` (now, as
+    reviewed).  Sentences are cut in the input (the texts of the unchanged chunks and the
+    edits' ``before``); an edit that overlaps the sentence is taken whole."""
+    parts = [c.text if c.kind == "same" else c.before for c in chunks]
+    starts, pos = [], 0
+    for p in parts:
+        starts.append(pos)
+        pos += len(p)
+    bounds = _sentences("".join(parts))
+    a = bounds[_sentence_no(bounds, starts[i])][0]
+    end = starts[i] + len(parts[i])
+    b = bounds[_sentence_no(bounds, max(starts[i], end - 1))][1]
+    out = {"before": "", "proposed": "", "text": ""}
+    for c, s, p in zip(chunks, starts, parts, strict=True):
+        e = s + len(p)
+        if c.kind == "same":
+            piece = c.text[max(a, s) - s : min(b, e) - s] if s < b and a < e else ""
+            for k in out:
+                out[k] += piece
+        elif (s < b and (a < e or a == s)) or c is chunks[i]:  # a == s: an insertion
+            out["before"] += c.before
+            out["proposed"] += c.proposed
+            out["text"] += c.text
+    return {k: v.strip() for k, v in out.items()}
 
 
 def replace_range(chunks: list[Chunk], start: int, end: int, new: str) -> tuple[list[Chunk], int]:
