@@ -42,7 +42,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def delinked(tmp_path_factory, sample_index, sample_deid):  # type: ignore[no-untyped-def]
+def delinked(tmp_path_factory, sample_index, sample_deid):
     """The first sample document (cut after 1200 characters) delinked in ``sentences``
     mode with the fake writer: its record, input and the two files."""
     doc_id, text = sample_deid[0]
@@ -62,7 +62,7 @@ def delinked(tmp_path_factory, sample_index, sample_deid):  # type: ignore[no-un
 
 
 @pytest.fixture(scope="module")
-def verifier(sample_index):  # type: ignore[no-untyped-def]
+def verifier(sample_index):
     return Verifier(sample_index, k=2)
 
 
@@ -70,7 +70,7 @@ def open_session(records: Path, inputs: Path, verifier: Verifier, out: Path) -> 
     return ReviewSession(records, verifier, out, input_path=inputs, reviewer="ann")
 
 
-def test_a_delinked_sentence_rewrite_is_a_sentence_edit(delinked, verifier, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_delinked_sentence_rewrite_is_a_sentence_edit(delinked, verifier, tmp_path) -> None:
     rec, text = delinked["record"], delinked["input_text"]
     chunks = build_chunks(rec["text"], rec["audit"], text)
     assert joined(chunks) == rec["text"]
@@ -99,7 +99,7 @@ def test_a_delinked_sentence_rewrite_is_a_sentence_edit(delinked, verifier, tmp_
 
 def test_revert_of_a_linking_sentence_edit_is_refused_then_edit_verifies(
     delinked, verifier, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     s = open_session(delinked["delinked"], delinked["input"], verifier, tmp_path / "out.jsonl")
     try:
         doc = s.document(delinked["record"]["id"])
@@ -141,7 +141,7 @@ def sentence_record(old: str, new: str, doc_id: str = "hand") -> tuple[dict[str,
     return rec, HEAD + old + TAIL
 
 
-def test_blocks_of_one_sentence_are_one_edit_and_revert_restores_it(verifier, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_blocks_of_one_sentence_are_one_edit_and_revert_restores_it(verifier, tmp_path) -> None:
     rec, text = sentence_record(OLD, NEW)
     assert len(rec["audit"]) == 2  # two changed blocks
     chunks = build_chunks(rec["text"], rec["audit"], text)
@@ -173,7 +173,7 @@ def test_blocks_of_one_sentence_are_one_edit_and_revert_restores_it(verifier, tm
         s.close()
 
 
-def test_a_pii_edit_inside_a_rewritten_sentence_stays_its_own_edit(verifier, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_pii_edit_inside_a_rewritten_sentence_stays_its_own_edit(verifier, tmp_path) -> None:
     # the input names a person that PII redaction replaced inside the rewritten sentence
     old = "Brillig toves gyred their wabe, quoth Jonathan Quayle, on frabjous day."
     new = "Brillig toves gyred vorpal jubjub, quoth <PERSON>, on manxome eve."
@@ -201,4 +201,51 @@ def test_a_pii_edit_inside_a_rewritten_sentence_stays_its_own_edit(verifier, tmp
         assert res["ok"], res["reasons"]
         assert res["document"]["chunks"][pii]["text"] == "<PERSON>"
     finally:
+        s.close()
+
+
+def test_sentence_edit_in_the_browser(delinked, verifier, tmp_path) -> None:
+    """The page labels the edit, shows its whole sentence, and a revert that would link
+    again is refused (the system's headless Chromium; skipped without it)."""
+    import os
+    import shutil
+
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    pytest.importorskip("starlette", reason="the review extra is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = os.environ.get("PRESIDIO_DELINK_CHROMIUM") or shutil.which("chromium")
+    if not chromium:
+        pytest.skip("no system chromium (apt-get install chromium)")
+    from presidio_delink.review.server import ReviewServer
+
+    s = open_session(delinked["delinked"], delinked["input"], verifier, tmp_path / "out.jsonl")
+    srv = ReviewServer(s)
+    srv.start()
+    errors: list[str] = []
+    try:
+        doc = s.document(delinked["record"]["id"])
+        c = next(c for c in doc["chunks"] if c["kind"] == "sentence" and c["df"] == 1)
+        with sync_api.sync_playwright() as p:
+            b = p.chromium.launch(
+                executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"]
+            )
+            page = b.new_page(viewport={"width": 1400, "height": 900})
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(srv.url)
+            page.wait_for_selector(f'#output .edit.kind-sentence[data-i="{c["i"]}"]')
+            page.click(f'#output .edit[data-i="{c["i"]}"]')
+            detail = page.inner_text("#detail-body")
+            assert "sentence rewrite (LLM)" in detail
+            assert c["sentence"]["before"] in detail and c["sentence"]["proposed"] in detail
+            page.keyboard.press("v")
+            page.wait_for_function(
+                "() => { const m = document.getElementById('msg');"
+                " return m.className === 'err' && m.textContent.includes('revert refused'); }",
+                timeout=90000,
+            )
+            assert "links: found in 1 document(s)" in page.inner_text("#msg")
+            b.close()
+        assert not errors
+    finally:
+        srv.stop()
         s.close()
