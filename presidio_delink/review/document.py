@@ -42,7 +42,15 @@ from typing import Any
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.sentences.rewrite import sentence_spans
 
-__all__ = ["Chunk", "KINDS", "build_chunks", "joined", "replace_range", "sentence_of"]
+__all__ = [
+    "Chunk",
+    "KINDS",
+    "build_chunks",
+    "joined",
+    "replace_range",
+    "sentence_of",
+    "sentences_of",
+]
 
 KINDS = ("same", "rewrite", "generalisation", "sentence", "redaction", "pii", "reviewer")
 SENTENCE = "sentence"  # the audit method of a block of a sentence written again
@@ -160,7 +168,7 @@ def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
     # passes in order (a later pass is matched inside an earlier one's replacements); in a
     # pass, by offset (the loop audits sentence rewrites before the pass's other edits);
     # a stable sort keeps the order of records without offsets
-    ordered = sorted(audit, key=lambda e: (int(e.get("pass_no", 1)), int(e.get("start", 0))))
+    ordered = sorted(audit, key=lambda e: (int(e.get("pass_no", 1)), _offset(e.get("start"))))
     for e in ordered:
         orig, repl = str(e.get("original", "")), str(e.get("replacement", ""))
         if not orig:
@@ -188,6 +196,11 @@ def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
         c.kind = _kind(c)
 
 
+def _offset(x: Any) -> int:
+    """An entry's ``start`` (0 where a record has none, or not a number)."""
+    return x if isinstance(x, int) and not isinstance(x, bool) else 0
+
+
 def _word_re(s: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(s) + r"(?!\w)")
 
@@ -210,16 +223,26 @@ def _kind(c: Chunk) -> str:
     return "rewrite"
 
 
-def _sentences(text: str) -> list[tuple[int, int]]:
-    """The sentences of ``text`` as the sentence rewriter cuts them, gaps included: each
+def _sentences(text: str) -> list[int]:
+    """Where the sentences of ``text`` start, as the sentence rewriter cuts them
+    (:func:`~presidio_delink.sentences.rewrite.sentence_spans`), gaps included: each
     sentence runs to the next one's start, so every offset lies in one."""
-    spans = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
-    starts = [0] + [a for a, _ in spans[1:]]
-    return list(zip(starts, starts[1:] + [len(text)], strict=True))
+    spans = sentence_spans(sentence_bounds(text), text)
+    return [0] + [a for a, _ in spans[1:]]
 
 
-def _sentence_no(bounds: list[tuple[int, int]], pos: int) -> int:
-    return max(0, bisect.bisect_right([a for a, _ in bounds], pos) - 1)
+def _sentence_no(starts: list[int], pos: int) -> int:
+    return max(0, bisect.bisect_right(starts, pos) - 1)
+
+
+def _input_layout(chunks: list[Chunk]) -> tuple[list[str], list[int]]:
+    """Each chunk's input text (``before``; unchanged text as it is) and its offset there."""
+    parts = [c.text if c.kind == "same" else c.before for c in chunks]
+    starts, pos = [], 0
+    for p in parts:
+        starts.append(pos)
+        pos += len(p)
+    return parts, starts
 
 
 def _join_sentences(chunks: list[Chunk], input_text: str) -> list[Chunk]:
@@ -229,10 +252,7 @@ def _join_sentences(chunks: list[Chunk], input_text: str) -> list[Chunk]:
     phrase the answer kept and the loop redacted), never through a ``pii`` edit or an
     edit of another method."""
     bounds = _sentences(input_text)
-    starts, pos = [], 0
-    for c in chunks:
-        starts.append(pos)
-        pos += len(c.text if c.kind == "same" else c.before)
+    _, starts = _input_layout(chunks)
     out: list[Chunk] = []
     i = 0
     while i < len(chunks):
@@ -278,27 +298,36 @@ def sentence_of(chunks: list[Chunk], i: int) -> dict[str, str]:
     ``before`` (the input), ``proposed`` (the delinker's output) and ``text`` (now, as
     reviewed).  Sentences are cut in the input (the texts of the unchanged chunks and the
     edits' ``before``); an edit that overlaps the sentence is taken whole."""
-    parts = [c.text if c.kind == "same" else c.before for c in chunks]
-    starts, pos = [], 0
-    for p in parts:
-        starts.append(pos)
-        pos += len(p)
+    return sentences_of(chunks, [i])[i]
+
+
+def sentences_of(chunks: list[Chunk], which: list[int]) -> dict[int, dict[str, str]]:
+    """:func:`sentence_of` for each edit of ``which``, the input cut into sentences once."""
+    parts, starts = _input_layout(chunks)
     bounds = _sentences("".join(parts))
-    a = bounds[_sentence_no(bounds, starts[i])][0]
-    end = starts[i] + len(parts[i])
-    b = bounds[_sentence_no(bounds, max(starts[i], end - 1))][1]
-    out = {"before": "", "proposed": "", "text": ""}
-    for c, s, p in zip(chunks, starts, parts, strict=True):
-        e = s + len(p)
-        if c.kind == "same":
-            piece = c.text[max(a, s) - s : min(b, e) - s] if s < b and a < e else ""
-            for k in out:
-                out[k] += piece
-        elif (s < b and (a < e or a == s)) or c is chunks[i]:  # a == s: an insertion
-            out["before"] += c.before
-            out["proposed"] += c.proposed
-            out["text"] += c.text
-    return {k: v.strip() for k, v in out.items()}
+    ends = bounds[1:] + [starts[-1] + len(parts[-1]) if parts else 0]
+    out: dict[int, dict[str, str]] = {}
+    for i in which:
+        a = bounds[_sentence_no(bounds, starts[i])]
+        b = ends[_sentence_no(bounds, max(starts[i], starts[i] + len(parts[i]) - 1))]
+        lo, hi = i, i  # the chunks overlapping [a, b): a run around i
+        while lo > 0 and starts[lo - 1] + len(parts[lo - 1]) > a:
+            lo -= 1
+        while hi + 1 < len(chunks) and starts[hi + 1] < b:
+            hi += 1
+        views = {"before": "", "proposed": "", "text": ""}
+        for j in range(lo, hi + 1):
+            c, s = chunks[j], starts[j]
+            if c.kind == "same":
+                piece = c.text[max(a, s) - s : min(b, s + len(c.text)) - s]
+                for k in views:
+                    views[k] += piece
+            else:
+                views["before"] += c.before
+                views["proposed"] += c.proposed
+                views["text"] += c.text
+        out[i] = {k: v.strip() for k, v in views.items()}
+    return out
 
 
 def replace_range(chunks: list[Chunk], start: int, end: int, new: str) -> tuple[list[Chunk], int]:

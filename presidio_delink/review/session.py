@@ -27,7 +27,7 @@ from presidio_delink.review.document import (
     copy_chunks,
     joined,
     replace_range,
-    sentence_of,
+    sentences_of,
 )
 from presidio_delink.review.store import Conflict, ReviewStore
 from presidio_delink.review.verify import PiiGuard, Verifier
@@ -191,12 +191,15 @@ class ReviewSession:
             version, state = self._current(doc_id)
             rec = self.by_id[doc_id]
             chunks, pos = [], 0
-            objs = [Chunk.from_json(c) for c in state["chunks"]]
             for i, c in enumerate(state["chunks"]):
                 chunks.append({**c, "i": i, "start": pos, "end": pos + len(c["text"])})
                 pos += len(c["text"])
-                if c["kind"] == "sentence":  # the whole sentence: input, delinked, now
-                    chunks[-1]["sentence"] = sentence_of(objs, i)
+            # a sentence edit carries its whole sentence: as input, as delinked, now
+            which = [c["i"] for c in chunks if c["kind"] == "sentence"]
+            if which:
+                objs = [Chunk.from_json(c) for c in state["chunks"]]
+                for i, whole in sentences_of(objs, which).items():
+                    chunks[i]["sentence"] = whole
             return {
                 "id": doc_id,
                 "version": version,
