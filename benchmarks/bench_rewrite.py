@@ -192,6 +192,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     while getattr(inner, "inner", None) is not None:
         inner = inner.inner
     t0 = time.perf_counter()
+    if args.rewrite == "sentences" and hasattr(inner, "use_lookup") and args.lookup:
+        inner.use_lookup(args.lookup)  # what the loop turns on, before the model loads
     if hasattr(inner, "load"):
         inner.load()
     load_s = time.perf_counter() - t0
@@ -216,11 +218,13 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.offline:
         runs["offline"] = Delinker(idx, k=args.k, arity=1, rewriter=None, rewrite="candidates")
-    if args.rewrite in ("candidates", "choose") and args.compare_docs:
-        runs["generate"] = Delinker(
-            idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
-            fluency=fluency or None, rewrite="generate",
-        )
+    compared = [m for m in args.compare.split(",") if m and m != args.rewrite]
+    if args.rewrite != "generate" and args.compare_docs:
+        for mode in compared:
+            runs[mode] = Delinker(
+                idx, k=args.k, arity=1, rewriter=rewriter, passes=args.passes,
+                fluency=fluency or None, rewrite=mode,
+            )
     results: dict[str, list[DelinkResult]] = {n: [] for n in runs}
     cpus: dict[str, list[float]] = {n: [] for n in runs}
     scorer_passes: list[int] = []
@@ -234,7 +238,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
                   file=sys.stderr)
             break
         for name in runs:
-            if name == "generate" and i > args.compare_docs:
+            if name in compared and i > args.compare_docs:
                 continue
             chooser = runs[name].chooser if name == "llm" else None
             p0 = chooser.scorer.passes if chooser is not None else 0
@@ -252,14 +256,23 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             f"{r.words_rewritten} rewritten + {r.words_redacted} redacted "
             f"(optimum {r.optimum_words}), tokens {r.prompt_tokens} prompt "
             f"({r.cached_tokens} cached) / {r.generated_tokens} generated, "
-            f"{cpu[-1]:.1f} CPU s | load {loads[-1]:.2f}",
+            f"drafted {r.drafted_tokens} / accepted {r.accepted_tokens}, "
+            f"{cpu[-1]:.1f} CPU s | load {loads[-1]:.2f}"
+            + "".join(
+                f" | {n}: {results[n][-1].seconds:.1f} s, {cpus[n][-1]:.1f} CPU s, "
+                f"{results[n][-1].words_rewritten} rewritten + "
+                f"{results[n][-1].words_redacted} redacted"
+                for n in compared if n in results and len(results[n]) == i
+            ),
             file=sys.stderr,
             flush=True,
         )
         if args.records:
             records.append({"id": doc_id, "input": text, "cpu_seconds": round(cpu[-1], 1),
                             "load": loads[-1], "llm": r.to_json(),
-                            "none_text": results["none"][-1].text})
+                            "none_text": results["none"][-1].text,
+                            **{f"{n}_text": results[n][-1].text for n in compared
+                               if len(results[n]) == i}})
             args.records.parent.mkdir(parents=True, exist_ok=True)
             with atomic_output(args.records) as fh:  # rewritten whole after each document
                 fh.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in records))
@@ -283,6 +296,8 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
                 r.prompt_tokens - r.cached_tokens for r in rs
             ),
             "generated_tokens_mean": statistics.fmean(r.generated_tokens for r in rs),
+            "drafted_tokens": sum(r.drafted_tokens for r in rs),
+            "accepted_tokens": sum(r.accepted_tokens for r in rs),
             "words_generalised": sum(
                 a.n_words for r in rs for a in r.audit if a.method == "generalised"
             ),
@@ -316,23 +331,31 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         )
     if scorer_passes:
         summary["llm"]["lm_scoring_passes_mean"] = statistics.fmean(scorer_passes)
-    if "generate" in results:
-        n = len(results["generate"])
-        side = {
-            name: statistics.median(cpus[name][:n]) for name in ("llm", "generate") if n
-        }
-        summary["side_by_side"] = {
+    for mode in compared:
+        if mode not in results:
+            continue
+        n = len(results[mode])
+        side = {name: statistics.median(cpus[name][:n]) for name in ("llm", mode) if n}
+        summary[f"side_by_side_{mode}"] = {
             "documents": n,
             "cpu_seconds_median": side,
-            "cpu_ratio_generate_over_candidates": (
-                side["generate"] / max(side["llm"], 1e-9) if n else None
+            f"cpu_ratio_{mode}_over_{args.rewrite}": (
+                side[mode] / max(side["llm"], 1e-9) if n else None
             ),
+            "seconds_median": {
+                name: statistics.median(r.seconds for r in results[name][:n])
+                for name in ("llm", mode) if n
+            },
             "share_rewritten": {
                 name: sum(r.words_rewritten for r in results[name][:n])
                 / max(1, sum(r.words_rewritten + r.words_redacted for r in results[name][:n]))
-                for name in ("llm", "generate")
+                for name in ("llm", mode)
             },
         }
+    if args.rewrite == "sentences":
+        from sentence_facts import sentence_report
+
+        summary["llm"]["sentences"] = sentence_report(results["llm"])
     copies, doubles, numbers, repeats = [], [], [], []
     for r in results["llm"]:
         c, d = copies_and_doubles(r)
@@ -372,6 +395,12 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         a = adv.get(f"{name}_output") or {}
         summary[name]["adversary_minimal_hits"] = a.get("minimal_hits")
     pairs = [p for r in results["llm"] for p in sentence_pairs(r)]
+    if args.rewrite == "sentences":  # the sentences written again, drawn apart
+        from sentence_facts import rewritten_pairs
+
+        written = [p for r in results["llm"] for p in rewritten_pairs(r)]
+        rng = random.Random(args.seed)
+        summary["llm"]["sentence_samples"] = rng.sample(written, min(40, len(written)))
     sample = random.Random(args.seed).sample(pairs, min(args.samples, len(pairs)))
     return {
         "settings": {
@@ -380,6 +409,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
             "llm": args.llm,
             "rewrite": args.rewrite,
             "compare_docs": args.compare_docs if args.rewrite != "generate" else 0,
+            "compare": compared,
             "offline": args.offline,
             "k": args.k,
             "arity": 1,
@@ -508,8 +538,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="skip the first N documents")
     ap.add_argument("--llm", default="embedded")
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--rewrite", choices=("candidates", "choose", "generate"),
+    ap.add_argument("--rewrite", choices=("candidates", "choose", "generate", "sentences"),
                     default="candidates")
+    ap.add_argument("--lookup", type=int, default=16,
+                    help="with --rewrite sentences: prompt-lookup draft tokens (0: off)")
+    ap.add_argument("--compare", default="generate",
+                    help="comma list of other modes run on the first --compare-docs "
+                         "documents, side by side (e.g. candidates,generate)")
     ap.add_argument("--offline", action="store_true",
                     help="also run the candidate path without an LLM (--rewrite candidates "
                     "--llm none) on every document")

@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index-dir", type=Path, default=ROOT / "benchmarks" / "_work" / "wikiidx")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--records", type=Path, help="JSON lines: each output and its audit")
+    ap.add_argument("--sentences", default=None, metavar="LLM",
+                    help="also run --rewrite sentences with this LLM (e.g. embedded): the "
+                         "rewritten share and the sentences written again, to be read")
     args = ap.parse_args(argv)
 
     started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -76,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         "none": Delinker(idx, k=args.k, arity=1, rewriter=None),
         "candidates": Delinker(idx, k=args.k, arity=1, rewriter=None, rewrite="candidates"),
     }
+    if args.sentences:
+        from presidio_delink.llm import make_rewriter
+
+        loops["sentences"] = Delinker(idx, k=args.k, arity=1,
+                                      rewriter=make_rewriter(args.sentences),
+                                      rewrite="sentences")
     tests = list(wikibio_test(args.masks))[: args.docs]
     cpu: dict[str, list[float]] = {name: [] for name in loops}
     results: dict[str, list[Any]] = {name: [] for name in loops}
@@ -125,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     out["changed_ratio_candidates_over_none"] = (
         cand["words_changed"] / base["words_changed"] if base["words_changed"] else None
     )
+    if args.sentences:
+        from sentence_facts import rewritten_pairs, sentence_report
+
+        out["sentences"] = sentence_report(results["sentences"])
+        pairs = [p for r in results["sentences"] for p in rewritten_pairs(r)]
+        out["sentence_samples"] = random.Random(args.seed).sample(pairs, min(20, len(pairs)))
     rows = []
     for r in results["candidates"]:
         for a in r.audit:

@@ -63,17 +63,16 @@ from presidio_delink.edits import (
     choose_tokens,
     dropped,
     runs,
+    sentence_bounds,
     structure_costs,
     tokens_within,
     whole_words,
 )
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
-from presidio_delink.llm.base import (
-    Rewriter,
-)
+from presidio_delink.llm.base import Rewriter, find_attr
 from presidio_delink.results import AuditEntry, DelinkResult
-from presidio_delink.rewriting import Answers, Rewriting, audit_method, audit_source
+from presidio_delink.rewriting import SENTENCE, Answers, Rewriting, audit_method, audit_source
 from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting, rewrite_for
 
 __all__ = ["DelinkLoop"]
@@ -97,6 +96,9 @@ TRADE_AVOID_COST = 25
 #: How many rewritten words one redacted word is worth when plans of different sizes
 #: are compared (:meth:`DelinkLoop.settled_plan`).
 REDACTION_WORTH = 3
+#: Most tokens a prompt-lookup draft proposes under ``rewrite="sentences"`` (the embedded
+#: engine's ``lookup``).
+LOOKUP_TOKENS = 16
 
 
 class DelinkLoop(Rewriting):
@@ -180,6 +182,23 @@ class DelinkLoop(Rewriting):
         rep = analyze(self.index, text[a:b], k=self.k, arity=1, max_n=self.max_n)
         return any(s < end - a and e > start - a for s, e, _f in rep.spans())
 
+    def sentence_links(self, text: str, start: int, end: int) -> list[str]:
+        """The linkable phrases of ``text`` that overlap ``text[start:end]`` (a sentence
+        written again), by this loop's check (every view, ``k``, arity, ``max_n``) of the
+        sentence with its neighbours on either side: a phrase across its edges counts, and
+        a combination whose parts lie in that window.  A combination with a part further
+        away is the next pass's check (the loop's final check still finds everything)."""
+        bounds = sentence_bounds(text)
+        starts = [a for a, _ in bounds]
+        i = max(0, bisect.bisect_right(starts, start) - 1)
+        j = bisect.bisect_left(starts, end)
+        a = bounds[i - 1][0] if i > 0 else 0
+        b = bounds[j][1] if j < len(bounds) else len(text)
+        a, b = min(a, start), max(b, end)
+        rep = self.check(text[a:b])
+        return [text[a + x : a + y] for x, y, _f in rep.spans()
+                if x < end - a and start - a < y]
+
     def plan(
         self,
         text: str,
@@ -247,6 +266,9 @@ class DelinkLoop(Rewriting):
         res.n_words = sum(len(s) for s in self.tokenizer.segments(current))
         cur_marks = list(marks)
         origins: list[tuple[int, int, str]] = []  # earlier passes' rewrites: input words
+        sentenced: list[tuple[int, int, str]] = []  # sentences written again so far
+        if use_sentences := self.writes_sentences():
+            _draft_from_prompt(self.rewriter)
         rep = self.check(current)
         res.first_report = rep
         limit = res.n_words + 2
@@ -265,8 +287,11 @@ class DelinkLoop(Rewriting):
                 rs, optimum = self.plan(current, rep)
             if pass_no == 1:
                 res.optimum_words = optimum
-            edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res, origins)
+            fresh: list[tuple[int, int, str]] = []
+            edits = self._edits(current, rs, rep, pass_no, use_llm, forbidden, res, origins,
+                                sentenced if use_sentences else None, fresh)
             origins = _carried(origins, edits, current)
+            sentenced = sorted(carry(sentenced, edits) + _placed(fresh, edits))
             current, cur_marks = apply(current, edits, cur_marks)
             rep = self.check(current)
         res.passes = pass_no
@@ -437,8 +462,16 @@ class DelinkLoop(Rewriting):
         forbidden: list[str],
         res: DelinkResult,
         origins: Sequence[tuple[int, int, str]] = (),
+        sentenced: Sequence[tuple[int, int, str]] | None = None,
+        fresh: list[tuple[int, int, str]] | None = None,
     ) -> list[tuple[int, int, str]]:
-        """Replacement of each run: the LLM's (validated) or the placeholder."""
+        """Replacement of each run: the LLM's (validated) or the placeholder.
+
+        ``sentenced``: under ``rewrite="sentences"`` (None otherwise), the sentences written
+        again by earlier passes, not asked again; the runs the cheap steps leave get the
+        sentence step (:meth:`~presidio_delink.rewriting.Rewriting.rewrite_sentences`)
+        instead of the phrase LLM, and each sentence it writes becomes one edit, added to
+        ``fresh`` as ``(start, end, new)``, its changed blocks audited as ``"sentence"``."""
         spans = rep.spans()
         starts = [a for a, _, _ in spans]
         longest = max((b - a for a, b, _ in spans), default=0)
@@ -455,10 +488,28 @@ class DelinkLoop(Rewriting):
             ]
             info[(r.start, r.end)] = min(near, key=lambda x: x[:4])[4] if near else None
         answers: Answers = {}
-        if use_llm:
+        written: dict[tuple[int, int], str] = {}
+        if use_llm and sentenced is not None:
+            answers = self.rewrite_runs(text, rs, forbidden, res, origins, llm=False)
+            written = self.rewrite_sentences(
+                text, rs, answers, forbidden, res, [(a, b) for a, b, _ in sentenced]
+            )
+        elif use_llm:
             answers = self.rewrite_runs(text, rs, forbidden, res, origins)
         edits = []
+        for (sa, sb), new_sentence in sorted(written.items()):
+            inner = [r for r in rs if sa <= r.start < sb]
+            edits.append(self._sentence_edit(text, sa, sb, new_sentence, inner, info,
+                                             pass_no, res))
+            if fresh is not None:
+                fresh.append(edits[-1])
+            for r in inner:
+                res.choices.pop((r.start, r.end), None)
+        in_written = {(r.start, r.end) for r in rs
+                      for sa, sb in written if sa <= r.start < sb}
         for r in rs:
+            if (r.start, r.end) in in_written:
+                continue
             original = text[r.start : r.end]
             new, reason = answers.get((r.start, r.end), (None, None))
             method = audit_method(reason) if new is not None and new != REDACTED else "redacted"
@@ -496,6 +547,83 @@ class DelinkLoop(Rewriting):
                          (r.start, r.end, replacement))
         res.choices.clear()
         return edits
+
+    def _sentence_edit(
+        self,
+        text: str,
+        sa: int,
+        sb: int,
+        new: str,
+        inner: Sequence[Run],
+        info: dict[tuple[int, int], Any],
+        pass_no: int,
+        res: DelinkResult,
+    ) -> tuple[int, int, str]:
+        """The edit writing ``text[sa:sb]`` as ``new``: the span from its first changed
+        word to its last (:func:`~presidio_delink.sentences.align.changed_span`); each
+        changed block of the word alignment is one audit entry (method ``"sentence"``, or
+        ``"redacted"`` for a named phrase the answer kept and the step redacted), its
+        flagged N-gram the first one of a run it overlaps (else of the sentence's first
+        run), and its old words count as rewritten (or redacted)."""
+        from presidio_delink.sentences.align import changed_span, changes
+
+        old = text[sa:sb]
+        span = changed_span(old, new)
+        if span is None:  # cannot happen: a verified answer replaced the named spans
+            return sa, sb, new
+        first = info.get((inner[0].start, inner[0].end)) if inner else None
+        for ch in changes(old, new):
+            a, b = sa + ch.start, sa + ch.end
+            f = next((info[(r.start, r.end)] for r in inner
+                      if r.start < max(b, a + 1) and a < r.end), first)
+            # a named phrase the answer kept, redacted in it (SentenceStep): a redaction
+            method = "redacted" if ch.new == REDACTED else SENTENCE
+            if method == SENTENCE:
+                res.words_rewritten += ch.n_words
+            else:
+                res.words_redacted += ch.n_words
+            res.audit.append(
+                AuditEntry(
+                    original=ch.original,
+                    df=f.df if f else 0,
+                    arity=f.arity if f else 1,
+                    ngram=f.key if f else "",
+                    replacement=ch.new,
+                    pass_no=pass_no,
+                    method=method,
+                    n_words=ch.n_words,
+                    start=a,
+                    end=b,
+                    view=f.view if f else "",
+                    groups=f.groups if f else 0,
+                    source="llm" if method == SENTENCE else None,
+                )
+            )
+        return sa + span[0], sa + span[1], span[2]
+
+
+def _placed(
+    fresh: Sequence[tuple[int, int, str]], edits: Sequence[tuple[int, int, str]]
+) -> list[tuple[int, int, str]]:
+    """Where the edits of ``fresh`` (some of ``edits``) lie once ``edits`` are applied, as
+    marks labelled ``"sentence"``."""
+    mine = set(fresh)
+    out = []
+    delta = 0
+    for a, b, new in sorted(edits):
+        if (a, b, new) in mine:
+            out.append((a + delta, a + delta + len(new), SENTENCE))
+        delta += len(new) - (b - a)
+    return out
+
+
+def _draft_from_prompt(rewriter: Any) -> None:
+    """Turn on prompt-lookup drafting in an embedded engine not loaded yet
+    (:meth:`~presidio_delink.llm.embedded.EmbeddedRewriter.use_lookup`): a sentence
+    written again mostly copies the sentence in its prompt."""
+    use = find_attr(rewriter, "use_lookup")
+    if callable(use):
+        use(LOOKUP_TOKENS)
 
 
 def _carried(

@@ -31,7 +31,8 @@ class AuditEntry:
     replacement: str
     pass_no: int
     # "llm", "generalised" (a deterministic generalisation), "candidate" (chosen among
-    # verified candidates, :mod:`presidio_delink.candidates`) or "redacted"
+    # verified candidates, :mod:`presidio_delink.candidates`), "sentence" (a block of a
+    # sentence written again, :mod:`presidio_delink.sentences`) or "redacted"
     method: str
     n_words: int
     reason: str | None = None  # why the LLM's answer was not used
@@ -65,6 +66,8 @@ class DelinkResult:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     generated_tokens: int = 0
+    drafted_tokens: int = 0  # drafted by prompt-lookup decoding (sentence rewrites)
+    accepted_tokens: int = 0  # of those, accepted by the model
     refusals: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     n_words: int = 0
@@ -92,6 +95,8 @@ class DelinkResult:
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,
             "generated_tokens": self.generated_tokens,
+            "drafted_tokens": self.drafted_tokens,
+            "accepted_tokens": self.accepted_tokens,
             "refusals": self.refusals,
             "seconds": round(self.seconds, 3),
             "words": self.n_words,

@@ -41,6 +41,7 @@ from presidio_delink.llm.base import (
     default_concurrency,
     find_breaker,
     find_usage,
+    writes_sentences,
 )
 from presidio_delink.llm.prompt import example_texts, mark, with_options, with_refused
 from presidio_delink.results import DelinkResult
@@ -48,7 +49,8 @@ from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting
 from presidio_delink.text import Tokenizer
 
 __all__ = [
-    "AGAIN", "CANDIDATE", "GENERALISED", "Answers", "Rewriting", "audit_method", "audit_source",
+    "AGAIN", "CANDIDATE", "GENERALISED", "SENTENCE", "Answers", "Rewriting", "audit_method",
+    "audit_source",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,11 @@ AGAIN = "an earlier rewrite: no candidate for a candidate"
 without an LLM, or with one for a single word (:meth:`Rewriting.rewrite_runs`)."""
 
 
+SENTENCE = "sentence"
+"""The audit's ``method`` of a block of a sentence written again
+(:meth:`Rewriting.rewrite_sentences`)."""
+
+
 def audit_method(reason: str | None) -> str:
     """The audit's ``method`` of an accepted answer of :meth:`Rewriting.rewrite_runs`, by
     the reason it came with: ``"generalised"``, ``"candidate"`` or ``"llm"``."""
@@ -77,8 +84,12 @@ def audit_source(method: str, choice: Any) -> str | None:
     its chooser's ``choice`` says whose."""
     if method == "candidate":
         return str(choice.source) if choice is not None else "lexicon"
-    return {"generalised": "generalisation", "llm": "llm"}.get(method)
+    return {"generalised": "generalisation", "llm": "llm", SENTENCE: "llm"}.get(method)
 
+
+MAX_SENTENCE_CHARS = 600
+"""Longest sentence written again (``rewrite="sentences"``): a longer one is a list or a
+run-on passage, which a small model shortens; its runs take the fallback."""
 
 MAX_OPTIONS = 4
 """Under ``rewrite="choose"``, the most verified candidates of a run the LLM chooses among
@@ -172,6 +183,48 @@ class Rewriting:
         """Whether the words at ``text[start:end]`` are in a phrase of their window that
         links (False here: without an index the loop's next check decides)."""
         return False
+
+    def sentence_links(self, text: str, start: int, end: int) -> list[str]:
+        """The linkable phrases of ``text`` that overlap the sentence ``text[start:end]``
+        (none here: without an index the loop's next check decides)."""
+        return []
+
+    def writes_sentences(self) -> bool:
+        """Whether this rewrite mode and backend write sentences again
+        (``rewrite="sentences"`` and a :class:`~presidio_delink.llm.base.SentenceWriter`)."""
+        return (
+            self.settings.rewrite == "sentences"
+            and self.rewriter is not None
+            and writes_sentences(self.rewriter)
+        )
+
+    def rewrite_sentences(
+        self,
+        text: str,
+        rs: list[Run],
+        answers: Answers,
+        forbidden: list[str],
+        res: DelinkResult,
+        skip: Sequence[tuple[int, int]] = (),
+    ) -> dict[tuple[int, int], str]:
+        """The sentences written again (:mod:`presidio_delink.sentences`), by their bounds
+        in ``text``: each sentence holding a run of ``rs`` that ``answers`` (the cheap
+        steps') left without a replacement, shown with the cheap replacements in it and
+        those runs named; a verified answer replaces the whole sentence.  A sentence that
+        overlaps ``skip`` (sentences already written again), holds a run across its
+        bounds or is longer than :data:`MAX_SENTENCE_CHARS` is not asked."""
+        from presidio_delink.sentences.rewrite import SentenceStep, jobs
+
+        if not self.writes_sentences():
+            return {}
+        todo = jobs(text, rs, answers, skip, MAX_SENTENCE_CHARS)
+        if not todo:
+            return {}
+        step = SentenceStep(
+            self.rewriter, self.tokenizer, self.sentence_links,
+            concurrency=self.llm_concurrency, strict=self.strict,
+        )
+        return step.write(text, todo, forbidden, res, lower_words(text))
 
     strict = Setting[bool]()
     """Raise instead of redacting when the LLM fails (``settings.strict``)."""

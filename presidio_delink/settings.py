@@ -57,12 +57,15 @@ MASK_POLICIES = ("all", "risk")
 #: How a run that must change is rewritten: ``"candidates"`` proposes replacements from
 #: cheap sources, verifies them and lets a scorer choose; ``"choose"`` does the same and
 #: lets the LLM choose among the verified ones (the scorer's choice without an LLM);
-#: ``"generate"`` asks the LLM to write each replacement.  In the first two the LLM
-#: writes only the phrases (runs of several words) no candidate fits.  Without an LLM,
-#: ``"generate"`` keeps the generalisations only (the rest is redacted).
-REWRITE_MODES = ("candidates", "choose", "generate")
+#: ``"generate"`` asks the LLM to write each replacement; ``"sentences"`` runs the
+#: candidates first, then the LLM writes each sentence that still holds a run none fits
+#: again, whole (:mod:`presidio_delink.sentences`: verified by a fact check and the index,
+#: else its runs are redacted).  In the first two the LLM writes only the phrases (runs of
+#: several words) no candidate fits.  Without an LLM, ``"generate"`` keeps the
+#: generalisations only (the rest is redacted), and ``"sentences"`` is ``"candidates"``.
+REWRITE_MODES = ("candidates", "choose", "generate", "sentences")
 #: The modes that use :mod:`presidio_delink.candidates`.
-CANDIDATE_MODES = ("candidates", "choose")
+CANDIDATE_MODES = ("candidates", "choose", "sentences")
 #: The default of :attr:`DelinkSettings.rewrite`: None, the loop's choice by whether it
 #: has an LLM (:func:`rewrite_for`).
 DEFAULT_REWRITE: str | None = None
@@ -116,7 +119,7 @@ class DelinkSettings:
             as the ordered comma list of :func:`parse_modes` (None: no protection).
         max_chars: longer documents are refused.
         mask_policy: which PII spans the PII step masks (``"all"`` or ``"risk"``).
-        rewrite: ``"candidates"``, ``"choose"`` or ``"generate"`` (see
+        rewrite: ``"candidates"``, ``"choose"``, ``"generate"`` or ``"sentences"`` (see
             :data:`REWRITE_MODES`); None (the default): by whether the loop has an LLM
             (:func:`rewrite_for`).
         crowd: the crowd rule's size (>= 1; see :data:`DEFAULT_CROWD`): the audit

@@ -121,8 +121,11 @@ from presidio_delink.settings import (
     "synonyms, hypernyms and generalisations by how the sentence reads (the LLM writes "
     "only phrases of several words none fits; with --llm none it redacts there); 'choose' "
     "lets the LLM choose among the verified ones; 'generate' asks the LLM to write "
-    "every replacement (with --llm none: generalisations only).  Default: 'candidates' "
-    "with an LLM, 'generate' with --llm none (no model to load).",
+    "every replacement (with --llm none: generalisations only); 'sentences' runs the "
+    "candidates, then the LLM writes each sentence still holding a run none fits again, "
+    "kept only if it passes a fact check (every other content word, number, placeholder "
+    "and negation kept) and the index (else redacted; with --llm none it is 'candidates').  "
+    "Default: 'candidates' with an LLM, 'generate' with --llm none (no model to load).",
 )
 @number_opt(
     "--crowd",

@@ -28,15 +28,19 @@ __all__ = [
     "CircuitBreaker",
     "LLMUnavailable",
     "Rewriter",
+    "SentenceWriter",
     "TokenUsage",
     "check_loopback",
     "complete_json",
     "default_concurrency",
     "find_breaker",
+    "find_attr",
     "find_usage",
     "is_loopback_host",
     "resolve_host",
+    "sentence_call",
     "url_host",
+    "writes_sentences",
 ]
 
 DEFAULT_SEED = 42
@@ -72,6 +76,62 @@ class Rewriter(Protocol):
 ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 
+@runtime_checkable
+class SentenceWriter(Protocol):
+    """A backend that also writes free text: the ``sentences`` rewrite mode asks it to
+    write a sentence again (:mod:`presidio_delink.sentences`)."""
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        """The assistant's plain-text answer to chat ``messages`` (no JSON schema), at most
+        ``max_tokens`` generated, greedy.
+
+        Raises:
+            LLMError: Transport failure, timeout or an empty answer.
+        """
+        ...
+
+
+def writes_sentences(rewriter: object) -> bool:
+    """Whether ``rewriter`` (and every wrapper below it in its ``.inner`` chain) can
+    :meth:`SentenceWriter.complete_sentence`."""
+    seen = 0
+    while rewriter is not None and seen < 8:
+        if not callable(getattr(rewriter, "complete_sentence", None)):
+            return False
+        members = getattr(rewriter, "members", None)
+        if isinstance(members, list):  # a pool: its servers are one model
+            return all(writes_sentences(m) for m in members)
+        rewriter = getattr(rewriter, "inner", None)
+        seen += 1
+    return True
+
+
+def sentence_call(rewriter: object) -> Callable[[list[dict[str, str]], int], str]:
+    """``rewriter.complete_sentence``.
+
+    Raises:
+        LLMError: it writes no sentences (:func:`writes_sentences`).
+    """
+    if not writes_sentences(rewriter):
+        raise LLMError(f"the LLM backend {getattr(rewriter, 'name', rewriter)} writes no "
+                       "sentences (no complete_sentence)")
+    fn: Callable[[list[dict[str, str]], int], str] = rewriter.complete_sentence  # type: ignore[attr-defined]
+    return fn
+
+
+def find_attr(rewriter: object, name: str) -> Any:
+    """The attribute ``name`` of the first rewriter in a chain of wrappers (``.inner``)
+    that has it; None when none does."""
+    seen = 0
+    while rewriter is not None and seen < 8:
+        value = getattr(rewriter, name, None)
+        if value is not None:
+            return value
+        rewriter = getattr(rewriter, "inner", None)
+        seen += 1
+    return None
+
+
 class TokenUsage:
     """Tokens a backend's calls cost, summed (thread-safe): what a GPU server's bill or a
     CPU's time is proportional to.
@@ -81,19 +141,32 @@ class TokenUsage:
         cached: Of those, how many the engine's prompt cache served (not read again).
         generated: Tokens generated.
         calls: Calls counted.
+        drafted: Tokens drafted by speculative decoding (the embedded engine's n-gram
+            lookup over the prompt: a sentence rewrite mostly copies its input).
+        accepted: Of those, how many the model accepted (each saves a decoding step).
     """
 
     def __init__(self) -> None:
         self.prompt = self.cached = self.generated = self.calls = 0
+        self.drafted = self.accepted = 0
         self._lock = threading.Lock()
 
-    def add(self, prompt: int, generated: int, cached: int = 0) -> None:
+    def add(
+        self, prompt: int, generated: int, cached: int = 0, drafted: int = 0, accepted: int = 0
+    ) -> None:
         """Count one call."""
         with self._lock:
             self.prompt += max(0, prompt)
             self.cached += max(0, min(cached, prompt))
             self.generated += max(0, generated)
+            self.drafted += max(0, drafted)
+            self.accepted += max(0, min(accepted, drafted))
             self.calls += 1
+
+    def drafts(self) -> tuple[int, int]:
+        """``(drafted, accepted)`` tokens so far."""
+        with self._lock:
+            return self.drafted, self.accepted
 
     def snapshot(self) -> tuple[int, int, int, int]:
         """``(prompt, cached, generated, calls)`` so far."""
@@ -256,6 +329,32 @@ class CircuitBreaker:
             self.calls += 1
         try:
             answer = self.inner.rewrite(context, spans)
+        except LLMError as exc:
+            self._failed(exc)
+            raise
+        except Exception as exc:  # a backend bug must not abort the run either
+            logger.debug("LLM backend %s raised", self.name, exc_info=True)
+            err = LLMError(f"LLM backend {self.name} failed ({type(exc).__name__})")
+            self._failed(err)
+            raise err from exc
+        with self._lock:
+            self._streak = 0
+        return answer
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        """:meth:`SentenceWriter.complete_sentence` of the inner rewriter, unless the backend
+        is down; failures count as :meth:`rewrite`'s do.
+
+        Raises:
+            LLMUnavailable: The breaker has tripped (no call is made).
+            LLMError: This call failed, or the inner rewriter writes no sentences.
+        """
+        with self._lock:
+            if self.down:
+                raise LLMUnavailable(f"LLM backend {self.name} is down (circuit breaker open)")
+            self.calls += 1
+        try:
+            answer = sentence_call(self.inner)(messages, max_tokens)
         except LLMError as exc:
             self._failed(exc)
             raise

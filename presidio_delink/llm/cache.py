@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from presidio_delink.errors import ConfigError
-from presidio_delink.llm.base import Rewriter
+from presidio_delink.llm.base import Rewriter, sentence_call
 from presidio_delink.llm.prompt import TEMPLATE_ID
 
 logger = logging.getLogger(__name__)
@@ -135,6 +135,36 @@ class CachedRewriter:
                 del self._inflight[key]
             mine.set()
         return dict(answer)
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        """Cached :meth:`~presidio_delink.llm.base.SentenceWriter.complete_sentence` (the key:
+        the backend, every message in order and ``max_tokens``; the same one-call-per-key
+        rule as :meth:`rewrite`)."""
+        key = cache_key(
+            self.name, "\x00sentence", [json.dumps(messages, ensure_ascii=False)],
+            [getattr(self.inner, "options", None), max_tokens],
+        )
+        while True:
+            with self._lock:
+                cached = self._get(key)
+                if cached is not None and isinstance(cached.get("sentence"), str):
+                    self.hits += 1
+                    return str(cached["sentence"])
+                pending = self._inflight.get(key)
+                if pending is None:
+                    mine = self._inflight[key] = threading.Event()
+                    self.misses += 1
+                    break
+            pending.wait()
+        try:
+            answer = sentence_call(self.inner)(messages, max_tokens)
+            with self._lock:
+                self._put(key, {"sentence": answer})
+        finally:
+            with self._lock:
+                del self._inflight[key]
+            mine.set()
+        return answer
 
     def __len__(self) -> int:
         with self._lock:

@@ -110,6 +110,8 @@ DEFAULT_MODEL = "qwen"
 MODEL_ENV = "PRESIDIO_DELINK_EMBEDDED_MODEL"
 """Environment variable naming the packaged model plain ``embedded`` means (default
 :data:`DEFAULT_MODEL`); the test suite sets ``smollm2`` to stay fast."""
+LOOKUP_NGRAM = 2
+"""Words (tokens) matched in the prompt before a prompt-lookup draft (``lookup``)."""
 THREADS_ENV = "PRESIDIO_DELINK_LLM_THREADS"
 """CPU threads of the embedded engine when not given (default: :func:`default_threads`)."""
 
@@ -343,6 +345,11 @@ class EmbeddedRewriter:
             be interrupted: a call that runs late finishes in the background (bounded by
             ``max_tokens``) while the caller gets an :class:`LLMError`, and the next call
             waits for it within its own timeout.
+        lookup: Prompt-lookup drafting (llama.cpp's ``ngram-simple`` speculative decoding,
+            at most ``lookup`` tokens a draft; 0: off). It is the engine's setting, for
+            every call: :meth:`use_lookup` turns it on before the model loads, as the
+            ``sentences`` rewrite mode does, whose answers mostly copy the prompt's
+            sentence. Drafted and accepted tokens are counted in ``usage``.
     """
 
     def __init__(
@@ -353,6 +360,7 @@ class EmbeddedRewriter:
         seed: int = DEFAULT_SEED,
         max_tokens: int = 512,
         timeout: float = DEFAULT_TIMEOUT_S,
+        lookup: int = 0,
     ) -> None:
         path = default_gguf_path() if gguf_path is None else Path(gguf_path).expanduser()
         if not path.is_file():
@@ -370,6 +378,7 @@ class EmbeddedRewriter:
         self.seed = seed
         self.max_tokens = max_tokens
         self.timeout = timeout
+        self.lookup = max(0, int(lookup))
         self.options: dict[str, Any] = {
             "temperature": 0,
             "seed": seed,
@@ -377,6 +386,7 @@ class EmbeddedRewriter:
             "n_ctx": n_ctx,
             "max_length": MAX_REPLACEMENT_CHARS,
             "json": "compact",
+            **({"lookup": self.lookup} if self.lookup else {}),
         }
         self._lock = threading.Lock()
         self._server: Any = None
@@ -402,6 +412,11 @@ class EmbeddedRewriter:
         params.n_predict = self.max_tokens
         params.warmup = False
         params.verbosity = 0
+        if self.lookup:
+            spec = params.speculative
+            spec.types = [x.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+            spec.ngram_simple.size_n = LOOKUP_NGRAM
+            spec.ngram_simple.size_m = self.lookup
         # xllamacpp also opens an HTTP endpoint on a random loopback port; lock it with a
         # random key nobody knows and turn its web UI off.
         params.api_keys = [secrets.token_urlsafe(24)]
@@ -413,6 +428,15 @@ class EmbeddedRewriter:
             raise LLMError(f"cannot load GGUF model {str(self.model_path)!r}: {exc}") from exc
         logger.info("loaded %s in %.2f s", self.model_path.name, time.perf_counter() - start)
         return self._server
+
+    def use_lookup(self, n_max: int = 16) -> bool:
+        """Turn prompt-lookup drafting on (``lookup``) if the model is not loaded yet;
+        whether it is on now."""
+        with self._lock:
+            if self._server is None and n_max > 0:
+                self.lookup = n_max
+                self.options["lookup"] = n_max  # drafts may move a greedy answer: cache key
+            return self.lookup > 0
 
     def load(self) -> None:
         """Load the model now instead of at the first call."""
@@ -478,11 +502,12 @@ class EmbeddedRewriter:
             )
         raw_timings = result.get("timings")
         timings: dict[str, Any] = raw_timings if isinstance(raw_timings, dict) else {}
-        read, cached, made = (
+        read, cached, made, drafted, accepted = (
             v if isinstance(v, int) else 0
-            for v in (timings.get("prompt_n"), timings.get("cache_n"), timings.get("predicted_n"))
+            for v in (timings.get("prompt_n"), timings.get("cache_n"), timings.get("predicted_n"),
+                      timings.get("draft_n"), timings.get("draft_n_accepted"))
         )
-        self.usage.add(read + cached, made, cached)
+        self.usage.add(read + cached, made, cached, drafted, accepted)
         logger.debug(
             "embedded %s call took %.3f s (prompt %s tokens in %s ms, %s generated in %s ms)",
             kind,
@@ -559,6 +584,11 @@ class EmbeddedRewriter:
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMError("embedded llama.cpp completion answer has no text") from exc
         return text if isinstance(text, str) else ""
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        """Free text (no grammar), at most ``max_tokens``: a sentence written again
+        (:class:`~presidio_delink.llm.base.SentenceWriter`)."""
+        return self.chat(messages, None, max_tokens)
 
     # -- Rewriter ---------------------------------------------------------------------------
 

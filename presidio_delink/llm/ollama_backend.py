@@ -94,19 +94,25 @@ class OllamaRewriter(HttpBackend):
         return client
 
     def chat(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | Literal["json"] | None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | Literal["json"] | None,
+        max_tokens: int | None = None,
     ) -> str:
         """One ``/api/chat`` call (with retries); the assistant text.
 
         Args:
             messages: Chat messages.
             schema: JSON schema, ``"json"`` or ``None`` for free text.
+            max_tokens: Most tokens generated (``num_predict``); None: the options'.
 
         Raises:
             LLMError: Server down, timeout, HTTP error or empty answer.
         """
         ollama = self._ollama
         fmt: dict[str, Any] | Literal["", "json"] = "" if schema is None else schema
+        options = self.options if max_tokens is None else {**self.options,
+                                                          "num_predict": max_tokens}
 
         def attempt(last: bool, left: float) -> str:
             self._set_timeout(left)
@@ -115,7 +121,7 @@ class OllamaRewriter(HttpBackend):
                     model=self.model,
                     messages=messages,
                     format=fmt,
-                    options=self.options,
+                    options=options,
                     keep_alive=self.keep_alive,
                     stream=False,
                 )

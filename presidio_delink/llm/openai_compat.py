@@ -73,13 +73,21 @@ class OpenAICompatRewriter(HttpBackend):
     # default_concurrency 4 (HttpBackend's): the httpx client is shared by the threads
     # (it is thread-safe and pools connections).
 
-    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> str:
-        """One chat completion (with retries); the assistant text.
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """One chat completion (with retries); the assistant text (``max_tokens``: at most
+        that many generated).
 
         Raises:
             LLMError: Server down, timeout, HTTP error or malformed answer.
         """
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.options}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
         if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

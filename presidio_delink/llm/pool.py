@@ -91,6 +91,14 @@ class RewriterPool:
         Raises:
             LLMError: every server failed this request (the last error's message).
         """
+        return self._spread(lambda m: m.rewrite(context, spans))
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        """A sentence written by the first server that does not fail (as :meth:`rewrite`)."""
+        return self._spread(lambda m: m.complete_sentence(messages, max_tokens))
+
+    def _spread(self, call: Any) -> Any:
+        """``call(server)`` on the least busy server that is up, then the others."""
         tried: set[int] = set()
         last: LLMError | None = None
         while True:
@@ -101,7 +109,7 @@ class RewriterPool:
                 )
             ok = False
             try:
-                answer = self.members[i].rewrite(context, spans)
+                answer = call(self.members[i])
                 ok = True
                 return answer
             except LLMError as exc:

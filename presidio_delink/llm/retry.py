@@ -117,8 +117,15 @@ class HttpBackend:
             ) from exc
         raise Retryable(name) from None
 
-    def chat(self, messages: list[dict[str, str]], schema: Any) -> str:
+    def chat(
+        self, messages: list[dict[str, str]], schema: Any, max_tokens: int | None = None
+    ) -> str:
         raise NotImplementedError
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        """Free text (no schema), at most ``max_tokens``: a sentence written again
+        (:class:`~presidio_delink.llm.base.SentenceWriter`)."""
+        return self.chat(messages, None, max_tokens)
 
     def rewrite(self, context: str, spans: list[str]) -> dict[str, str | list[str]]:
         """Ask the server for replacements of ``spans`` (see :class:`Rewriter`)."""

@@ -4,9 +4,10 @@ Definitions.  A document is a list of *chunks* whose current texts, joined, are 
 reviewed text.  A chunk of kind ``same`` is text the delinker left as it was; every other
 chunk is one *edit*: ``before`` (the delinker's input there), ``proposed`` (its output
 there) and ``text`` (what the reviewer keeps).  Kinds: ``rewrite`` (an LLM answer),
-``generalisation`` (a deterministic generaliser's answer), ``redaction`` (a
-``[REDACTED]``-style placeholder), ``pii`` (a Presidio ``<ENTITY_TYPE>`` placeholder) and
-``reviewer`` (text the reviewer redacted or replaced).
+``generalisation`` (a deterministic generaliser's answer), ``sentence`` (a sentence the
+LLM wrote again, :mod:`presidio_delink.sentences`), ``redaction`` (a ``[REDACTED]``-style
+placeholder), ``pii`` (a Presidio ``<ENTITY_TYPE>`` placeholder) and ``reviewer`` (text
+the reviewer redacted or replaced).
 
 How edits are found.  The output record holds the text and the audit entries (original,
 replacement, the N-gram and df that forced it) but no offsets, so the input and the output
@@ -14,21 +15,45 @@ are aligned word by word (``difflib.SequenceMatcher`` over words, spaces and pun
 each placeholder one token); every stretch that differs is an edit, and the audit entries
 whose original lies inside its ``before`` (later passes: inside an earlier entry's
 replacement) explain it.  Alignment is exact on the texts (joining the chunks gives the
-output back, tested); only the explanations are matched heuristically.  Cost: the
+output back, tested); only the explanations are matched heuristically.  The entries of
+one pass are matched in the order of their offsets (``start``): the loop records a pass's
+sentence rewrites before its other edits.
+
+Sentence rewrites.  The delinker writes a rewritten sentence as one edit, from its first
+changed word to its last, and audits each changed block of the word alignment
+(``method="sentence"``).  The review keeps that unit: the edits of one input sentence
+(:func:`~presidio_delink.sentences.rewrite.sentence_spans`) from its first sentence block
+to its last, with the unchanged words between them, become one ``sentence`` edit, so a
+revert gives the sentence its original words back, not a mix of two sentences.  A ``pii``
+edit is never joined into one (its revert stays refused on its own).
+:func:`sentence_of` gives the whole sentence around an edit: as input, as delinked, now.  Cost: the
 matcher's, near-linear on documents that share most of their words.  Without the input
 the whole output is one ``same`` chunk: the reviewer can still redact or replace any part.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["Chunk", "KINDS", "build_chunks", "joined", "replace_range"]
+from presidio_delink.edits import sentence_bounds
+from presidio_delink.sentences.rewrite import sentence_spans
 
-KINDS = ("same", "rewrite", "generalisation", "redaction", "pii", "reviewer")
+__all__ = [
+    "Chunk",
+    "KINDS",
+    "build_chunks",
+    "joined",
+    "replace_range",
+    "sentence_of",
+    "sentences_of",
+]
+
+KINDS = ("same", "rewrite", "generalisation", "sentence", "redaction", "pii", "reviewer")
+SENTENCE = "sentence"  # the audit method of a block of a sentence written again
 
 # One token: a bracketed upper-case label or a Presidio <ENTITY>, a word, a run of spaces,
 # one other character.
@@ -113,7 +138,7 @@ def build_chunks(output: str, audit: list[dict[str, Any]], input_text: str | Non
         else:
             chunks.append(Chunk("rewrite", after, before, after, "pending"))
     _explain([c for c in chunks if c.kind != "same"], audit)
-    return chunks
+    return _join_sentences(chunks, input_text)
 
 
 def _ops(a_text: str, b_text: str) -> list[tuple[str, str, str]]:
@@ -139,8 +164,12 @@ def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
     """Attach the audit entries to the edits and set each edit's kind."""
     first_pass = min((int(e.get("pass_no", 1)) for e in audit), default=1)
     attached: list[list[dict[str, Any]]] = [[] for _ in edits]
-    at: dict[int, int] = {}  # per pass: entries of one pass are in document order
-    for e in audit:
+    at: dict[int, int] = {}  # per pass: entries of one pass, sorted, are in document order
+    # passes in order (a later pass is matched inside an earlier one's replacements); in a
+    # pass, by offset (the loop audits sentence rewrites before the pass's other edits);
+    # a stable sort keeps the order of records without offsets
+    ordered = sorted(audit, key=lambda e: (int(e.get("pass_no", 1)), _offset(e.get("start"))))
+    for e in ordered:
         orig, repl = str(e.get("original", "")), str(e.get("replacement", ""))
         if not orig:
             continue
@@ -167,11 +196,22 @@ def _explain(edits: list[Chunk], audit: list[dict[str, Any]]) -> None:
         c.kind = _kind(c)
 
 
+def _offset(x: Any) -> int:
+    """An entry's ``start`` (0 where a record has none, or not a number)."""
+    return x if isinstance(x, int) and not isinstance(x, bool) else 0
+
+
 def _word_re(s: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(s) + r"(?!\w)")
 
 
+def _methods(c: Chunk) -> list[str]:
+    return [m for m in c.method.split(", ") if m]
+
+
 def _kind(c: Chunk) -> str:
+    if SENTENCE in _methods(c):
+        return "sentence"
     words = _TOKEN_RE.findall(c.proposed)
     content = [w for w in words if not w.isspace() and w not in ".,;:"]
     if content and all(_PII_RE.fullmatch(w) for w in content) and not c.method:
@@ -181,6 +221,113 @@ def _kind(c: Chunk) -> str:
     if "general" in c.method:
         return "generalisation"
     return "rewrite"
+
+
+def _sentences(text: str) -> list[int]:
+    """Where the sentences of ``text`` start, as the sentence rewriter cuts them
+    (:func:`~presidio_delink.sentences.rewrite.sentence_spans`), gaps included: each
+    sentence runs to the next one's start, so every offset lies in one."""
+    spans = sentence_spans(sentence_bounds(text), text)
+    return [0] + [a for a, _ in spans[1:]]
+
+
+def _sentence_no(starts: list[int], pos: int) -> int:
+    return max(0, bisect.bisect_right(starts, pos) - 1)
+
+
+def _input_layout(chunks: list[Chunk]) -> tuple[list[str], list[int]]:
+    """Each chunk's input text (``before``; unchanged text as it is) and its offset there."""
+    parts = [c.text if c.kind == "same" else c.before for c in chunks]
+    starts, pos = [], 0
+    for p in parts:
+        starts.append(pos)
+        pos += len(p)
+    return parts, starts
+
+
+def _join_sentences(chunks: list[Chunk], input_text: str) -> list[Chunk]:
+    """The edits of each rewritten sentence as one ``sentence`` edit (module docstring):
+    from its first block audited as ``sentence`` to its last, through unchanged text and
+    unexplained or redacted blocks (a block the audit names no original for, a named
+    phrase the answer kept and the loop redacted), never through a ``pii`` edit or an
+    edit of another method."""
+    bounds = _sentences(input_text)
+    _, starts = _input_layout(chunks)
+    out: list[Chunk] = []
+    i = 0
+    while i < len(chunks):
+        c = chunks[i]
+        if c.kind != "sentence":
+            out.append(c)
+            i += 1
+            continue
+        no = _sentence_no(bounds, starts[i])
+        last, j = i, i + 1
+        while j < len(chunks) and _sentence_no(bounds, starts[j]) == no:
+            d = chunks[j]
+            if d.kind == "sentence":
+                last = j
+            elif d.kind == "pii" or (d.kind != "same" and set(_methods(d)) - {"redacted"}):
+                break
+            j += 1
+        out.append(_merged(chunks[i : last + 1]) if last > i else c)
+        i = last + 1
+    return out
+
+
+def _merged(group: list[Chunk]) -> Chunk:
+    """One ``sentence`` edit over consecutive chunks (unchanged ones count on both sides)."""
+    edits = [c for c in group if c.kind != "same"]
+    why = next((c for c in edits if c.ngram), edits[0])
+    return Chunk(
+        "sentence",
+        "".join(c.text for c in group),
+        "".join(c.text if c.kind == "same" else c.before for c in group),
+        "".join(c.text if c.kind == "same" else c.proposed for c in group),
+        "pending",
+        why.ngram,
+        why.df,
+        why.arity,
+        ", ".join(dict.fromkeys(m for c in edits for m in _methods(c))),
+        sorted({p for c in edits for p in c.passes}),
+    )
+
+
+def sentence_of(chunks: list[Chunk], i: int) -> dict[str, str]:
+    """The whole sentence(s) of the input that edit ``chunks[i]`` lies in, three ways:
+    ``before`` (the input), ``proposed`` (the delinker's output) and ``text`` (now, as
+    reviewed).  Sentences are cut in the input (the texts of the unchanged chunks and the
+    edits' ``before``); an edit that overlaps the sentence is taken whole."""
+    return sentences_of(chunks, [i])[i]
+
+
+def sentences_of(chunks: list[Chunk], which: list[int]) -> dict[int, dict[str, str]]:
+    """:func:`sentence_of` for each edit of ``which``, the input cut into sentences once."""
+    parts, starts = _input_layout(chunks)
+    bounds = _sentences("".join(parts))
+    ends = bounds[1:] + [starts[-1] + len(parts[-1]) if parts else 0]
+    out: dict[int, dict[str, str]] = {}
+    for i in which:
+        a = bounds[_sentence_no(bounds, starts[i])]
+        b = ends[_sentence_no(bounds, max(starts[i], starts[i] + len(parts[i]) - 1))]
+        lo, hi = i, i  # the chunks overlapping [a, b): a run around i
+        while lo > 0 and starts[lo - 1] + len(parts[lo - 1]) > a:
+            lo -= 1
+        while hi + 1 < len(chunks) and starts[hi + 1] < b:
+            hi += 1
+        views = {"before": "", "proposed": "", "text": ""}
+        for j in range(lo, hi + 1):
+            c, s = chunks[j], starts[j]
+            if c.kind == "same":
+                piece = c.text[max(a, s) - s : min(b, s + len(c.text)) - s]
+                for k in views:
+                    views[k] += piece
+            else:
+                views["before"] += c.before
+                views["proposed"] += c.proposed
+                views["text"] += c.text
+        out[i] = {k: v.strip() for k, v in views.items()}
+    return out
 
 
 def replace_range(chunks: list[Chunk], start: int, end: int, new: str) -> tuple[list[Chunk], int]:

@@ -21,7 +21,14 @@ from typing import Any
 from presidio_delink.edits import REDACTED
 from presidio_delink.errors import ConfigError, InputError
 from presidio_delink.io import atomic_output, read_many
-from presidio_delink.review.document import Chunk, build_chunks, copy_chunks, joined, replace_range
+from presidio_delink.review.document import (
+    Chunk,
+    build_chunks,
+    copy_chunks,
+    joined,
+    replace_range,
+    sentences_of,
+)
 from presidio_delink.review.store import Conflict, ReviewStore
 from presidio_delink.review.verify import PiiGuard, Verifier
 
@@ -173,7 +180,9 @@ class ReviewSession:
         return saved if saved is not None else (0, self._fresh(doc_id))
 
     def document(self, doc_id: str) -> dict[str, Any]:
-        """Everything the page shows for one document.
+        """Everything the page shows for one document (a ``sentence`` edit also carries
+        ``sentence``: its whole sentence as input, as delinked and now,
+        :func:`~.document.sentence_of`).
 
         Raises:
             KeyError: no such document.
@@ -185,6 +194,12 @@ class ReviewSession:
             for i, c in enumerate(state["chunks"]):
                 chunks.append({**c, "i": i, "start": pos, "end": pos + len(c["text"])})
                 pos += len(c["text"])
+            # a sentence edit carries its whole sentence: as input, as delinked, now
+            which = [c["i"] for c in chunks if c["kind"] == "sentence"]
+            if which:
+                objs = [Chunk.from_json(c) for c in state["chunks"]]
+                for i, whole in sentences_of(objs, which).items():
+                    chunks[i]["sentence"] = whole
             return {
                 "id": doc_id,
                 "version": version,

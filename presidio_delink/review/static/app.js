@@ -5,7 +5,8 @@
   const TOKEN = document.querySelector('meta[name="review-token"]').content;
   const S = { filter: "all", queue: [], doc: null, sel: null, busy: false };
   const $ = (id) => document.getElementById(id);
-  const KIND = { rewrite: "LLM rewrite", generalisation: "generalisation", redaction: "redaction",
+  const KIND = { rewrite: "LLM rewrite", generalisation: "generalisation",
+                 sentence: "sentence rewrite (LLM)", redaction: "redaction",
                  pii: "PII placeholder", reviewer: "reviewer edit" };
 
   function el(tag, attrs, ...kids) {
@@ -109,6 +110,10 @@
     if (!c) { body.replaceChildren("Click an edit, or press n."); return; }
     const rows = [["kind", KIND[c.kind] || c.kind], ["status", c.status], ["input", c.before],
       ["delink output", c.proposed], ["now", c.text]];
+    // A sentence written again: the whole sentence, as input, as delinked and now (revert
+    // gives the edit's words back, and is verified like every action).
+    if (c.sentence) rows.push(["sentence (input)", c.sentence.before],
+      ["sentence (delink output)", c.sentence.proposed], ["sentence now", c.sentence.text]);
     if (c.ngram) rows.push(["forced by", `N-gram "${c.ngram}" found in ${c.df} document(s)` +
       (c.arity > 1 ? ` (combination of ${c.arity})` : "")]);
     else if (c.kind === "pii") rows.push(["forced by", "PII redaction"]);

@@ -1,0 +1,335 @@
+"""The sentence step of the ``sentences`` rewrite mode: a sentence that still holds runs
+the cheap steps could not replace is written again by the LLM, and kept only if verified.
+
+For each sentence (a :class:`Job`: the sentence with the cheap steps' replacements in it,
+the runs still to replace named, the sentence before it as context) one request
+(:func:`~presidio_delink.sentences.prompt.render_messages`), then the checks, in order:
+
+1. the fact check (:func:`~presidio_delink.sentences.facts.check_facts`): every content
+   word, placeholder, number and negation outside the named spans kept, nothing added;
+2. the answer checks of the phrase rewrites where they apply
+   (:func:`~presidio_delink.edits.rejection` on each changed block: no removed PII back);
+3. the index: the text with the new sentence in its place has no linkable phrase that
+   overlaps it (``links``: the loop's own check, every view, its arity).
+
+A refused answer is asked for again once, the answer and what it lost or added named.  An
+answer refused only for keeping some named phrases is taken with those phrases redacted,
+if it then passes every check (:func:`_kept_redacted`); otherwise the sentence's runs go
+to the loop's fallback (a redaction).  Jobs run
+up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from presidio_delink.edits import REDACTED, rejection, sentence_bounds
+from presidio_delink.errors import LLMError
+from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
+from presidio_delink.results import DelinkResult
+from presidio_delink.sentences.align import changes
+from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
+from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
+from presidio_delink.text import Tokenizer
+
+__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans"]
+
+log = logging.getLogger(__name__)
+
+#: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
+_ENDS = ".!?;:"
+
+Links = Callable[[str, int, int], Sequence[str]]
+"""``(text, start, end) -> phrases``: the linkable phrases of ``text`` overlapping
+``text[start:end]`` (empty: none)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One sentence to write again.
+
+    Attributes:
+        start, end: the sentence's bounds in the pass's text.
+        shown: the sentence as the LLM sees it (the cheap steps' replacements in it).
+        spans: the phrases to replace, as offsets in ``shown``.
+        context: the text before the sentence (its neighbour), for the model only.
+    """
+
+    start: int
+    end: int
+    shown: str
+    spans: tuple[tuple[int, int], ...]
+    context: str = ""
+
+
+class SentenceStep:
+    """Writes :class:`Job` sentences again through ``rewriter.complete_sentence``.
+
+    Args:
+        rewriter: a :class:`~presidio_delink.llm.base.SentenceWriter` (a circuit breaker
+            around it counts its failures).
+        tokenizer: the index's word model (for :func:`~presidio_delink.edits.rejection`).
+        links: the index check (:data:`Links`); None checks nothing (no index: the loop's
+            next pass decides).
+        concurrency: requests in flight.
+        strict: raise on an LLM failure instead of leaving the runs to the fallback.
+    """
+
+    def __init__(
+        self,
+        rewriter: Any,
+        tokenizer: Tokenizer,
+        links: Links | None = None,
+        *,
+        concurrency: int = 1,
+        strict: bool = False,
+    ) -> None:
+        self.rewriter = rewriter
+        self.tokenizer = tokenizer
+        self.links = links
+        self.concurrency = max(1, concurrency)
+        self.strict = strict
+        self._lock = threading.Lock()
+
+    def verify(
+        self,
+        text: str,
+        job: Job,
+        answer: str,
+        forbidden: Sequence[str] = (),
+        vocabulary: Collection[str] = (),
+    ) -> Verdict:
+        """Whether ``answer`` may replace ``job``'s sentence in ``text`` (the checks 1-3)."""
+        verdict = check_facts(job.shown, answer, job.spans, vocabulary)
+        if not verdict.ok:
+            return verdict
+        for ch in changes(job.shown, answer):
+            if not ch.new.strip():
+                continue
+            why = rejection(ch.original or ch.new, ch.new, self.tokenizer, forbidden)
+            if why is not None and why.startswith("reintroduces"):
+                return Verdict(why, (ch.new,))
+        if self.links is not None:
+            new_text = text[: job.start] + answer + text[job.end :]
+            found = self.links(new_text, job.start, job.start + len(answer))
+            if found:
+                return Verdict("can still be found", tuple(dict.fromkeys(found))[:4])
+        return Verdict(None)
+
+    def write(
+        self,
+        text: str,
+        jobs: Sequence[Job],
+        forbidden: Sequence[str],
+        res: DelinkResult,
+        vocabulary: Collection[str] = (),
+    ) -> dict[tuple[int, int], str]:
+        """The accepted new sentence of each job, by its bounds (refused ones absent);
+        ``res`` gets the calls, seconds, tokens and refusals (``"sentence: ..."``).
+
+        Raises:
+            LLMError: only in strict mode, when the LLM fails.
+        """
+        if not jobs:
+            return {}
+        usage = find_usage(self.rewriter)
+        before = usage.snapshot() if usage is not None else None
+        drafts = usage.drafts() if usage is not None else None
+        call = sentence_call(self.rewriter)
+
+        def ask(job: Job, refused: str = "", why: str = "") -> str | None:
+            messages = render_messages(job.context, job.shown, job.spans, refused, why)
+            t0 = time.perf_counter()
+            try:
+                raw = call(messages, max_tokens(job.shown, job.spans))
+            except LLMError as exc:
+                with self._lock:
+                    res.llm_seconds += time.perf_counter() - t0
+                    if not isinstance(exc, LLMUnavailable):
+                        res.llm_calls += 1
+                if self.strict:
+                    raise LLMError(f"document {res.id!r}: {exc}") from exc
+                msg = ("LLM backend down (failed calls in a row); redacted instead"
+                       if isinstance(exc, LLMUnavailable)
+                       else f"LLM failed ({type(exc).__name__}); redacted instead")
+                with self._lock:
+                    if msg not in res.warnings:
+                        res.warnings.append(msg)
+                return None
+            with self._lock:
+                res.llm_seconds += time.perf_counter() - t0
+                res.llm_calls += 1
+            return _finished(parse_answer(raw), job.shown)
+
+        def one(job: Job) -> str | None:
+            answer = ask(job)
+            verdict = Verdict("no answer")
+            tried: list[tuple[str, Verdict]] = []
+            if answer is not None:
+                verdict = self.verify(text, job, answer, forbidden, vocabulary)
+                log.debug("sentence %r -> %r: %s", job.shown, answer, verdict.note() or "ok")
+                if verdict.ok:
+                    return answer
+                self._refused(res, verdict)
+                tried.append((answer, verdict))
+                answer = ask(job, answer, verdict.note())
+                if answer is not None:
+                    verdict = self.verify(text, job, answer, forbidden, vocabulary)
+                    log.debug("asked again: %r: %s", answer, verdict.note() or "ok")
+                    if verdict.ok:
+                        return answer
+                    tried.append((answer, verdict))
+            self._refused(res, verdict)
+            for answer, verdict in reversed(tried):
+                if verdict.reason != KEPT:
+                    continue
+                part = _kept_redacted(job, answer, verdict.words)
+                if part is not None and self.verify(
+                    text, part[0], part[1], forbidden, vocabulary
+                ).ok:
+                    with self._lock:
+                        key = "sentence: accepted with the kept phrases redacted"
+                        res.refusals[key] = res.refusals.get(key, 0) + 1
+                    return part[1]
+            return None
+
+        if self.concurrency <= 1 or len(jobs) <= 1:
+            answers = [one(j) for j in jobs]
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(jobs)),
+                                    thread_name_prefix="delink-sentence") as pool:
+                answers = list(pool.map(one, jobs))
+        if usage is not None and before is not None and drafts is not None:
+            after, drafts_after = usage.snapshot(), usage.drafts()
+            res.prompt_tokens += after[0] - before[0]
+            res.cached_tokens += after[1] - before[1]
+            res.generated_tokens += after[2] - before[2]
+            res.drafted_tokens += drafts_after[0] - drafts[0]
+            res.accepted_tokens += drafts_after[1] - drafts[1]
+        return {(j.start, j.end): a for j, a in zip(jobs, answers, strict=True) if a is not None}
+
+    def _refused(self, res: DelinkResult, verdict: Verdict) -> None:
+        key = f"sentence: {verdict.reason}"
+        with self._lock:
+            res.refusals[key] = res.refusals.get(key, 0) + 1
+
+
+#: Abbreviations whose full stop ends no sentence (``application no. 36110/97``).
+_ABBREVIATIONS = ("no nos mr mrs ms dr prof st v vs pp p para paras art arts cf e.g i.e etc "
+                  "ltd inc co jr sr seq op cit ibid")
+ABBREVIATIONS = frozenset(_ABBREVIATIONS.split())
+_LAST_WORD = re.compile(r"([\w.]+)\.\s*$")
+
+
+def sentence_spans(bounds: Sequence[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """``bounds`` (:func:`~presidio_delink.edits.sentence_bounds`, which cuts at every
+    full stop, colon and semicolon) joined where a cut is no sentence end: after an
+    abbreviation (:data:`ABBREVIATIONS`), or before a lower-case letter, a digit or a
+    bracket on the same line.  A sentence written again is then a sentence, not the tail
+    of one that the model completes from its context."""
+    out: list[tuple[int, int]] = []
+    for a, b in bounds:
+        if out:
+            pa, pb = out[-1]
+            m = _LAST_WORD.search(text, pa, pb)
+            gap = text[pb:a]
+            first = text[a : a + 1]
+            if "\n" not in gap and (
+                (m is not None and m.group(1).casefold() in ABBREVIATIONS)
+                or first.islower() or first.isdigit() or first in "(["
+            ):
+                out[-1] = (pa, b)
+                continue
+        out.append((a, b))
+    return out
+
+
+def jobs(
+    text: str,
+    rs: Sequence[Any],
+    answers: Mapping[tuple[int, int], tuple[str | None, str | None]],
+    skip: Sequence[tuple[int, int]] = (),
+    max_chars: int = 600,
+) -> list[Job]:
+    """The sentences to write again: each (:func:`sentence_spans`) holding a run of ``rs``
+    (``start``, ``end``) that ``answers`` (the cheap steps') left without a replacement,
+    shown with the cheap replacements in it (``""``: a word left out) and those runs named,
+    the sentence before it as context.  A sentence that overlaps ``skip``, holds a run
+    across its bounds or is longer than ``max_chars`` is left out."""
+    bounds = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
+    left = {
+        i for r in rs if answers.get((r.start, r.end), (None, None))[0] is None
+        for i, (a, b) in enumerate(bounds) if a <= r.start < b
+    }
+    out = []
+    for i in sorted(left):
+        a, b = bounds[i]
+        inner = sorted((r for r in rs if a <= r.start < b), key=lambda r: r.start)
+        if (
+            b - a > max_chars
+            or any(r.end > b for r in inner)
+            or any(x < b and a < y for x, y in skip)
+        ):
+            continue
+        shown: list[str] = []
+        spans = []
+        pos, at = a, 0
+        for r in inner:
+            new = answers.get((r.start, r.end), (None, None))[0]
+            shown.append(text[pos : r.start])
+            at += r.start - pos
+            if new is None:
+                spans.append((at, at + r.end - r.start))
+                piece = text[r.start : r.end]
+            elif new == "":
+                piece = ""
+                if shown[-1].endswith(" "):  # a word left out takes one space with it
+                    shown[-1] = shown[-1][:-1]
+                    at -= 1
+            else:
+                piece = new
+            shown.append(piece)
+            at += len(piece)
+            pos = r.end
+        shown.append(text[pos:b])
+        context = text[bounds[i - 1][0] : bounds[i - 1][1]] if i > 0 else ""
+        out.append(Job(a, b, "".join(shown), tuple(spans), context[-400:]))
+    return out
+
+
+def _kept_redacted(job: Job, answer: str, phrases: Sequence[str]) -> tuple[Job, str] | None:
+    """``job`` and ``answer`` with each named phrase the answer kept (``phrases``) written
+    as the placeholder in both: a sentence that replaced all its phrases but a few keeps
+    its rewrites, and only those few are redacted (the checks then run again on the pair).
+    None when a phrase is not found as whole words in both."""
+    shown, spans, new = job.shown, list(job.spans), answer
+    for phrase in phrases:
+        at = next(((a, b) for a, b in spans if shown[a:b] == phrase), None)
+        m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", new)
+        if at is None or m is None:
+            return None
+        new = new[: m.start()] + REDACTED + new[m.end() :]
+        a, b = at
+        shift = len(REDACTED) - (b - a)
+        shown = shown[:a] + REDACTED + shown[b:]
+        spans = [(x, y) if y <= a else (x + shift, y + shift) for x, y in spans if (x, y) != at]
+    return Job(job.start, job.end, shown, tuple(spans), job.context), new
+
+
+def _finished(answer: str | None, shown: str) -> str | None:
+    """``answer`` with its input's sentence end and opening capital where it lost them."""
+    if not answer:
+        return None
+    end = shown.rstrip()[-1:]
+    if end and end in _ENDS and answer[-1] not in _ENDS:
+        answer += end
+    if shown[:1].isupper() and answer[:1].islower():
+        answer = answer[0].upper() + answer[1:]
+    return answer
