@@ -15,6 +15,9 @@ groups.  One *pass*:
    (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
    and ``passage_spans`` spans per request), one request per passage, up to
    ``llm_concurrency`` in flight, answers used in document order;
+   under ``rewrite="sentences"`` the LLM gets no phrases: each sentence still holding a
+   run the candidates left is written again whole (:mod:`presidio_delink.sentences`),
+   kept only if its fact check and the index pass, and becomes one edit;
 3. *validate*: each answer passes :func:`~presidio_delink.edits.rejection` (no PII back, no
    copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
 4. *apply* all runs at once, then *verify* (``check`` again).
