@@ -193,7 +193,7 @@ def run_quality(args: argparse.Namespace) -> dict[str, Any]:
         inner = inner.inner
     t0 = time.perf_counter()
     if args.rewrite == "sentences" and hasattr(inner, "use_lookup") and args.lookup:
-        inner.use_lookup(args.lookup)  # what the loop turns on, before the model loads
+        inner.use_lookup(args.lookup)  # the engine's setting: before the model loads
     if hasattr(inner, "load"):
         inner.load()
     load_s = time.perf_counter() - t0
@@ -540,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--rewrite", choices=("candidates", "choose", "generate", "sentences"),
                     default="candidates")
-    ap.add_argument("--lookup", type=int, default=16,
+    ap.add_argument("--lookup", type=int, default=0,
                     help="with --rewrite sentences: prompt-lookup draft tokens (0: off)")
     ap.add_argument("--compare", default="generate",
                     help="comma list of other modes run on the first --compare-docs "

@@ -15,6 +15,9 @@ groups.  One *pass*:
    (:func:`~presidio_delink.edits.passage_groups`, at most ``passage_chars`` characters
    and ``passage_spans`` spans per request), one request per passage, up to
    ``llm_concurrency`` in flight, answers used in document order;
+   under ``rewrite="sentences"`` the LLM gets no phrases: each sentence still holding a
+   run the candidates left is written again whole (:mod:`presidio_delink.sentences`),
+   kept only if its fact check and the index pass, and becomes one edit;
 3. *validate*: each answer passes :func:`~presidio_delink.edits.rejection` (no PII back, no
    copied trigram, no new name, ...) or the run becomes ``[REDACTED]``;
 4. *apply* all runs at once, then *verify* (``check`` again).
@@ -70,7 +73,7 @@ from presidio_delink.edits import (
 )
 from presidio_delink.index import NgramIndex
 from presidio_delink.linkage import LinkageReport, analyze
-from presidio_delink.llm.base import Rewriter, find_attr
+from presidio_delink.llm.base import Rewriter
 from presidio_delink.results import AuditEntry, DelinkResult
 from presidio_delink.rewriting import SENTENCE, Answers, Rewriting, audit_method, audit_source
 from presidio_delink.settings import CANDIDATE_MODES, DelinkSettings, Setting, rewrite_for
@@ -96,9 +99,6 @@ TRADE_AVOID_COST = 25
 #: How many rewritten words one redacted word is worth when plans of different sizes
 #: are compared (:meth:`DelinkLoop.settled_plan`).
 REDACTION_WORTH = 3
-#: Most tokens a prompt-lookup draft proposes under ``rewrite="sentences"`` (the embedded
-#: engine's ``lookup``).
-LOOKUP_TOKENS = 16
 
 
 class DelinkLoop(Rewriting):
@@ -267,8 +267,7 @@ class DelinkLoop(Rewriting):
         cur_marks = list(marks)
         origins: list[tuple[int, int, str]] = []  # earlier passes' rewrites: input words
         sentenced: list[tuple[int, int, str]] = []  # sentences written again so far
-        if use_sentences := self.writes_sentences():
-            _draft_from_prompt(self.rewriter)
+        use_sentences = self.writes_sentences()
         rep = self.check(current)
         res.first_report = rep
         limit = res.n_words + 2
@@ -615,15 +614,6 @@ def _placed(
             out.append((a + delta, a + delta + len(new), SENTENCE))
         delta += len(new) - (b - a)
     return out
-
-
-def _draft_from_prompt(rewriter: Any) -> None:
-    """Turn on prompt-lookup drafting in an embedded engine not loaded yet
-    (:meth:`~presidio_delink.llm.embedded.EmbeddedRewriter.use_lookup`): a sentence
-    written again mostly copies the sentence in its prompt."""
-    use = find_attr(rewriter, "use_lookup")
-    if callable(use):
-        use(LOOKUP_TOKENS)
 
 
 def _carried(

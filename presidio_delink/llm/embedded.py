@@ -347,9 +347,11 @@ class EmbeddedRewriter:
             waits for it within its own timeout.
         lookup: Prompt-lookup drafting (llama.cpp's ``ngram-simple`` speculative decoding,
             at most ``lookup`` tokens a draft; 0: off). It is the engine's setting, for
-            every call: :meth:`use_lookup` turns it on before the model loads, as the
-            ``sentences`` rewrite mode does, whose answers mostly copy the prompt's
-            sentence. Drafted and accepted tokens are counted in ``usage``.
+            every call (:meth:`use_lookup` turns it on before the model loads). Off by
+            default: on 2 CPU cores it slowed sentence rewrites from 5.8 to 3.3 generated
+            tokens/s, same answers, 23 % of the drafts accepted
+            (``benchmarks/results/bench_sentences.md``). Drafted and accepted tokens are
+            counted in ``usage``.
     """
 
     def __init__(
