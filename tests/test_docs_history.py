@@ -22,11 +22,6 @@ SUFFIXES = {".py", ".md", ".txt", ".log", ".toml", ".cfg", ".ini", ".yaml", ".ym
             ".html", ".jinja", ".j2", ".js", ".css", ".patch", ".rst"}
 SKIPPED_DIRS = {"_work", "__pycache__", ".venv", ".mypy_cache", ".ruff_cache", "node_modules"}
 
-#: Files other work on the project rewrites; each must still hold a phrase (a stale entry
-#: fails below, so that the list only shrinks).
-OWNED_ELSEWHERE: frozenset[str] = frozenset({
-    "presidio_delink/settings.py",
-})
 
 _ORDINAL_WORDS = (
     "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
@@ -109,15 +104,10 @@ def test_scan_covers_the_project() -> None:
 
 def test_no_phrase_dates_a_change_by_the_order_of_the_work() -> None:
     found = [hit for path in scanned_files() for hit in history_phrases(path)]
-    left = [hit for hit in found if hit.split(":", 1)[0] not in OWNED_ELSEWHERE]
-    assert left == [], (
+    assert found == [], (
         "Describe the product instead (a results file names its run by date and commit):\n"
-        + "\n".join(left))
+        + "\n".join(found))
 
-
-def test_owned_elsewhere_is_not_stale() -> None:
-    for name in sorted(OWNED_ELSEWHERE):
-        assert history_phrases(ROOT / name), f"{name} is clean now: drop it from OWNED_ELSEWHERE"
 
 
 def test_a_planted_phrase_is_found_with_its_line(tmp_path: Path) -> None:
