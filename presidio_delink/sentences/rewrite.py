@@ -14,8 +14,10 @@ the runs still to replace named, the sentence before it as context) one request
 
 A refused answer is asked for again once, the answer and what it lost or added named.  An
 answer refused only for keeping some named phrases is taken with those phrases redacted,
-if it then passes every check (:func:`_kept_redacted`); otherwise the sentence's runs go
-to the loop's fallback (a redaction).  Jobs run
+if it then passes every check (:func:`_kept_redacted`).  An answer refused for what it
+changed outside the named phrases is spliced (:func:`_spliced`): only its changes of the
+named phrases are kept, the rest restored to the input's words, and the checks run again.
+Otherwise the sentence's runs go to the loop's fallback (a redaction).  Jobs run
 up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
 """
 
@@ -34,7 +36,7 @@ from presidio_delink.edits import REDACTED, rejection, sentence_bounds
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
-from presidio_delink.sentences.align import changes
+from presidio_delink.sentences.align import changes, splice
 from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
 from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
 from presidio_delink.text import Tokenizer
@@ -80,6 +82,7 @@ class SentenceStep:
             next pass decides).
         concurrency: requests in flight.
         strict: raise on an LLM failure instead of leaving the runs to the fallback.
+        splice: try a refused answer's changes of the named phrases alone (:func:`_spliced`).
     """
 
     def __init__(
@@ -90,12 +93,14 @@ class SentenceStep:
         *,
         concurrency: int = 1,
         strict: bool = False,
+        splice: bool = True,
     ) -> None:
         self.rewriter = rewriter
         self.tokenizer = tokenizer
         self.links = links
         self.concurrency = max(1, concurrency)
         self.strict = strict
+        self.splice = splice
         self._lock = threading.Lock()
 
     def verify(
@@ -194,10 +199,15 @@ class SentenceStep:
                 if part is not None and self.verify(
                     text, part[0], part[1], forbidden, vocabulary
                 ).ok:
-                    with self._lock:
-                        key = "sentence: accepted with the kept phrases redacted"
-                        res.refusals[key] = res.refusals.get(key, 0) + 1
+                    self._count(res, "accepted with the kept phrases redacted")
                     return part[1]
+            if self.splice:
+                for answer, _verdict in reversed(tried):
+                    cut, why = self._spliced(text, job, answer, forbidden, vocabulary)
+                    if cut is not None:
+                        self._count(res, "accepted spliced")
+                        return cut
+                    self._count(res, f"splice refused: {why}")
             return None
 
         if self.concurrency <= 1 or len(jobs) <= 1:
@@ -214,6 +224,44 @@ class SentenceStep:
             res.drafted_tokens += drafts_after[0] - drafts[0]
             res.accepted_tokens += drafts_after[1] - drafts[1]
         return {(j.start, j.end): a for j, a in zip(jobs, answers, strict=True) if a is not None}
+
+    def _spliced(
+        self,
+        text: str,
+        job: Job,
+        answer: str,
+        forbidden: Sequence[str],
+        vocabulary: Collection[str],
+    ) -> tuple[str | None, str]:
+        """``answer`` cut down to its changes of ``job``'s named phrases
+        (:func:`~presidio_delink.sentences.align.splice`), with the named phrases it
+        deleted, or still keeps, redacted (:func:`_kept_redacted`), if that passes every
+        check (:meth:`verify`); else None and why."""
+        cut = splice(job.shown, answer, job.spans)
+        if cut.sentence is None:
+            return None, cut.reason or "nothing to keep"
+        pair = (job, cut.sentence)
+        if cut.deleted:
+            part = _kept_redacted(job, cut.sentence, cut.deleted)
+            if part is None:
+                return None, "a deleted phrase not found"
+            pair = part
+        verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
+        if verdict.reason == KEPT:
+            part = _kept_redacted(pair[0], pair[1], verdict.words)
+            if part is None:
+                return None, KEPT
+            pair = part
+            verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
+        if not verdict.ok:
+            return None, verdict.reason or ""
+        log.debug("spliced %r -> %r", job.shown, pair[1])
+        return pair[1], ""
+
+    def _count(self, res: DelinkResult, what: str) -> None:
+        key = f"sentence: {what}"
+        with self._lock:
+            res.refusals[key] = res.refusals.get(key, 0) + 1
 
     def _refused(self, res: DelinkResult, verdict: Verdict) -> None:
         key = f"sentence: {verdict.reason}"
