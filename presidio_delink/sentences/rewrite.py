@@ -254,6 +254,7 @@ class SentenceStep:
             pair = part
             verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
         if not verdict.ok:
+            log.debug("splice %r refused: %s", pair[1], verdict.note())
             return None, verdict.reason or ""
         log.debug("spliced %r -> %r", job.shown, pair[1])
         return pair[1], ""
