@@ -402,3 +402,26 @@ def test_kept_phrases_are_redacted_in_the_answer_and_the_job() -> None:
     assert [job.shown[a:b] for a, b in job.spans] == ["dismissed"]
     assert check_facts(job.shown, new, job.spans).ok
     assert _kept_redacted(Job(0, len(shown), shown, spans), answer, ["absent"]) is None
+
+
+def test_a_named_word_deleted_by_an_accepted_answer_is_redacted(
+    sample_index: NgramIndex,
+) -> None:
+    from presidio_delink.sentences.align import restore_deleted
+    from presidio_delink.sentences.rewrite import Job, SentenceStep
+
+    shown = "This case was assigned to the newly composed Second Section (Rule 52 § 1)."
+    spans = (span_of(shown, "newly composed"), span_of(shown, "Rule"))
+    answer = "This case was assigned to the recently formed Second Section (52 § 1)."
+    assert check_facts(shown, answer, spans).ok  # the fact check lets a phrase go
+    back, deleted = restore_deleted(shown, answer, spans)
+    assert back == "This case was assigned to the recently formed Second Section (Rule 52 § 1)."
+    assert deleted == ("Rule",)
+    assert restore_deleted(shown, back, spans) == (back, ())
+    job = Job(0, len(shown), shown, spans)
+    res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)
+    got = SentenceStep(_Writer(lambda s, sp, again: answer), sample_index.tokenizer).write(
+        shown, [job], [], res)
+    assert got == {(0, len(shown)): "This case was assigned to the recently formed Second "
+                                    "Section ([REDACTED] 52 § 1)."}
+    assert res.refusals["sentence: accepted with deleted phrases redacted"] == 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from presidio_delink.edits import FUNCTION_WORDS
 
-__all__ = ["Change", "Splice", "changed_span", "changes", "splice"]
+__all__ = ["Change", "Splice", "changed_span", "changes", "restore_deleted", "splice"]
 
 _TOKEN = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>|\w+(?:['\u2019-]\w+)*|[^\w\s]")
 
@@ -161,3 +161,33 @@ def splice(old: str, new: str, spans: Sequence[tuple[int, int]]) -> Splice:
         pos = e
     out.append(old[pos:])
     return Splice("".join(out), tuple(dict.fromkeys(deleted)))
+
+
+def restore_deleted(
+    old: str, new: str, spans: Sequence[tuple[int, int]]
+) -> tuple[str, tuple[str, ...]]:
+    """``new`` with each named phrase of ``old`` it deleted outright put back in its place,
+    and those phrases (the caller redacts them: a deletion is a redaction, not a rewrite).
+    Only a changed block of :func:`changes`' alignment that overlaps a named span of
+    ``spans``, holds a content word of one, and has no word in ``new`` counts; ``new``
+    unchanged and no phrase when there is none."""
+    a, b = _tokens(old), _tokens(new)
+    sm = difflib.SequenceMatcher(None, [t[2] for t in a], [t[2] for t in b], autojunk=False)
+    out, pos, phrases = [], 0, []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal" or i2 == i1 or any(_is_word(t[2]) for t in b[j1:j2]):
+            continue
+        hit = [old[x:y] for x, y in spans
+               if any(a[i][0] < y and x < a[i][1] for i in range(i1, i2))]
+        if not any(_content(t[2]) for p in hit for t in _tokens(p)):
+            continue
+        phrases += hit
+        words = old[a[i1][0] : a[i2 - 1][1]]
+        at = b[j1][0] if j1 < len(b) else len(new)
+        if at < len(new):
+            out += [new[pos:at], words, " "]
+        else:
+            out += [new[pos:at].rstrip(), " ", words]
+        pos = at
+    out.append(new[pos:])
+    return "".join(out), tuple(dict.fromkeys(phrases))

@@ -36,7 +36,7 @@ from presidio_delink.edits import REDACTED, rejection, sentence_bounds
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
-from presidio_delink.sentences.align import changes, splice
+from presidio_delink.sentences.align import changes, restore_deleted, splice
 from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
 from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
 from presidio_delink.text import Tokenizer
@@ -174,6 +174,22 @@ class SentenceStep:
             return _finished(parse_answer(raw), job.shown)
 
         def one(job: Job) -> str | None:
+            got = tried_all(job)
+            if got is None:
+                return None
+            # a named phrase an accepted answer deleted outright is redacted, not rewritten
+            back, deleted = restore_deleted(got[0].shown, got[1], got[0].spans)
+            if not deleted:
+                return got[1]
+            part = _kept_redacted(got[0], back, deleted)
+            if part is not None and self.verify(text, *part, forbidden, vocabulary).ok:
+                self._count(res, "accepted with deleted phrases redacted")
+                return part[1]
+            self._count(res, "refused: deletes a phrase, and redacted fails a check")
+            return None
+
+        def tried_all(job: Job) -> tuple[Job, str] | None:
+            """The accepted answer and the job it answers (the kept-redacted one)."""
             answer = ask(job)
             verdict = Verdict("no answer")
             tried: list[tuple[str, Verdict]] = []
@@ -181,7 +197,7 @@ class SentenceStep:
                 verdict = self.verify(text, job, answer, forbidden, vocabulary)
                 log.debug("sentence %r -> %r: %s", job.shown, answer, verdict.note() or "ok")
                 if verdict.ok:
-                    return answer
+                    return job, answer
                 self._refused(res, verdict)
                 tried.append((answer, verdict))
                 answer = ask(job, answer, verdict.note())
@@ -189,7 +205,7 @@ class SentenceStep:
                     verdict = self.verify(text, job, answer, forbidden, vocabulary)
                     log.debug("asked again: %r: %s", answer, verdict.note() or "ok")
                     if verdict.ok:
-                        return answer
+                        return job, answer
                     tried.append((answer, verdict))
             self._refused(res, verdict)
             for answer, verdict in reversed(tried):
@@ -200,13 +216,13 @@ class SentenceStep:
                     text, part[0], part[1], forbidden, vocabulary
                 ).ok:
                     self._count(res, "accepted with the kept phrases redacted")
-                    return part[1]
+                    return part
             if self.splice:
                 for answer, _verdict in reversed(tried):
                     cut, why = self._spliced(text, job, answer, forbidden, vocabulary)
                     if cut is not None:
                         self._count(res, "accepted spliced")
-                        return cut
+                        return job, cut
                     self._count(res, f"splice refused: {why}")
             return None
 
