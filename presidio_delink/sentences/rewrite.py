@@ -17,7 +17,10 @@ answer refused only for keeping some named phrases is taken with those phrases r
 if it then passes every check (:func:`_kept_redacted`).  An answer refused for what it
 changed outside the named phrases is spliced (:func:`_spliced`): only its changes of the
 named phrases are kept, the rest restored to the input's words, and the checks run again.
-Otherwise the sentence's runs go to the loop's fallback (a redaction).  Jobs run
+Otherwise the sentence's runs go to the loop's fallback (a redaction).  In an accepted
+sentence, a named phrase the answer deleted outright is put back and redacted
+(:func:`~presidio_delink.sentences.align.restore_deleted`): a deletion is a redaction,
+not a rewrite.  Jobs run
 up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
 """
 
