@@ -219,30 +219,114 @@ def test_a_good_rewrite_is_accepted_and_audited(
             assert res.input_text[a.start : a.end] == a.original
 
 
-def test_a_changed_fact_is_asked_again_then_falls_back(
+def _drop_first(s: str, spans: list[str], again: bool) -> str:
+    """An answer that rewrites the named phrases but drops the sentence's first long word
+    outside them (an unnamed adverb or verb)."""
+    out = replaced(s, spans)
+    for m in re.finditer(r"[a-z]{5,}", out):
+        if m.group() not in " ".join(spans) and m.group() != "matter":
+            return out[: m.start()] + out[m.end() :]
+    return out
+
+
+def test_a_dropped_unnamed_word_is_spliced_back(
     sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
 ) -> None:
-    # every answer drops the sentence's first content word outside the spans: refused,
-    # asked again with the refused words named, refused again, redacted
-    def drop_first(s: str, spans: list[str], again: bool) -> str:
-        out = replaced(s, spans)
-        for m in re.finditer(r"[a-z]{5,}", out):
-            if m.group() not in " ".join(spans) and m.group() != "matter":
-                return out[: m.start()] + out[m.end() :]
-        return out
-
-    w = _Writer(drop_first)
-    res = Delinker(sample_index, k=2, rewriter=w, rewrite="sentences").delink(
-        short_doc(sample_deid)
-    )
+    # every answer drops a word outside the spans: refused, asked again with the refused
+    # words named, refused again; then spliced: the named phrases' rewrites kept, the
+    # dropped word restored, the checks run again and pass
+    w = _Writer(_drop_first)
+    text = short_doc(sample_deid)
+    res = Delinker(sample_index, k=2, rewriter=w, rewrite="sentences").delink(text)
     assert res.text is not None
-    assert not [a for a in res.audit if a.method == "sentence"]
     assert res.refusals.get("sentence: drops or changes words", 0) >= 2
     again = [r for r in w.requests if "was refused" in r]
     assert again and all("drops or changes words:" in r for r in again)
     assert len(again) * 2 == len(w.requests)  # each sentence asked twice
-    assert res.words_redacted > 0
-    assert not analyze(sample_index, res.text, k=2).linkable
+    assert res.refusals.get("sentence: accepted spliced", 0) >= 1
+    sent = [a for a in res.audit if a.method == "sentence"]
+    # only the named phrases changed: no audited block drops a word
+    assert sent and all(a.replacement == "that matter" for a in sent)
+    assert "that matter" in res.text
+    assert not analyze(sample_index, res.text, k=2).linkable  # the final check
+
+
+def test_without_splice_a_changed_fact_falls_back(sample_index: NgramIndex) -> None:
+    from presidio_delink.sentences.rewrite import Job, SentenceStep
+
+    shown = "He was subsequently detained at the Ankara police station on <DATE_TIME>."
+    job = Job(0, len(shown), shown, (span_of(shown, "Ankara police station"),))
+    w = _Writer(lambda s, spans, again: "He was detained at the local facility on <DATE_TIME>.")
+    res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)
+    off = SentenceStep(w, sample_index.tokenizer, splice=False)
+    assert off.write(shown, [job], [], res) == {}
+    assert res.refusals["sentence: drops or changes words"] == 2
+    on = SentenceStep(w, sample_index.tokenizer)
+    got = on.write(shown, [job], [], res)
+    assert got == {(0, len(shown)):
+                   "He was subsequently detained at the local facility on <DATE_TIME>."}
+    assert res.refusals["sentence: accepted spliced"] == 1
+
+
+def test_splice_keeps_only_the_named_phrases_changes() -> None:
+    from presidio_delink.sentences.align import splice
+
+    s = "The remedy was not adequate, as the Ankara State Security Court subsequently held."
+    spans = (span_of(s, "Ankara State Security Court"),)
+    got = splice(s, "The remedy was insufficient, as the trial court subsequently held.", spans)
+    assert got.sentence == "The remedy was not adequate, as the trial court subsequently held."
+    assert check_facts(s, got.sentence, spans).ok
+    # a block that also changes a content word outside the phrase is restored whole
+    assert splice(s, "The remedy was insufficient, as the trial court held.",
+                  spans).sentence is None
+    # a kept block may reach over function words next to the phrase
+    got = splice(s, "The remedy was not adequate, as a court subsequently held.", spans)
+    assert got.sentence == "The remedy was not adequate, as a court subsequently held."
+    # nothing changed in the named phrase: nothing to splice
+    assert splice(s, "The remedy was inadequate, as the Ankara State Security Court "
+                     "subsequently held.", spans).sentence is None
+
+
+def test_a_duplicate_after_splicing_is_refused() -> None:
+    from presidio_delink.sentences.align import splice
+
+    s = "He was subsequently detained at the Ankara police station."
+    spans = (span_of(s, "Ankara police station"),)
+    # "subsequently" moved into the named phrase's block: restored, it would stand twice
+    got = splice(s, "He was detained at the subsequently named facility.", spans)
+    assert got.sentence is None and got.reason == "repeats a word: subsequently"
+
+
+def test_a_deleted_named_phrase_is_redacted_not_rewritten(sample_index: NgramIndex) -> None:
+    from presidio_delink.sentences.align import splice
+    from presidio_delink.sentences.rewrite import Job, SentenceStep
+
+    shown = "The court dismissed the claim as manifestly ill-founded."
+    spans = (span_of(shown, "dismissed"), span_of(shown, "manifestly ill-founded"))
+    answer = "The court rejected the complaint as."
+    cut = splice(shown, answer, spans)
+    assert cut.sentence == "The court rejected the claim as manifestly ill-founded."
+    assert cut.deleted == ("manifestly ill-founded",)
+    step = SentenceStep(_Writer(lambda s, spans, again: answer), sample_index.tokenizer)
+    got, why = step._spliced(shown, Job(0, len(shown), shown, spans), answer, [], ())
+    assert got == "The court rejected the claim as [REDACTED]." and why == ""
+
+
+def test_a_spliced_block_that_still_links_is_refused(sample_index: NgramIndex) -> None:
+    from presidio_delink.sentences.rewrite import Job, SentenceStep
+
+    shown = "He was subsequently detained at the Ankara police station."
+    job = Job(0, len(shown), shown, (span_of(shown, "Ankara police station"),))
+    w = _Writer(lambda s, spans, again: "He was detained at the city lockup.")
+
+    def links(text: str, a: int, b: int) -> list[str]:  # the index finds the new phrase
+        return ["city lockup"] if "city lockup" in text[a:b] else []
+
+    res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)
+    step = SentenceStep(w, sample_index.tokenizer, links)
+    assert step.write(shown, [job], [], res) == {}
+    assert res.refusals["sentence: splice refused: can still be found"] == 2
+    assert "sentence: accepted spliced" not in res.refusals
 
 
 def test_an_echo_is_refused_by_the_index(sample_index: NgramIndex, sample_deid) -> None:  # type: ignore[no-untyped-def]
@@ -318,3 +402,26 @@ def test_kept_phrases_are_redacted_in_the_answer_and_the_job() -> None:
     assert [job.shown[a:b] for a, b in job.spans] == ["dismissed"]
     assert check_facts(job.shown, new, job.spans).ok
     assert _kept_redacted(Job(0, len(shown), shown, spans), answer, ["absent"]) is None
+
+
+def test_a_named_word_deleted_by_an_accepted_answer_is_redacted(
+    sample_index: NgramIndex,
+) -> None:
+    from presidio_delink.sentences.align import restore_deleted
+    from presidio_delink.sentences.rewrite import Job, SentenceStep
+
+    shown = "This case was assigned to the newly composed Second Section (Rule 52 § 1)."
+    spans = (span_of(shown, "newly composed"), span_of(shown, "Rule"))
+    answer = "This case was assigned to the recently formed Second Section (52 § 1)."
+    assert check_facts(shown, answer, spans).ok  # the fact check lets a phrase go
+    back, deleted = restore_deleted(shown, answer, spans)
+    assert back == "This case was assigned to the recently formed Second Section (Rule 52 § 1)."
+    assert deleted == ("Rule",)
+    assert restore_deleted(shown, back, spans) == (back, ())
+    job = Job(0, len(shown), shown, spans)
+    res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)
+    got = SentenceStep(_Writer(lambda s, sp, again: answer), sample_index.tokenizer).write(
+        shown, [job], [], res)
+    assert got == {(0, len(shown)): "This case was assigned to the recently formed Second "
+                                    "Section ([REDACTED] 52 § 1)."}
+    assert res.refusals["sentence: accepted with deleted phrases redacted"] == 1

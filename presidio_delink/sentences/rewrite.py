@@ -14,8 +14,13 @@ the runs still to replace named, the sentence before it as context) one request
 
 A refused answer is asked for again once, the answer and what it lost or added named.  An
 answer refused only for keeping some named phrases is taken with those phrases redacted,
-if it then passes every check (:func:`_kept_redacted`); otherwise the sentence's runs go
-to the loop's fallback (a redaction).  Jobs run
+if it then passes every check (:func:`_kept_redacted`).  An answer refused for what it
+changed outside the named phrases is spliced (:func:`_spliced`): only its changes of the
+named phrases are kept, the rest restored to the input's words, and the checks run again.
+Otherwise the sentence's runs go to the loop's fallback (a redaction).  In an accepted
+sentence, a named phrase the answer deleted outright is put back and redacted
+(:func:`~presidio_delink.sentences.align.restore_deleted`): a deletion is a redaction,
+not a rewrite.  Jobs run
 up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
 """
 
@@ -34,7 +39,7 @@ from presidio_delink.edits import REDACTED, rejection, sentence_bounds
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
-from presidio_delink.sentences.align import changes
+from presidio_delink.sentences.align import changes, restore_deleted, splice
 from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
 from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
 from presidio_delink.text import Tokenizer
@@ -80,6 +85,7 @@ class SentenceStep:
             next pass decides).
         concurrency: requests in flight.
         strict: raise on an LLM failure instead of leaving the runs to the fallback.
+        splice: try a refused answer's changes of the named phrases alone (:func:`_spliced`).
     """
 
     def __init__(
@@ -90,12 +96,14 @@ class SentenceStep:
         *,
         concurrency: int = 1,
         strict: bool = False,
+        splice: bool = True,
     ) -> None:
         self.rewriter = rewriter
         self.tokenizer = tokenizer
         self.links = links
         self.concurrency = max(1, concurrency)
         self.strict = strict
+        self.splice = splice
         self._lock = threading.Lock()
 
     def verify(
@@ -169,6 +177,22 @@ class SentenceStep:
             return _finished(parse_answer(raw), job.shown)
 
         def one(job: Job) -> str | None:
+            got = tried_all(job)
+            if got is None:
+                return None
+            # a named phrase an accepted answer deleted outright is redacted, not rewritten
+            back, deleted = restore_deleted(got[0].shown, got[1], got[0].spans)
+            if not deleted:
+                return got[1]
+            part = _kept_redacted(got[0], back, deleted)
+            if part is not None and self.verify(text, *part, forbidden, vocabulary).ok:
+                self._count(res, "accepted with deleted phrases redacted")
+                return part[1]
+            self._count(res, "refused: deletes a phrase, and redacted fails a check")
+            return None
+
+        def tried_all(job: Job) -> tuple[Job, str] | None:
+            """The accepted answer and the job it answers (the kept-redacted one)."""
             answer = ask(job)
             verdict = Verdict("no answer")
             tried: list[tuple[str, Verdict]] = []
@@ -176,7 +200,7 @@ class SentenceStep:
                 verdict = self.verify(text, job, answer, forbidden, vocabulary)
                 log.debug("sentence %r -> %r: %s", job.shown, answer, verdict.note() or "ok")
                 if verdict.ok:
-                    return answer
+                    return job, answer
                 self._refused(res, verdict)
                 tried.append((answer, verdict))
                 answer = ask(job, answer, verdict.note())
@@ -184,7 +208,7 @@ class SentenceStep:
                     verdict = self.verify(text, job, answer, forbidden, vocabulary)
                     log.debug("asked again: %r: %s", answer, verdict.note() or "ok")
                     if verdict.ok:
-                        return answer
+                        return job, answer
                     tried.append((answer, verdict))
             self._refused(res, verdict)
             for answer, verdict in reversed(tried):
@@ -194,10 +218,15 @@ class SentenceStep:
                 if part is not None and self.verify(
                     text, part[0], part[1], forbidden, vocabulary
                 ).ok:
-                    with self._lock:
-                        key = "sentence: accepted with the kept phrases redacted"
-                        res.refusals[key] = res.refusals.get(key, 0) + 1
-                    return part[1]
+                    self._count(res, "accepted with the kept phrases redacted")
+                    return part
+            if self.splice:
+                for answer, _verdict in reversed(tried):
+                    cut, why = self._spliced(text, job, answer, forbidden, vocabulary)
+                    if cut is not None:
+                        self._count(res, "accepted spliced")
+                        return job, cut
+                    self._count(res, f"splice refused: {why}")
             return None
 
         if self.concurrency <= 1 or len(jobs) <= 1:
@@ -214,6 +243,45 @@ class SentenceStep:
             res.drafted_tokens += drafts_after[0] - drafts[0]
             res.accepted_tokens += drafts_after[1] - drafts[1]
         return {(j.start, j.end): a for j, a in zip(jobs, answers, strict=True) if a is not None}
+
+    def _spliced(
+        self,
+        text: str,
+        job: Job,
+        answer: str,
+        forbidden: Sequence[str],
+        vocabulary: Collection[str],
+    ) -> tuple[str | None, str]:
+        """``answer`` cut down to its changes of ``job``'s named phrases
+        (:func:`~presidio_delink.sentences.align.splice`), with the named phrases it
+        deleted, or still keeps, redacted (:func:`_kept_redacted`), if that passes every
+        check (:meth:`verify`); else None and why."""
+        cut = splice(job.shown, answer, job.spans)
+        if cut.sentence is None:
+            return None, cut.reason or "nothing to keep"
+        pair = (job, cut.sentence)
+        if cut.deleted:
+            part = _kept_redacted(job, cut.sentence, cut.deleted)
+            if part is None:
+                return None, "a deleted phrase not found"
+            pair = part
+        verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
+        if verdict.reason == KEPT:
+            part = _kept_redacted(pair[0], pair[1], verdict.words)
+            if part is None:
+                return None, KEPT
+            pair = part
+            verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
+        if not verdict.ok:
+            log.debug("splice %r refused: %s", pair[1], verdict.note())
+            return None, verdict.reason or ""
+        log.debug("spliced %r -> %r", job.shown, pair[1])
+        return pair[1], ""
+
+    def _count(self, res: DelinkResult, what: str) -> None:
+        key = f"sentence: {what}"
+        with self._lock:
+            res.refusals[key] = res.refusals.get(key, 0) + 1
 
     def _refused(self, res: DelinkResult, verdict: Verdict) -> None:
         key = f"sentence: {verdict.reason}"
