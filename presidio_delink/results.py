@@ -82,7 +82,7 @@ class DelinkResult:
 
     def to_json(self) -> dict[str, Any]:
         """The JSONL record (``text``, ``linkable_after``, ``audit``, figures)."""
-        return {
+        out = {
             "id": self.id,
             "text": self.text,
             "linkable_after": self.linkable_after,
@@ -95,8 +95,6 @@ class DelinkResult:
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,
             "generated_tokens": self.generated_tokens,
-            "drafted_tokens": self.drafted_tokens,
-            "accepted_tokens": self.accepted_tokens,
             "refusals": self.refusals,
             "seconds": round(self.seconds, 3),
             "words": self.n_words,
@@ -107,3 +105,9 @@ class DelinkResult:
             "warnings": self.warnings,
             "semantic": self.semantic,
         }
+        if self.drafted_tokens:
+            # only where prompt-lookup drafting ran: the records of every other run keep
+            # the fields they had
+            out["drafted_tokens"] = self.drafted_tokens
+            out["accepted_tokens"] = self.accepted_tokens
+        return out

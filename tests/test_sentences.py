@@ -381,8 +381,10 @@ def test_strict_mode_raises_when_the_writer_fails(
 
 def test_result_counts_drafts() -> None:
     res = DelinkResult(id="x", text="", input_text="", passes=0, linkable_after=False)
+    assert "drafted_tokens" not in res.to_json()  # no drafting: the record as without it
+    res.drafted_tokens, res.accepted_tokens = 30, 7
     rec = res.to_json()
-    assert rec["drafted_tokens"] == 0 and rec["accepted_tokens"] == 0
+    assert rec["drafted_tokens"] == 30 and rec["accepted_tokens"] == 7
 
 
 def test_kept_phrases_are_redacted_in_the_answer_and_the_job() -> None:
