@@ -136,3 +136,45 @@ def test_cache_is_thread_safe(tmp_path: Path) -> None:
     assert not errors
     assert len(cached) == 5
     cached.close()
+
+
+class FakeSentenceWriter(FakeRewriter):
+    """A :class:`FakeRewriter` that also writes sentences (counted; can fail)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(fail=fail)
+        self.sentences: list[tuple[str, int]] = []
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        with self.lock:
+            self.sentences.append((messages[-1]["content"], max_tokens))
+        if self.fail:
+            raise LLMError("down")
+        return messages[-1]["content"].upper()
+
+
+def test_sentences_are_cached_by_messages_and_length(tmp_path: Path) -> None:
+    inner = FakeSentenceWriter()
+    cached = CachedRewriter(inner, tmp_path / "c.sqlite")
+    msgs = [{"role": "system", "content": "rewrite"}, {"role": "user", "content": "a b."}]
+    assert cached.complete_sentence(msgs, 40) == "A B."
+    assert cached.complete_sentence(msgs, 40) == "A B."
+    assert len(inner.sentences) == 1 and cached.hits == 1
+    cached.complete_sentence(msgs, 80)  # another length, another key
+    cached.complete_sentence([msgs[1], msgs[0]], 40)  # the order of messages is in the key
+    assert len(inner.sentences) == 3
+    # a span answer under its own key is never read as a sentence, nor the other way round
+    assert cached.rewrite("a b.", ["a"]) == {"a": "A"} and len(inner.calls) == 1
+    cached.close()
+    again = CachedRewriter(FakeSentenceWriter(), tmp_path / "c.sqlite")
+    assert again.complete_sentence(msgs, 40) == "A B." and again.hits == 1
+
+
+def test_a_failed_sentence_is_not_cached() -> None:
+    inner = FakeSentenceWriter(fail=True)
+    cached = CachedRewriter(inner)
+    msgs = [{"role": "user", "content": "a b."}]
+    for _ in range(2):
+        with pytest.raises(LLMError):
+            cached.complete_sentence(msgs, 40)
+    assert len(inner.sentences) == 2 and len(cached) == 0

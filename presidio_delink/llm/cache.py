@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,18 +107,19 @@ class CachedRewriter:
                 "INSERT OR REPLACE INTO rewrites (key, answer) VALUES (?, ?)", (key, raw)
             )
 
-    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
-        """Cached :meth:`Rewriter.rewrite`.
+    def _once(
+        self, key: str, call: Callable[[], dict[str, Any]], usable: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """The cached answer under ``key`` where ``usable``, else ``call()``'s, stored.
 
         Safe from several threads: a request whose twin is already in flight waits for
         that call's answer instead of calling again (one call per key); if that call
         fails, the waiting request makes its own.
         """
-        key = self.key(context, spans)
         while True:
             with self._lock:
                 cached = self._get(key)
-                if cached is not None:
+                if cached is not None and usable(cached):
                     self.hits += 1
                     return cached
                 pending = self._inflight.get(key)
@@ -127,13 +129,20 @@ class CachedRewriter:
                     break
             pending.wait()
         try:
-            answer = self.inner.rewrite(context, spans)
+            answer = call()
             with self._lock:
                 self._put(key, answer)
         finally:
             with self._lock:
                 del self._inflight[key]
             mine.set()
+        return answer
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
+        """Cached :meth:`Rewriter.rewrite` (one call per key, see :meth:`_once`)."""
+        answer = self._once(
+            self.key(context, spans), lambda: self.inner.rewrite(context, spans), lambda _: True
+        )
         return dict(answer)
 
     def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
@@ -144,27 +153,12 @@ class CachedRewriter:
             self.name, "\x00sentence", [json.dumps(messages, ensure_ascii=False)],
             [getattr(self.inner, "options", None), max_tokens],
         )
-        while True:
-            with self._lock:
-                cached = self._get(key)
-                if cached is not None and isinstance(cached.get("sentence"), str):
-                    self.hits += 1
-                    return str(cached["sentence"])
-                pending = self._inflight.get(key)
-                if pending is None:
-                    mine = self._inflight[key] = threading.Event()
-                    self.misses += 1
-                    break
-            pending.wait()
-        try:
-            answer = sentence_call(self.inner)(messages, max_tokens)
-            with self._lock:
-                self._put(key, {"sentence": answer})
-        finally:
-            with self._lock:
-                del self._inflight[key]
-            mine.set()
-        return answer
+        answer = self._once(
+            key,
+            lambda: {"sentence": sentence_call(self.inner)(messages, max_tokens)},
+            lambda cached: isinstance(cached.get("sentence"), str),
+        )
+        return str(answer["sentence"])
 
     def __len__(self) -> int:
         with self._lock:
