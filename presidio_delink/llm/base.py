@@ -323,23 +323,7 @@ class CircuitBreaker:
             LLMUnavailable: The breaker has tripped (no call is made).
             LLMError: This call failed.
         """
-        with self._lock:
-            if self.down:
-                raise LLMUnavailable(f"LLM backend {self.name} is down (circuit breaker open)")
-            self.calls += 1
-        try:
-            answer = self.inner.rewrite(context, spans)
-        except LLMError as exc:
-            self._failed(exc)
-            raise
-        except Exception as exc:  # a backend bug must not abort the run either
-            logger.debug("LLM backend %s raised", self.name, exc_info=True)
-            err = LLMError(f"LLM backend {self.name} failed ({type(exc).__name__})")
-            self._failed(err)
-            raise err from exc
-        with self._lock:
-            self._streak = 0
-        return answer
+        return self._guarded(lambda: self.inner.rewrite(context, spans))
 
     def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
         """:meth:`SentenceWriter.complete_sentence` of the inner rewriter, unless the backend
@@ -349,16 +333,23 @@ class CircuitBreaker:
             LLMUnavailable: The breaker has tripped (no call is made).
             LLMError: This call failed, or the inner rewriter writes no sentences.
         """
+        answer: str = self._guarded(lambda: sentence_call(self.inner)(messages, max_tokens))
+        return answer
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        """``call()`` unless the backend is down; a failure counts towards tripping the
+        breaker, a success resets the streak, and any other exception becomes an
+        :class:`LLMError` (a backend bug must not abort the run either)."""
         with self._lock:
             if self.down:
                 raise LLMUnavailable(f"LLM backend {self.name} is down (circuit breaker open)")
             self.calls += 1
         try:
-            answer = sentence_call(self.inner)(messages, max_tokens)
+            answer = call()
         except LLMError as exc:
             self._failed(exc)
             raise
-        except Exception as exc:  # a backend bug must not abort the run either
+        except Exception as exc:
             logger.debug("LLM backend %s raised", self.name, exc_info=True)
             err = LLMError(f"LLM backend {self.name} failed ({type(exc).__name__})")
             self._failed(err)
