@@ -39,6 +39,23 @@ def smollm2() -> Path:
         pytest.skip(str(exc))
 
 
+@pytest.fixture(scope="module")
+def smollm2_engine():  # type: ignore[no-untyped-def]
+    """The packaged SmolLM2 loaded in the embedded engine, one per test module (closed
+    after it); skipped where the model is missing, except under CI, which installs it."""
+    from presidio_delink.llm.embedded import EmbeddedRewriter, smollm2_gguf_path
+
+    try:
+        rw = EmbeddedRewriter(smollm2_gguf_path())
+        rw.load()
+    except Exception as exc:  # pragma: no cover
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"embedded model unavailable: {exc}")
+    yield rw
+    rw.close()
+
+
 @pytest.fixture(scope="session")
 def sample_deid() -> list[tuple[str, str]]:
     return [(d["id"], d["text"]) for d in read_jsonl(SAMPLES / "deidentified.jsonl")]

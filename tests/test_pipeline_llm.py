@@ -4,8 +4,6 @@ client against an Ollama-compatible server on 127.0.0.1.  Structure, not wording
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 
 import pytest
 from ollama_compat_server import OllamaCompatServer
@@ -13,7 +11,7 @@ from ollama_compat_server import OllamaCompatServer
 from presidio_delink import NgramIndex
 from presidio_delink.linkage import analyze
 from presidio_delink.llm import make_rewriter
-from presidio_delink.llm.embedded import EmbeddedRewriter, smollm2_gguf_path
+from presidio_delink.llm.embedded import EmbeddedRewriter
 from presidio_delink.pipeline import Delinker
 
 pytestmark = pytest.mark.slow
@@ -21,16 +19,8 @@ MODEL = "smollm2:135m"
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[EmbeddedRewriter]:
-    try:
-        rw = EmbeddedRewriter(smollm2_gguf_path())
-        rw.load()
-    except Exception as exc:  # pragma: no cover
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"embedded model unavailable: {exc}")
-    yield rw
-    rw.close()
+def engine(smollm2_engine: EmbeddedRewriter) -> EmbeddedRewriter:
+    return smollm2_engine
 
 
 def short_doc(sample_deid) -> str:  # type: ignore[no-untyped-def]

@@ -3,30 +3,19 @@ wording. Slow (a model call per sentence)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 
 from presidio_delink import NgramIndex
 from presidio_delink.linkage import analyze
-from presidio_delink.llm.embedded import EmbeddedRewriter, smollm2_gguf_path
+from presidio_delink.llm.embedded import EmbeddedRewriter
 from presidio_delink.pipeline import Delinker
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[EmbeddedRewriter]:
-    try:
-        rw = EmbeddedRewriter(smollm2_gguf_path())
-        rw.load()
-    except Exception as exc:  # pragma: no cover
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"embedded model unavailable: {exc}")
-    yield rw
-    rw.close()
+def engine(smollm2_engine: EmbeddedRewriter) -> EmbeddedRewriter:
+    return smollm2_engine
 
 
 def test_sentences_mode_with_smollm2(
