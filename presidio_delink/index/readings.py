@@ -107,7 +107,9 @@ class ReadingsWriter:
         self.extra = extra
         # one writer at a time (the lock goes with the process, killed or not); what a
         # killed writer left is removed
-        self._lock = open(self.index_dir / LOCK_NAME, "a+b")  # noqa: SIM115
+        # created 0600 like every file of the index (it holds nothing, but says who writes)
+        fd = os.open(self.index_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        self._lock = os.fdopen(fd, "a+b")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
