@@ -182,12 +182,17 @@ class DelinkLoop(Rewriting):
         rep = analyze(self.index, text[a:b], k=self.k, arity=1, max_n=self.max_n)
         return any(s < end - a and e > start - a for s, e, _f in rep.spans())
 
-    def sentence_links(self, text: str, start: int, end: int) -> list[str]:
+    def sentence_links(
+        self, text: str, start: int, end: int, ignore: Sequence[tuple[int, int]] = ()
+    ) -> list[str]:
         """The linkable phrases of ``text`` that overlap ``text[start:end]`` (a sentence
         written again), by this loop's check (every view, ``k``, arity, ``max_n``) of the
         sentence with its neighbours on either side: a phrase across its edges counts, and
         a combination whose parts lie in that window.  A combination with a part further
-        away is the next pass's check (the loop's final check still finds everything)."""
+        away is the next pass's check (the loop's final check still finds everything).
+        A phrase that overlaps an ``ignore`` span (words the pass's other edits change,
+        in the neighbours) is left out: those edits break it, and if what they write makes
+        it link again, the next pass's check finds that."""
         bounds = sentence_bounds(text)
         starts = [a for a, _ in bounds]
         i = max(0, bisect.bisect_right(starts, start) - 1)
@@ -197,7 +202,8 @@ class DelinkLoop(Rewriting):
         a, b = min(a, start), max(b, end)
         rep = self.check(text[a:b])
         return [text[a + x : a + y] for x, y, _f in rep.spans()
-                if x < end - a and start - a < y]
+                if x < end - a and start - a < y
+                and not any(p < a + y and a + x < q for p, q in ignore)]
 
     def plan(
         self,

@@ -184,9 +184,12 @@ class Rewriting:
         links (False here: without an index the loop's next check decides)."""
         return False
 
-    def sentence_links(self, text: str, start: int, end: int) -> list[str]:
+    def sentence_links(
+        self, text: str, start: int, end: int, ignore: Sequence[tuple[int, int]] = ()
+    ) -> list[str]:
         """The linkable phrases of ``text`` that overlap the sentence ``text[start:end]``
-        (none here: without an index the loop's next check decides)."""
+        and no ``ignore`` span (none here: without an index the loop's next check
+        decides)."""
         return []
 
     def writes_sentences(self) -> bool:
@@ -220,9 +223,21 @@ class Rewriting:
         todo = jobs(text, rs, answers, skip, MAX_SENTENCE_CHARS)
         if not todo:
             return {}
+        check, bounds = self.vetter(text, forbidden, res)
+
+        def vet(a: int, b: int, new: str, siblings: Sequence[str]) -> tuple[str | None, str]:
+            r = Run(a, b, 0)
+            si = next((i for i, (x, y) in enumerate(bounds) if x <= a < y), 0)
+            got, why = check(r, [new], list(siblings), text[bounds[si][0] : bounds[si][1]],
+                             commit=False)
+            if got is None or got == REDACTED:
+                return None, why or "redacted"
+            return self._placed(got, text, r), ""
+
         step = SentenceStep(
             self.rewriter, self.tokenizer, self.sentence_links,
-            concurrency=self.llm_concurrency, strict=self.strict,
+            concurrency=self.llm_concurrency, strict=self.strict, vet=vet,
+            changed=[(r.start, r.end) for r in rs],
         )
         return step.write(text, todo, forbidden, res, lower_words(text))
 
@@ -231,28 +246,20 @@ class Rewriting:
     passage_chars = Setting[int]()
     passage_spans = Setting[int]()
 
-    def rewrite_runs(
-        self,
-        text: str,
-        rs: list[Run],
-        forbidden: list[str],
-        res: DelinkResult,
-        origins: Sequence[tuple[int, int, str]] = (),
-        *,
-        llm: bool = True,
-    ) -> Answers:
-        """Replacements of the runs ``rs``: a deterministic generalisation
-        (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
-        one LLM call per passage (:func:`passage_groups`, up to ``llm_concurrency`` in
-        flight), then one more for the spans whose answer was refused; every candidate is
-        validated by :func:`rejection`, in document order.  Without a rewriter only the
-        generalisations are tried (the protection's edits use that).
+    def vetter(self, text: str, forbidden: Sequence[str], res: DelinkResult) -> tuple[
+        Any, list[tuple[int, int]]
+    ]:
+        """The answer check of one pass over ``text`` and its sentence bounds.
 
-        ``origins``: ``(start, end, input words)`` of earlier passes' rewrites in
-        ``text``; a run that is exactly one is shown to the LLM as those words.
-        ``llm=False`` stops before the LLM: the runs it would be asked about get no
-        answer (what the loop's planner asks, :meth:`~presidio_delink.core.DelinkLoop.plan`)."""
-        out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
+        The check, ``check(r, value, siblings, context, commit=True, form=True,
+        lexical=False) -> (new, why)``, takes the first candidate of ``value`` for the run
+        ``r`` that :func:`rejection` (with the sentence's words, the document's trigrams
+        and the rewrites already accepted in that sentence), :func:`unknown_word` and the
+        fluency and form checks accept; ``(None, why)`` when none is.  With ``commit`` an
+        accepted answer's words join its sentence's (a later answer may not repeat them)
+        and a refusal is counted in ``res.refusals``.  The phrase answers of
+        :meth:`rewrite_runs` and the replacements a sentence answer names
+        (:meth:`rewrite_sentences`) go through the same check."""
         copy_grams = trigrams(
             [text, *example_texts(choices=self.settings.rewrite == "choose")], self.tokenizer
         )
@@ -314,6 +321,31 @@ class Rewriting:
                 res.refusals[why] = res.refusals.get(why, 0) + 1
             return new, why
 
+        return check, bounds
+
+    def rewrite_runs(
+        self,
+        text: str,
+        rs: list[Run],
+        forbidden: list[str],
+        res: DelinkResult,
+        origins: Sequence[tuple[int, int, str]] = (),
+        *,
+        llm: bool = True,
+    ) -> Answers:
+        """Replacements of the runs ``rs``: a deterministic generalisation
+        (:func:`~presidio_delink.generalise.generalise`) where one passes the checks, else
+        one LLM call per passage (:func:`passage_groups`, up to ``llm_concurrency`` in
+        flight), then one more for the spans whose answer was refused; every candidate is
+        validated by :func:`rejection`, in document order.  Without a rewriter only the
+        generalisations are tried (the protection's edits use that).
+
+        ``origins``: ``(start, end, input words)`` of earlier passes' rewrites in
+        ``text``; a run that is exactly one is shown to the LLM as those words.
+        ``llm=False`` stops before the LLM: the runs it would be asked about get no
+        answer (what the loop's planner asks, :meth:`~presidio_delink.core.DelinkLoop.plan`)."""
+        out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
+        check, bounds = self.vetter(text, forbidden, res)
         ents = list(self.ner(text)) if self.ner is not None else []
         pending = []
         for r in rs:

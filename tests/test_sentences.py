@@ -319,7 +319,7 @@ def test_a_spliced_block_that_still_links_is_refused(sample_index: NgramIndex) -
     job = Job(0, len(shown), shown, (span_of(shown, "Ankara police station"),))
     w = _Writer(lambda s, spans, again: "He was detained at the city lockup.")
 
-    def links(text: str, a: int, b: int) -> list[str]:  # the index finds the new phrase
+    def links(text: str, a: int, b: int, ignore: object = ()) -> list[str]:  # finds it
         return ["city lockup"] if "city lockup" in text[a:b] else []
 
     res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)

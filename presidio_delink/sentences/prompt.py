@@ -22,7 +22,10 @@ from collections.abc import Sequence
 
 from presidio_delink.llm.prompt import MARK_CLOSE, MARK_OPEN, mark, unmark
 
-__all__ = ["SYSTEM_PROMPT", "TEMPLATE_ID", "max_tokens", "parse_answer", "render_messages"]
+__all__ = [
+    "SYSTEM_PROMPT", "TEMPLATE_ID", "max_tokens", "parse_answer", "parse_replacements",
+    "render_messages",
+]
 
 SYSTEM_PROMPT = (
     "You rewrite one sentence of a de-identified document so that its rare phrases cannot "
@@ -164,3 +167,28 @@ def parse_answer(raw: object) -> str | None:
         if text:
             return text
     return None
+
+
+_PAIR = re.compile(r"^\s*(?P<old>[^=]+?)\s*(?:=|->|→)\s*(?P<new>[^=]+?)\s*$")
+
+
+def parse_replacements(raw: object) -> list[tuple[str, str]]:
+    """The ``Replacements:`` line of a model's answer as ``(phrase, new words)`` pairs,
+    in its order: each ``a = b`` (or ``a -> b``) between semicolons, marks, tags and
+    enclosing quotes removed, spaces joined; pairs with an empty side are left out.  The
+    sentence step falls back on them when the sentence itself is refused."""
+    if not isinstance(raw, str):
+        return []
+    line = next((x for x in raw.splitlines()
+                 if x.strip().casefold().startswith("replacements:")), None)
+    if line is None:
+        return []
+    out = []
+    for part in line.split(":", 1)[1].split(";"):
+        m = _PAIR.match(_TAG.sub(" ", unmark(part)))
+        if m is None:
+            continue
+        old, new = (" ".join(x.strip().strip(_QUOTES).split()) for x in m.group("old", "new"))
+        if old and new:
+            out.append((old, new))
+    return out

@@ -41,7 +41,12 @@ from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes, restore_deleted, splice
 from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
-from presidio_delink.sentences.prompt import max_tokens, parse_answer, render_messages
+from presidio_delink.sentences.prompt import (
+    max_tokens,
+    parse_answer,
+    parse_replacements,
+    render_messages,
+)
 from presidio_delink.text import Tokenizer
 
 __all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans"]
@@ -51,9 +56,18 @@ log = logging.getLogger(__name__)
 #: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
 _ENDS = ".!?;:"
 
-Links = Callable[[str, int, int], Sequence[str]]
-"""``(text, start, end) -> phrases``: the linkable phrases of ``text`` overlapping
-``text[start:end]`` (empty: none)."""
+Pairs = list[tuple[str, str]]
+"""The ``(phrase, new words)`` pairs of an answer's ``Replacements:`` line."""
+
+Links = Callable[[str, int, int, Sequence[tuple[int, int]]], Sequence[str]]
+"""``(text, start, end, ignore) -> phrases``: the linkable phrases of ``text`` overlapping
+``text[start:end]`` (empty: none), leaving out those that overlap an ``ignore`` span (words
+other edits of the pass change: a phrase they break is no answer's fault)."""
+
+Vet = Callable[[int, int, str, Sequence[str]], tuple[str | None, str]]
+"""``(start, end, new, siblings) -> (placed, why)``: the phrase check of the pass (the
+one the phrase answers go through) on ``new`` as the words of ``text[start:end]``: the
+words as they would be written there, or None and why not."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,7 @@ class Job:
         shown: the sentence as the LLM sees it (the cheap steps' replacements in it).
         spans: the phrases to replace, as offsets in ``shown``.
         context: the text before the sentence (its neighbour), for the model only.
+        runs: where each of ``spans`` lies in the pass's text (same order).
     """
 
     start: int
@@ -72,6 +87,7 @@ class Job:
     shown: str
     spans: tuple[tuple[int, int], ...]
     context: str = ""
+    runs: tuple[tuple[int, int], ...] = ()
 
 
 class SentenceStep:
@@ -86,6 +102,10 @@ class SentenceStep:
         concurrency: requests in flight.
         strict: raise on an LLM failure instead of leaving the runs to the fallback.
         splice: try a refused answer's changes of the named phrases alone (:func:`_spliced`).
+        vet: the pass's phrase check (:data:`Vet`); with it, a refused sentence falls back
+            on the replacements its answer named (:meth:`_from_replacements`).
+        changed: the spans of the pass's text that its other edits change (every run it
+            plans): a phrase over one of them, outside the sentence, does not refuse it.
     """
 
     def __init__(
@@ -97,6 +117,8 @@ class SentenceStep:
         concurrency: int = 1,
         strict: bool = False,
         splice: bool = True,
+        vet: Vet | None = None,
+        changed: Sequence[tuple[int, int]] = (),
     ) -> None:
         self.rewriter = rewriter
         self.tokenizer = tokenizer
@@ -104,6 +126,8 @@ class SentenceStep:
         self.concurrency = max(1, concurrency)
         self.strict = strict
         self.splice = splice
+        self.vet = vet
+        self.changed = sorted(changed)
         self._lock = threading.Lock()
 
     def verify(
@@ -126,7 +150,10 @@ class SentenceStep:
                 return Verdict(why, (ch.new,))
         if self.links is not None:
             new_text = text[: job.start] + answer + text[job.end :]
-            found = self.links(new_text, job.start, job.start + len(answer))
+            shift = len(answer) - (job.end - job.start)
+            ignore = [(a, b) if b <= job.start else (a + shift, b + shift)
+                      for a, b in self.changed if b <= job.start or a >= job.end]
+            found = self.links(new_text, job.start, job.start + len(answer), ignore)
             if found:
                 return Verdict("can still be found", tuple(dict.fromkeys(found))[:4])
         return Verdict(None)
@@ -152,7 +179,7 @@ class SentenceStep:
         drafts = usage.drafts() if usage is not None else None
         call = sentence_call(self.rewriter)
 
-        def ask(job: Job, refused: str = "", why: str = "") -> str | None:
+        def ask(job: Job, refused: str = "", why: str = "") -> tuple[str | None, Pairs]:
             messages = render_messages(job.context, job.shown, job.spans, refused, why)
             t0 = time.perf_counter()
             try:
@@ -170,11 +197,11 @@ class SentenceStep:
                 with self._lock:
                     if msg not in res.warnings:
                         res.warnings.append(msg)
-                return None
+                return None, []
             with self._lock:
                 res.llm_seconds += time.perf_counter() - t0
                 res.llm_calls += 1
-            return _finished(parse_answer(raw), job.shown)
+            return _finished(parse_answer(raw), job.shown), parse_replacements(raw)
 
         def one(job: Job) -> str | None:
             got = tried_all(job)
@@ -193,33 +220,36 @@ class SentenceStep:
 
         def tried_all(job: Job) -> tuple[Job, str] | None:
             """The accepted answer and the job it answers (the kept-redacted one)."""
-            answer = ask(job)
-            verdict = Verdict("no answer")
             tried: list[tuple[str, Verdict]] = []
-            if answer is not None:
+            verdict = Verdict("no answer")
+            for attempt in range(2):
+                if attempt == 0:
+                    answer, pairs = ask(job)
+                elif tried:
+                    answer, pairs = ask(job, tried[-1][0], tried[-1][1].note())
+                else:
+                    break
+                if answer is None:
+                    verdict = Verdict("no answer")
+                    continue
                 verdict = self.verify(text, job, answer, forbidden, vocabulary)
                 log.debug("sentence %r -> %r: %s", job.shown, answer, verdict.note() or "ok")
                 if verdict.ok:
                     return job, answer
                 self._refused(res, verdict)
                 tried.append((answer, verdict))
-                answer = ask(job, answer, verdict.note())
-                if answer is not None:
-                    verdict = self.verify(text, job, answer, forbidden, vocabulary)
-                    log.debug("asked again: %r: %s", answer, verdict.note() or "ok")
-                    if verdict.ok:
-                        return job, answer
-                    tried.append((answer, verdict))
-            self._refused(res, verdict)
-            for answer, verdict in reversed(tried):
-                if verdict.reason != KEPT:
-                    continue
-                part = _kept_redacted(job, answer, verdict.words)
-                if part is not None and self.verify(
-                    text, part[0], part[1], forbidden, vocabulary
-                ).ok:
-                    self._count(res, "accepted with the kept phrases redacted")
-                    return part
+                # what the refused answer still gives, before another request
+                if verdict.reason == KEPT:
+                    part = _kept_redacted(job, answer, verdict.words)
+                    if part is not None and self.verify(
+                        text, part[0], part[1], forbidden, vocabulary
+                    ).ok:
+                        self._count(res, "accepted with the kept phrases redacted")
+                        return part
+                got = self._from_replacements(text, job, pairs, forbidden, vocabulary)
+                if got is not None:
+                    self._count(res, "accepted from its replacements")
+                    return got
             if self.splice:
                 for answer, _verdict in reversed(tried):
                     cut, why = self._spliced(text, job, answer, forbidden, vocabulary)
@@ -243,6 +273,63 @@ class SentenceStep:
             res.drafted_tokens += drafts_after[0] - drafts[0]
             res.accepted_tokens += drafts_after[1] - drafts[1]
         return {(j.start, j.end): a for j, a in zip(jobs, answers, strict=True) if a is not None}
+
+    def _from_replacements(
+        self,
+        text: str,
+        job: Job,
+        pairs: Pairs,
+        forbidden: Sequence[str],
+        vocabulary: Collection[str],
+    ) -> tuple[Job, str] | None:
+        """``job``'s sentence with each named phrase written as the answer's
+        ``Replacements:`` line says, where the pass's phrase check (:attr:`vet`) accepts
+        those words there, and redacted where not; the pair to accept if it then passes
+        every check (:meth:`verify`), else None.  A phrase whose new words the index still
+        finds is redacted too (one more try).  None as well when no phrase is rewritten:
+        the fallback redacts them all anyway.
+
+        A model that restates a sentence often changes or drops a word it was to keep,
+        while the words it chose for the named phrases, seen in the whole sentence, fit;
+        this keeps those words and only them."""
+        if self.vet is None or not pairs or len(job.runs) != len(job.spans):
+            return None
+        said: dict[str, str] = {}
+        for old, words in pairs:
+            said.setdefault(old.casefold(), words)
+        phrases = [job.shown[a:b] for a, b in job.spans]
+        placed: dict[int, str] = {}
+        for i, ((ra, rb), phrase) in enumerate(zip(job.runs, phrases, strict=True)):
+            said_new = said.get(phrase.casefold())
+            if said_new is None:
+                continue
+            got, why = self.vet(ra, rb, said_new, [p for p in phrases if p != phrase])
+            if got is None:
+                log.debug("replacement %r -> %r refused: %s", phrase, said_new, why)
+                continue
+            placed[i] = got
+        for _try in range(2):
+            if not placed:
+                return None
+            sentence = job.shown
+            for i in sorted(placed, reverse=True):
+                a, b = job.spans[i]
+                sentence = sentence[:a] + placed[i] + sentence[b:]
+            left = [phrases[i] for i in range(len(phrases)) if i not in placed]
+            pair = _kept_redacted(job, sentence, left) if left else (job, sentence)
+            if pair is None:
+                return None
+            verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
+            if verdict.ok:
+                log.debug("from replacements %r -> %r", job.shown, pair[1])
+                return pair
+            if verdict.reason != "can still be found":
+                return None
+            # the rewrites inside a phrase still found are redacted, the others kept
+            found = [f.casefold() for f in verdict.words]
+            placed = {i: w for i, w in placed.items()
+                      if not any(w.casefold() in f for f in found)}
+        return None
 
     def _spliced(
         self,
@@ -347,7 +434,7 @@ def jobs(
         ):
             continue
         shown: list[str] = []
-        spans = []
+        spans, runs = [], []
         pos, at = a, 0
         for r in inner:
             new = answers.get((r.start, r.end), (None, None))[0]
@@ -355,6 +442,7 @@ def jobs(
             at += r.start - pos
             if new is None:
                 spans.append((at, at + r.end - r.start))
+                runs.append((r.start, r.end))
                 piece = text[r.start : r.end]
             elif new == "":
                 piece = ""
@@ -368,7 +456,7 @@ def jobs(
             pos = r.end
         shown.append(text[pos:b])
         context = text[bounds[i - 1][0] : bounds[i - 1][1]] if i > 0 else ""
-        out.append(Job(a, b, "".join(shown), tuple(spans), context[-400:]))
+        out.append(Job(a, b, "".join(shown), tuple(spans), context[-400:], tuple(runs)))
     return out
 
 
@@ -377,18 +465,21 @@ def _kept_redacted(job: Job, answer: str, phrases: Sequence[str]) -> tuple[Job, 
     as the placeholder in both: a sentence that replaced all its phrases but a few keeps
     its rewrites, and only those few are redacted (the checks then run again on the pair).
     None when a phrase is not found as whole words in both."""
-    shown, spans, new = job.shown, list(job.spans), answer
+    shown, new = job.shown, answer
+    named = list(zip(job.spans, job.runs or [None] * len(job.spans), strict=True))
     for phrase in phrases:
-        at = next(((a, b) for a, b in spans if shown[a:b] == phrase), None)
+        at = next((i for i, ((a, b), _r) in enumerate(named) if shown[a:b] == phrase), None)
         m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", new)
         if at is None or m is None:
             return None
         new = new[: m.start()] + REDACTED + new[m.end() :]
-        a, b = at
+        (a, b), _r = named.pop(at)
         shift = len(REDACTED) - (b - a)
         shown = shown[:a] + REDACTED + shown[b:]
-        spans = [(x, y) if y <= a else (x + shift, y + shift) for x, y in spans if (x, y) != at]
-    return Job(job.start, job.end, shown, tuple(spans), job.context), new
+        named = [((x, y), r) if y <= a else ((x + shift, y + shift), r) for (x, y), r in named]
+    spans = tuple(sp for sp, _r in named)
+    runs = tuple(r for _sp, r in named if r is not None)
+    return Job(job.start, job.end, shown, spans, job.context, runs), new
 
 
 def _finished(answer: str | None, shown: str) -> str | None:
