@@ -581,8 +581,9 @@ class DelinkLoop(Rewriting):
             a, b = sa + ch.start, sa + ch.end
             f = next((info[(r.start, r.end)] for r in inner
                       if r.start < max(b, a + 1) and a < r.end), first)
-            # a named phrase the answer kept, redacted in it (SentenceStep): a redaction
-            method = "redacted" if ch.new == REDACTED else SENTENCE
+            # a named phrase the answer kept, redacted in it (SentenceStep): a redaction,
+            # also where the block holds other changes ("Mrs Price" -> "Mrs. [REDACTED]")
+            method = "redacted" if REDACTED in ch.new else SENTENCE
             if method == SENTENCE:
                 res.words_rewritten += ch.n_words
             else:
