@@ -232,6 +232,8 @@ class Rewriting:
                              commit=False)
             if got is None or got == REDACTED:
                 return None, why or "redacted"
+            if self.chooser is None or not self.chooser.vouches(text, a, b, got):
+                return None, "a word no lexicon offers for it"  # CandidateChooser.vouches
             return self._placed(got, text, r), ""
 
         step = SentenceStep(

@@ -157,3 +157,39 @@ def test_sentence_links_leaves_out_a_phrase_over_an_ignored_span(
     assert loop.sentence_links(text, sa, sb, spans) == []
     # a span over no found phrase changes nothing
     assert loop.sentence_links(text, sa, sb, [(len(text), len(text))]) == found
+
+
+class _Lexicon:
+    """A lexicon that proposes the given words for every word."""
+
+    available = True
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+
+    def candidates(self, word: str, tag: str) -> list[Any]:
+        from presidio_delink.candidates.lexicon import LexCandidate
+
+        return [LexCandidate(w, "synonym", 0) for w in self.words]
+
+
+def test_a_named_replacement_counts_only_where_a_lexicon_offers_it() -> None:
+    spacy = pytest.importorskip("spacy")
+    from presidio_delink.candidates import CandidateChooser
+    from presidio_delink.candidates.verify import Tagger
+    from presidio_delink.settings import DEFAULT_SPACY_MODEL
+
+    if not spacy.util.is_package(DEFAULT_SPACY_MODEL):
+        pytest.skip("spaCy model not installed")
+    text = "The plaintiff was adjudicated bankrupt and no interest was paid on it."
+    chooser = CandidateChooser(
+        wordnet=_Lexicon(["declared", "judged"]),  # type: ignore[arg-type]
+        scorer=object(),  # type: ignore[arg-type]  # vouches scores nothing
+        tagger=Tagger(),
+    )
+    a = text.index("adjudicated")
+    b = a + len("adjudicated")
+    assert chooser.vouches(text, a, b, "declared")
+    assert chooser.vouches(text, a, b, " Judged ")  # case and spacing do not matter
+    assert not chooser.vouches(text, a, b, "found guilty")  # no lexicon offers it
+    assert not chooser.vouches(text, a, b - 2, "declared")  # not a whole word

@@ -317,6 +317,36 @@ class CandidateChooser:
             out.append(ok)
         return out
 
+    def vouches(self, text: str, start: int, end: int, new: str) -> bool:
+        """Whether ``new`` is one of the words :meth:`choose` would propose for
+        ``text[start:end]`` (a typed generalisation, a lexicon word of the sense the
+        collection uses, a register word, a swap, a collection filler), before its checks
+        and scoring.
+
+        Why: a model asked to restate a sentence also names the words it chose for each
+        phrase, and a small model's word there changes the sense about one time in five
+        (``adjudicated`` -> ``found guilty``, ``interest`` -> ``fee``).  Such a word is kept
+        only where a lexicon offers it for that word: the model then only picks among
+        related words, as the scorer does, and nothing vouches for a word no lexicon
+        offers.  A phrase the chooser does not propose for (not whole words, a fixed
+        expression) is vouched for by nothing."""
+        key = (start, end)
+        if gloss_span(text, start, end) == key or fixed_expression(text, start, end):
+            return False
+        toks, ents = self._memo_of(text)[1]
+        words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < end and b > start]
+        span = text[start:end]
+        if words and not any(c.isspace() for c in span) and len(words) > 1:
+            words = [Word(span, start, end, words[-1].tag)]
+        if not words or "".join(w.text for w in words) != "".join(span.split()):
+            return False
+        label = next((lab for a, b, lab in ents if (a, b) == key), None)
+        want = " ".join(new.split()).casefold()
+        return any(
+            " ".join(c.text.split()).casefold() == want
+            for c in self._proposed(text, Run(start, end, 0), words, label)
+        )
+
     def _typed(self, text: str, start: int, end: int, label: str | None) -> list[str]:
         """:func:`~presidio_delink.generalise.generalise` of a span, told the tag of the
         word after it and, for a one-word name WordNet holds as a place, the kind of
