@@ -193,3 +193,28 @@ def test_a_named_replacement_counts_only_where_a_lexicon_offers_it() -> None:
     assert chooser.vouches(text, a, b, " Judged ")  # case and spacing do not matter
     assert not chooser.vouches(text, a, b, "found guilty")  # no lexicon offers it
     assert not chooser.vouches(text, a, b - 2, "declared")  # not a whole word
+
+
+def test_a_splice_still_found_keeps_its_other_rewrites(sample_index: NgramIndex) -> None:
+    # the answer drops "subsequently" (refused, then spliced back); the index still finds
+    # the new words of one phrase: those are redacted, the other phrase's rewrite is kept
+    shown = "He was subsequently detained at the Ankara police station by the gendarmerie."
+    new = "He was detained at the city lockup by the military police."
+    w = _Answer("Replacements: Ankara police station = city lockup; gendarmerie = military "
+                f"police\nSentence: {new}")
+
+    def links(t: str, a: int, b: int, ignore: object = ()) -> list[str]:
+        return ["the city lockup by"] if "city lockup" in t[a:b] else []
+
+    res = _res(shown)
+    step = SentenceStep(w, sample_index.tokenizer, links)
+    got = step.write(shown, [_job(shown, "Ankara police station", "gendarmerie")], [], res)
+    assert got == {(0, len(shown)): "He was subsequently detained at the [REDACTED] by the "
+                                    "military police."}
+    assert res.refusals["sentence: accepted spliced"] == 1
+    # a found phrase over no rewritten word changes nothing: still refused
+    res2 = _res(shown)
+    step2 = SentenceStep(w, sample_index.tokenizer,
+                         lambda t, a, b, ignore=(): ["He was subsequently"])
+    assert step2.write(shown, [_job(shown, "Ankara police station", "gendarmerie")], [],
+                       res2) == {}

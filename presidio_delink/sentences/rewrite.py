@@ -53,6 +53,9 @@ __all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans"]
 
 log = logging.getLogger(__name__)
 
+#: Why :meth:`SentenceStep.verify` refuses an answer the index still links.
+FOUND = "can still be found"
+
 #: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
 _ENDS = ".!?;:"
 
@@ -155,7 +158,7 @@ class SentenceStep:
                       for a, b in self.changed if b <= job.start or a >= job.end]
             found = self.links(new_text, job.start, job.start + len(answer), ignore)
             if found:
-                return Verdict("can still be found", tuple(dict.fromkeys(found))[:4])
+                return Verdict(FOUND, tuple(dict.fromkeys(found))[:4])
         return Verdict(None)
 
     def write(
@@ -323,7 +326,7 @@ class SentenceStep:
             if verdict.ok:
                 log.debug("from replacements %r -> %r", job.shown, pair[1])
                 return pair
-            if verdict.reason != "can still be found":
+            if verdict.reason != FOUND:
                 return None
             # the rewrites inside a phrase still found are redacted, the others kept
             found = [f.casefold() for f in verdict.words]
@@ -359,6 +362,12 @@ class SentenceStep:
                 return None, KEPT
             pair = part
             verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
+        if verdict.reason == FOUND:
+            part = _found_redacted(pair[0], pair[1], verdict.words)
+            if part is not None:
+                log.debug("splice %r: found %s, those rewrites redacted", pair[1], verdict.words)
+                pair = part
+                verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
         if not verdict.ok:
             log.debug("splice %r refused: %s", pair[1], verdict.note())
             return None, verdict.reason or ""
@@ -480,6 +489,34 @@ def _kept_redacted(job: Job, answer: str, phrases: Sequence[str]) -> tuple[Job, 
     spans = tuple(sp for sp, _r in named)
     runs = tuple(r for _sp, r in named if r is not None)
     return Job(job.start, job.end, shown, spans, job.context, runs), new
+
+
+def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job, str] | None:
+    """``job`` and the spliced ``sentence`` with each changed block that shares a word with
+    a phrase the index still ``found`` given back its input words, and the named phrases
+    in those blocks redacted (:func:`_kept_redacted`): a spliced sentence whose new words
+    for one phrase still link keeps its other rewrites (the checks then run again).  None
+    when no such block holds a named phrase, or when the blocks do not rebuild
+    ``sentence`` exactly (an insertion the input's spacing cannot hold)."""
+    hit = {w for f in found for w in re.findall(r"\w+", f.casefold())}
+    shown = job.shown
+    kept_all: list[str] = []
+    out: list[str] = []
+    back: list[str] = []
+    pos = 0
+    for ch in changes(shown, sentence):
+        named = [shown[a:b] for a, b in job.spans if a < max(ch.end, ch.start + 1) and ch.start < b]
+        kept_all += [shown[pos : ch.start], ch.new]
+        out.append(shown[pos : ch.start])
+        if named and set(re.findall(r"\w+", ch.new.casefold())) & hit:
+            out.append(ch.original)
+            back += named
+        else:
+            out.append(ch.new)
+        pos = ch.end
+    if not back or "".join(kept_all) + shown[pos:] != sentence:
+        return None
+    return _kept_redacted(job, "".join(out) + shown[pos:], list(dict.fromkeys(back)))
 
 
 def _finished(answer: str | None, shown: str) -> str | None:
