@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from presidio_delink.index.shard import FoldDocs, Layered, partition_of
+from presidio_delink.errors import IndexFormatError
+from presidio_delink.index.postings import decode_many
+from presidio_delink.index.shard import (
+    KID_MASK,
+    LAYER_SHIFT,
+    MAX_LAYERS,
+    FoldDocs,
+    Layered,
+    partition_of,
+)
 from presidio_delink.text import Tokenizer
 
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -53,6 +62,17 @@ class KeyWalk:
     lengths: Sequence[int]
     below: int
     extends: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class GroupCut:
+    """How a walk counts *groups* (see :meth:`~.ngram_index.NgramIndex.link_dfs`): each
+    document's group ordinal, and ``settled``, the document frequency from which a value
+    at or above the threshold is so in groups too (``(below - 1) * max_group_size + 1``):
+    only values in ``below..settled - 1`` are mapped to groups."""
+
+    group_of: np.ndarray
+    settled: int
 
 
 @dataclass
@@ -282,20 +302,29 @@ class ViewIndex:
         lengths: Sequence[int],
         below: int,
         extends: Sequence[str] | None = None,
+        groups: GroupCut | None = None,
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`prefix_walk` (``below >= 2``) of queries given as keys (words joined by one
         space, none empty) and their word counts: the detector's hot path.  ``extends``:
         for each query, a key it is a word-prefix of, just walked in a view stored over this
-        one (see :meth:`~presidio_delink.index.shard.Layered.walk`)."""
+        one (see :meth:`~presidio_delink.index.shard.Layered.walk`).  ``groups``: count
+        groups where a value is in ``below..groups.settled - 1``; a row whose value there is
+        below ``below`` in groups stops at it, with that group count and no entry."""
         h = self._walk_hits(keys, below, extends)
+        cut, cut_groups = self._group_cut(h, below, groups)
         dfs: list[int] = h.dfs.tolist()
         out: list[list[int]] = []
         last: list[tuple[int, int] | None] = []
-        for n_words, p, a, c, f in zip(
+        for n_words, p, a, c, f, g, gv in zip(
             lengths, h.part.tolist(), h.start.tolist(), h.count.tolist(), h.first_low.tolist(),
-            strict=True,
+            cut.tolist(), cut_groups.tolist(), strict=True,
         ):
-            if f >= 0:
+            if g >= 0:
+                row = dfs[a:g]
+                row.append(gv)
+                out.append(row)
+                last.append(None)
+            elif f >= 0:
                 out.append(dfs[a : f + 1])
                 last.append((p, h.handles[f]))
             else:
@@ -312,18 +341,100 @@ class ViewIndex:
         lengths: Sequence[int],
         below: int,
         extends: Sequence[str] | None = None,
+        groups: GroupCut | None = None,
     ) -> Lows:
         """What an arity-1 check needs of :meth:`walk_keys`, as arrays (no rows): per
         query, how many of its prefixes reach ``below`` before the first that does not,
         and that one's df (0 when it is not stored; ``below`` when every prefix of the
-        query reaches it)."""
+        query reaches it; its groups when ``groups`` cut the row there, and no entry)."""
         h = self._walk_hits(keys, below, extends)
+        cut, cut_groups = self._group_cut(h, below, groups)
+        is_cut = cut >= 0
         is_low = h.first_low >= 0
         good = np.where(is_low, h.first_low - h.start, h.count)
         n_words = np.asarray(lengths, dtype=np.int64)
         df = np.where(is_low, h.dfs[np.maximum(h.first_low, 0)] if len(h.dfs) else 0,
                       np.where(h.count < n_words, 0, below))
+        if is_cut.any():
+            good = np.where(is_cut, cut - h.start, good)
+            df = np.where(is_cut, cut_groups, df)
+            h.first_low = np.where(is_cut, -1, h.first_low)  # no entry: see walk_keys
         return Lows(good, df, h.entry)
+
+    def _group_cut(
+        self, h: _Hits, below: int, groups: GroupCut | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per query: the hit where its row falls below ``below`` in groups before it does
+        in documents (-1: nowhere), and that hit's group count.
+
+        Only hits before the row's first value below ``below``, with a value in
+        ``below..settled - 1``, are mapped; groups can only fall as an N-gram grows, so the
+        first of them below ``below`` is where the row stops.  The posting lists of all
+        those hits are read at once (:meth:`_group_counts`)."""
+        n = len(h.start)
+        cut = np.full(n, -1, dtype=np.int64)
+        cut_groups = np.zeros(n, dtype=np.int64)
+        total = len(h.dfs)
+        if groups is None or not total:
+            return cut, cut_groups
+        queries = np.arange(n, dtype=np.int64)
+        row = np.empty(total, dtype=np.int64)  # hit -> its query
+        row[np.repeat(h.start - (np.cumsum(h.count) - h.count), h.count)
+            + np.arange(total, dtype=np.int64)] = np.repeat(queries, h.count)
+        stop = np.where(h.first_low >= 0, h.first_low, h.start + h.count)
+        cand = np.flatnonzero(
+            (h.dfs >= below) & (h.dfs < groups.settled)
+            & (np.arange(total, dtype=np.int64) < stop[row])
+        )
+        if not len(cand):
+            return cut, cut_groups
+        handles = np.asarray(h.handles, dtype=np.int64)[cand]
+        g = self._group_counts(h.part[row[cand]], handles, groups.group_of)
+        low = g < below
+        hit, g_low = cand[low], g[low]
+        # `hit` ascends, and a query's hits ascend within it: a query's first is its cut
+        q, first = np.unique(row[hit], return_index=True)
+        cut[q] = hit[first]
+        cut_groups[q] = g_low[first]
+        return cut, cut_groups
+
+    #: Keys of one stored layer below which their lists are read one by one (a batch's
+    #: fixed cost is some tens of numpy calls).
+    BATCH_MIN = 16
+
+    def _group_counts(
+        self, parts: np.ndarray, handles: np.ndarray, group_of: np.ndarray
+    ) -> np.ndarray:
+        """The number of distinct groups of each stored entry ``(parts[i], handles[i])``:
+        the posting lists of each stored layer decoded in one pass
+        (:func:`~presidio_delink.index.postings.decode_many`), each distinct entry once."""
+        out = np.empty(len(handles), dtype=np.int64)
+        layer = handles >> LAYER_SHIFT
+        kids = handles & KID_MASK
+        where = parts * MAX_LAYERS + layer  # one code per stored layer
+        n_docs = len(group_of)
+        for code in np.unique(where).tolist():
+            sel = np.flatnonzero(where == code)
+            store = self.parts[int(parts[sel[0]])].layers[int(layer[sel[0]])]
+            uniq, inv = np.unique(kids[sel], return_inverse=True)
+            counts = np.empty(len(uniq), dtype=np.int64)
+            done = np.zeros(len(uniq), dtype=bool)
+            if len(uniq) >= self.BATCH_MIN:
+                try:
+                    ords, offs, done = decode_many(
+                        uniq, store.dfs_kids, len(store.df8), store.blocks, store.data,
+                        store.n_docs,
+                    )
+                except ValueError as exc:
+                    raise IndexFormatError(f"{store.directory}: {exc}") from exc
+                m = int(done.sum())
+                seg = np.repeat(np.arange(m, dtype=np.int64), np.diff(offs))
+                pairs = np.unique(seg * n_docs + group_of[ords])
+                counts[done] = np.bincount(pairs // n_docs, minlength=m)
+            for i in np.flatnonzero(~done).tolist():
+                counts[i] = len(np.unique(group_of[store.postings_of(int(uniq[i]))]))
+            out[sel] = counts[inv]
+        return out
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
         """Document ordinals of a stored entry ``(partition, handle)``, remembered."""
