@@ -59,7 +59,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -501,8 +501,8 @@ def _set_docs(
     flagged: dict[str, Acc],
     where: dict[str, tuple[int, int] | None],
 ) -> None:
-    """Each flagged N-gram's documents, df and groups."""
-    grouped = index.group_of is not None
+    """Each flagged N-gram's documents, df and groups (the groups of all of them counted
+    in one vectorised step)."""
     for key, acc in flagged.items():
         entry = where.get(key)
         if entry is not None:
@@ -510,7 +510,21 @@ def _set_docs(
         else:
             acc.docs = tuple(view.lookup(key.split(" ")).tolist())
         acc.df = len(acc.docs)
-        acc.groups = len(index.groups_of(np.asarray(acc.docs, np.int64))) if grouped else acc.df
+    group_of = index.group_of
+    if group_of is None or not flagged:
+        for acc in flagged.values():
+            acc.groups = acc.df
+        return
+    accs = list(flagged.values())
+    sizes = np.fromiter((a.df for a in accs), dtype=np.int64, count=len(accs))
+    docs = np.fromiter(chain.from_iterable(a.docs for a in accs), dtype=np.int64,
+                       count=int(sizes.sum()))
+    n = len(group_of)
+    seg = np.repeat(np.arange(len(accs), dtype=np.int64), sizes)
+    distinct = np.unique(seg * n + group_of[docs])  # (N-gram, group) pairs
+    for acc, g in zip(accs, np.bincount(distinct // n, minlength=len(accs)).tolist(),
+                      strict=True):
+        acc.groups = g
 
 
 def _results(view: ViewIndex, flagged: dict[str, Acc]) -> list[Flagged]:

@@ -346,7 +346,9 @@ class ViewIndex:
         """What an arity-1 check needs of :meth:`walk_keys`, as arrays (no rows): per
         query, how many of its prefixes reach ``below`` before the first that does not,
         and that one's df (0 when it is not stored; ``below`` when every prefix of the
-        query reaches it; its groups when ``groups`` cut the row there, and no entry)."""
+        query reaches it; its groups when ``groups`` cut the row there).  A row cut by
+        groups has the entry where it is cut (:meth:`walk_keys` gives none, as the caller
+        of a row looks it up again: the same stored key, hence the same list)."""
         h = self._walk_hits(keys, below, extends)
         cut, cut_groups = self._group_cut(h, below, groups)
         is_cut = cut >= 0
@@ -358,7 +360,7 @@ class ViewIndex:
         if is_cut.any():
             good = np.where(is_cut, cut - h.start, good)
             df = np.where(is_cut, cut_groups, df)
-            h.first_low = np.where(is_cut, -1, h.first_low)  # no entry: see walk_keys
+            h.first_low = np.where(is_cut, cut, h.first_low)
         return Lows(good, df, h.entry)
 
     def _group_cut(
