@@ -67,7 +67,7 @@ import numpy as np
 from presidio_delink.combinations import Acc, Combination, Combos, add_flagged, combinations
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
-from presidio_delink.index.view_index import KeyWalk
+from presidio_delink.index.view_index import KeyWalk, distinct
 from presidio_delink.text import Token, Tokenizer
 
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
@@ -521,8 +521,8 @@ def _set_docs(
                        count=int(sizes.sum()))
     n = len(group_of)
     seg = np.repeat(np.arange(len(accs), dtype=np.int64), sizes)
-    distinct = np.unique(seg * n + group_of[docs])  # (N-gram, group) pairs
-    for acc, g in zip(accs, np.bincount(distinct // n, minlength=len(accs)).tolist(),
+    pairs = distinct(seg * n + group_of[docs])  # (N-gram, group) pairs
+    for acc, g in zip(accs, np.bincount(pairs // n, minlength=len(accs)).tolist(),
                       strict=True):
         acc.groups = g
 
