@@ -9,6 +9,7 @@ groups, with the batch path forced on (``BATCH_MIN = 1``) and left at its defaul
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from presidio_delink import NgramIndex
 from presidio_delink.index.postings import decode_many
+from presidio_delink.index.shard import Partition
 from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex, distinct
 from presidio_delink.linkage import _queries, _Reading
 
@@ -44,7 +46,7 @@ def big_index(tmp_path_factory: pytest.TempPathFactory) -> NgramIndex:
     return NgramIndex.build(_collection(600, 1), tmp_path_factory.mktemp("cs") / "i", max_n=4)
 
 
-def _stores(index: NgramIndex):  # type: ignore[no-untyped-def]
+def _stores(index: NgramIndex) -> Iterator[Partition]:
     for view in index.views.values():
         for part in view.parts:
             yield from part.layers
@@ -99,7 +101,9 @@ def test_distinct() -> None:
         assert distinct(a).tolist() == np.unique(a).tolist()
 
 
-def _reference_link_dfs(index: NgramIndex, view: ViewIndex, walk: KeyWalk):  # type: ignore[no-untyped-def]
+def _reference_link_dfs(
+    index: NgramIndex, view: ViewIndex, walk: KeyWalk
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
     """``link_dfs`` as one look-up per prefix: each value in ``below..settled - 1`` looked
     up again by its words and mapped to groups, the row stopped at the first below."""
     keys, below = walk.keys, walk.below
