@@ -272,8 +272,9 @@ class ViewIndex:
         parts = self.parts
         n = len(keys)
         if len(parts) == 1:  # one partition: map
-            walk = parts[0].walk
-            hits = list(map(walk, keys, extends)) if extends else list(map(walk, keys))
+            # without `extends`, a walk is the layer's prefix_hits (one call a key less)
+            hits = (list(map(parts[0].walk, keys, extends)) if extends
+                    else list(map(parts[0].prefix_hits, keys)))
             count = np.fromiter(map(len, hits), dtype=np.int64, count=n)
             start = np.cumsum(count) - count
             handles = list(map(_second, chain.from_iterable(hits)))
