@@ -8,7 +8,7 @@ here, ``--llm none``, and CLIENTS concurrent clients for DURATION seconds per ro
    (``/proc/PID/smaps_rollup``: RSS, PSS and private pages) idle and after the load.
 3. ``/check`` for DURATION s: latency median and p99 (each answer's places compared with
    ``check``'s for that document); then one client alone for a third of it (the latency
-   without queueing).
+   without queueing); the server's CPU milliseconds a check in both.
 4. ``/delink`` for DURATION s: its rate against the CLI's batch rate, in words a second
    (a timed run serves the first documents most, and their lengths differ), each answer's
    text compared byte for byte with ``delink``'s; and CPU milliseconds per 1000 words (the
@@ -264,10 +264,15 @@ def main() -> None:
                 return f"{doc['id']}: source_ranks differ from delink's"
             return None
 
-        row["check"] = load(srv.port, "/check", docs, a.clients, a.duration, check_ok)
-        print(f"/check: {row['check']}", file=sys.stderr)
-        row["check_one_client"] = load(srv.port, "/check", docs, 1, a.duration / 3, check_ok)
-        print(f"/check, one client: {row['check_one_client']}", file=sys.stderr)
+        for key, clients, seconds in (("check", a.clients, a.duration),
+                                      ("check_one_client", 1, a.duration / 3)):
+            c0 = cpu_seconds(procs)
+            got = row[key] = load(srv.port, "/check", docs, clients, seconds, check_ok)
+            # the CPU a check takes (parent and workers): with C clients on K cores the
+            # median latency is about C x this / K once the cores are saturated
+            got["cpu_ms_per_request"] = round(
+                1000 * (cpu_seconds(procs) - c0) / max(got["requests"], 1), 1)
+            print(f"/check, {clients} client(s): {got}", file=sys.stderr)
         c0 = cpu_seconds(procs)
         row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
         served = row["delink"]["requests"]
