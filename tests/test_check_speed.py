@@ -9,7 +9,7 @@ groups, with the batch path forced on (``BATCH_MIN = 1``) and left at its defaul
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -184,3 +184,35 @@ def test_group_walks_small_collections(
                 assert idx.link_dfs(view, walk) == _reference_link_dfs(idx, view, walk)
     finally:
         ViewIndex.BATCH_MIN = old
+
+
+class _OwnWalk(ViewIndex):
+    """A view whose walks are its own (as a view over several segments has): no handles
+    to count groups from, so its rows are cut by looking each prefix up again."""
+
+    def walk_keys(  # type: ignore[override]
+        self, keys: Sequence[str], lengths: Sequence[int], below: int,
+        extends: Sequence[str] | None = None,
+    ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+        return ViewIndex.walk_keys(self, keys, lengths, below, extends)
+
+    def walk_lows(  # type: ignore[override]
+        self, keys: Sequence[str], lengths: Sequence[int], below: int,
+        extends: Sequence[str] | None = None,
+    ) -> Lows:
+        return Lows.of_rows(*self.walk_keys(keys, lengths, below, extends), below)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_overridden_walks_are_cut_by_lookup(big_index: NgramIndex, k: int) -> None:
+    for text in _texts(11, 4):
+        for view in big_index.views.values():
+            other = object.__new__(_OwnWalk)
+            other.__dict__.update(view.__dict__)
+            reading = _Reading.of(view.tokenizer, text)
+            ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
+            keys, lengths = _queries(reading.words, ends, 0, len(reading.words), view.max_n)
+            walk = KeyWalk(keys, lengths, k)
+            assert big_index.link_dfs(other, walk) == _reference_link_dfs(big_index, view, walk)
+            got, want = big_index.link_lows(other, walk), big_index.link_lows(view, walk)
+            assert (got.good.tolist(), got.df.tolist()) == (want.good.tolist(), want.df.tolist())

@@ -47,7 +47,14 @@ from presidio_delink.index.format import (
 )
 from presidio_delink.index.readings import ReadingsStore, open_readings
 from presidio_delink.index.shard import FoldDocs, Layered, Partition
-from presidio_delink.index.view_index import GroupCut, KeyWalk, Lows, ViewIndex
+from presidio_delink.index.view_index import (
+    GroupCut,
+    KeyWalk,
+    Lows,
+    ViewIndex,
+    lows_in_groups,
+    rows_in_groups,
+)
 from presidio_delink.index.vocab import Vocabulary
 from presidio_delink.text import Tokenizer
 from presidio_delink.views import VIEWS
@@ -358,7 +365,7 @@ class NgramIndex:
         keys, below = walk.keys, walk.below
         if below < 2:
             return view.prefix_walk([k.split(" ") for k in keys], below)
-        return view.walk_keys(keys, walk.lengths, below, walk.extends, self._group_cut(below))
+        return rows_in_groups(view, walk, self._group_cut(below))
 
     def _group_cut(self, below: int) -> GroupCut | None:
         """How a walk below ``below`` counts groups (None: the collection has none)."""
@@ -370,8 +377,7 @@ class NgramIndex:
         """What an arity-1 check needs of :meth:`link_dfs` (see
         :meth:`ViewIndex.walk_lows`)."""
         if walk.below >= 2:
-            return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends,
-                                  self._group_cut(walk.below))
+            return lows_in_groups(view, walk, self._group_cut(walk.below))
         rows, last = self.link_dfs(view, walk)
         return Lows.of_rows(rows, last, walk.below)
 

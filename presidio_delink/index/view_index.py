@@ -576,3 +576,59 @@ class ViewIndex:
             return False
         windows = np.lib.stride_tricks.sliding_window_view(toks, n)
         return bool((windows == seq).all(axis=1).any())
+
+
+# -- walks in group frequencies (NgramIndex.link_dfs / link_lows) --------------------------
+def _reads_hits(view: ViewIndex) -> bool:
+    """Whether ``view`` walks its own stored layers (:class:`ViewIndex`'s walk, not an
+    override such as a view over several segments): then its walk maps groups from the
+    handles of its hits; any other view's rows are mapped by :func:`cut_by_lookup`."""
+    cls = type(view)
+    return cls.walk_keys is ViewIndex.walk_keys and cls.walk_lows is ViewIndex.walk_lows
+
+
+def cut_by_lookup(
+    view: ViewIndex,
+    walk: KeyWalk,
+    rows: list[list[int]],
+    last: list[tuple[int, int] | None],
+    groups: GroupCut,
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+    """Rows of a walk in documents, cut where a value in ``below..settled - 1`` is below
+    ``below`` in groups: each such prefix looked up again by its words (a cut row has no
+    entry).  What :meth:`ViewIndex._group_cut` computes from a walk's handles."""
+    below = walk.below
+    for q, row in enumerate(rows):
+        for n, d in enumerate(row):
+            if below <= d < groups.settled:
+                docs = view.lookup(walk.keys[q].split(" ")[: n + 1])
+                g = len(distinct(groups.group_of[docs]))
+                if g < below:
+                    row[n] = g
+                    del row[n + 1 :]
+                    last[q] = None
+                    break
+    return rows, last
+
+
+def rows_in_groups(
+    view: ViewIndex, walk: KeyWalk, groups: GroupCut | None
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+    """:meth:`ViewIndex.walk_keys` of ``walk`` (``below >= 2``), in group frequencies
+    where ``groups`` says (None: the collection has no groups)."""
+    if groups is None:
+        return view.walk_keys(walk.keys, walk.lengths, walk.below, walk.extends)
+    if _reads_hits(view):
+        return view.walk_keys(walk.keys, walk.lengths, walk.below, walk.extends, groups)
+    rows, last = view.walk_keys(walk.keys, walk.lengths, walk.below, walk.extends)
+    return cut_by_lookup(view, walk, rows, last, groups)
+
+
+def lows_in_groups(view: ViewIndex, walk: KeyWalk, groups: GroupCut | None) -> Lows:
+    """:meth:`ViewIndex.walk_lows` of ``walk`` (``below >= 2``), in group frequencies
+    where ``groups`` says."""
+    if groups is None:
+        return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends)
+    if _reads_hits(view):
+        return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends, groups)
+    return Lows.of_rows(*rows_in_groups(view, walk, groups), walk.below)
