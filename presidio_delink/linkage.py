@@ -67,7 +67,14 @@ import numpy as np
 from presidio_delink.combinations import Acc, Combination, Combos, add_flagged, combinations
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
-from presidio_delink.index.view_index import KeyWalk, distinct
+from presidio_delink.index.view_index import (
+    KeyWalk,
+    Lows,
+    distinct,
+    group_cut,
+    lows_in_groups,
+    rows_in_groups,
+)
 from presidio_delink.text import Token, Tokenizer
 
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
@@ -423,7 +430,7 @@ def _flag_views(
     model (None when no view reads it so).
 
     One word model at a time, ``WINDOW`` positions at a time: the queries of a window are
-    built, walked (:meth:`NgramIndex.link_lows`) and dropped, keeping only the positions
+    built, walked (:func:`_link_lows`) and dropped, keeping only the positions
     whose shortest query below ``k`` is found in some document; a word model's tokens are
     dropped once its views are done.  The answers are those of one walk of the whole text
     (a query reads only its own segment's words)."""
@@ -446,7 +453,7 @@ def _flag_views(
             for view in group:
                 keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
                 walk = KeyWalk(keys, lengths, k, _extended(views, view, walked))
-                lows = index.link_lows(view, walk)
+                lows = _link_lows(index, view, walk)
                 walked[view.name] = keys
                 at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
                 cands[view.name] += [
@@ -475,6 +482,26 @@ def _flag_views(
             found[view.name] = _results(view, flagged)
         del reading
     return found, n_words
+
+
+def _link_dfs(
+    index: NgramIndex, view: ViewIndex, walk: KeyWalk
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+    """:meth:`NgramIndex.link_dfs`: the walk in group frequencies where it matters, the
+    groups counted from the walk's own stored entries
+    (:func:`~presidio_delink.index.view_index.rows_in_groups`)."""
+    if walk.below < 2:
+        return index.link_dfs(view, walk)
+    cut = group_cut(index.group_of, index.max_group_size, walk.below)
+    return rows_in_groups(view, walk, cut)
+
+
+def _link_lows(index: NgramIndex, view: ViewIndex, walk: KeyWalk) -> Lows:
+    """:meth:`NgramIndex.link_lows`, as :func:`_link_dfs` reads groups."""
+    if walk.below < 2:
+        return index.link_lows(view, walk)
+    cut = group_cut(index.group_of, index.max_group_size, walk.below)
+    return lows_in_groups(view, walk, cut)
 
 
 def _add_minimal(
@@ -559,7 +586,7 @@ def _walk_views(
     index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
 ) -> tuple[dict[str, _Walk], int | None]:
     """Arity 2, 3: the prefix walks of every view over the whole text, every prefix's
-    document frequency kept for the combinations (:meth:`NgramIndex.link_dfs`), and the
+    document frequency kept for the combinations (:func:`_link_dfs`), and the
     text's words in the index's own text model (None when no view reads it so)."""
     walks: dict[str, _Walk] = {}
     n_words = None
@@ -571,7 +598,7 @@ def _walk_views(
             ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
             keys, lengths = _queries(reading.words, ends, 0, len(reading.words), mx)
             extends = _extended(views, view, {n: w.keys for n, w in walks.items()})
-            dfs, entries = index.link_dfs(view, KeyWalk(keys, lengths, k, extends))
+            dfs, entries = _link_dfs(index, view, KeyWalk(keys, lengths, k, extends))
             bounds = list(zip([0, *ends], ends, strict=False))  # each segment's tokens
             walks[view.name] = _Walk(
                 [reading.tokens[a:b] for a, b in bounds],

@@ -1,9 +1,10 @@
 """The batched check path against the one-key-at-a-time reading it replaces.
 
 ``decode_many`` against ``postings_of`` on every stored key (plain, complemented and
-large-count lists), and the group-aware walks of ``NgramIndex.link_dfs`` /
-``link_lows`` against a reference that looks every prefix up again and counts its
-groups, with the batch path forced on (``BATCH_MIN = 1``) and left at its default.
+large-count lists), and the check's group-aware walks (``linkage._link_dfs`` /
+``_link_lows``, what ``NgramIndex.link_dfs`` / ``link_lows`` give) against a reference
+that looks every prefix up again and counts its groups, with the batch path forced on
+(``BATCH_MIN = 1``) and left at its default.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from presidio_delink import NgramIndex
 from presidio_delink.index.postings import decode_many
 from presidio_delink.index.shard import Partition
 from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex, distinct
-from presidio_delink.linkage import _queries, _Reading
+from presidio_delink.linkage import _link_dfs, _link_lows, _queries, _Reading
 
 WORDS = [f"w{i}" for i in range(40)]
 COMMON = ["the", "of", "and", "court"]
@@ -143,9 +144,9 @@ def test_group_walks_equal_reference(
             keys, lengths = _queries(reading.words, ends, 0, len(reading.words), view.max_n)
             walk = KeyWalk(keys, lengths, k)
             want_rows, want_last = _reference_link_dfs(big_index, view, walk)
-            rows, last = big_index.link_dfs(view, walk)
+            rows, last = _link_dfs(big_index, view, walk)
             assert (rows, last) == (want_rows, want_last)
-            lows = big_index.link_lows(view, walk)
+            lows = _link_lows(big_index, view, walk)
             ref = Lows.of_rows(want_rows, want_last, k)
             assert lows.good.tolist() == ref.good.tolist()
             assert lows.df.tolist() == ref.df.tolist()
@@ -181,7 +182,9 @@ def test_group_walks_small_collections(
                 ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
                 keys, lengths = _queries(reading.words, ends, 0, len(reading.words), 3)
                 walk = KeyWalk(keys, lengths, k)
-                assert idx.link_dfs(view, walk) == _reference_link_dfs(idx, view, walk)
+                want = _reference_link_dfs(idx, view, walk)
+                assert _link_dfs(idx, view, walk) == want
+                assert idx.link_dfs(view, walk) == want
     finally:
         ViewIndex.BATCH_MIN = old
 
@@ -213,6 +216,6 @@ def test_overridden_walks_are_cut_by_lookup(big_index: NgramIndex, k: int) -> No
             ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
             keys, lengths = _queries(reading.words, ends, 0, len(reading.words), view.max_n)
             walk = KeyWalk(keys, lengths, k)
-            assert big_index.link_dfs(other, walk) == _reference_link_dfs(big_index, view, walk)
-            got, want = big_index.link_lows(other, walk), big_index.link_lows(view, walk)
+            assert _link_dfs(big_index, other, walk) == _reference_link_dfs(big_index, view, walk)
+            got, want = _link_lows(big_index, other, walk), _link_lows(big_index, view, walk)
             assert (got.good.tolist(), got.df.tolist()) == (want.good.tolist(), want.df.tolist())

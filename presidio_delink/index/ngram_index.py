@@ -47,14 +47,7 @@ from presidio_delink.index.format import (
 )
 from presidio_delink.index.readings import ReadingsStore, open_readings
 from presidio_delink.index.shard import FoldDocs, Layered, Partition
-from presidio_delink.index.view_index import (
-    GroupCut,
-    KeyWalk,
-    Lows,
-    ViewIndex,
-    lows_in_groups,
-    rows_in_groups,
-)
+from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex
 from presidio_delink.index.vocab import Vocabulary
 from presidio_delink.text import Tokenizer
 from presidio_delink.views import VIEWS
@@ -365,19 +358,26 @@ class NgramIndex:
         keys, below = walk.keys, walk.below
         if below < 2:
             return view.prefix_walk([k.split(" ") for k in keys], below)
-        return rows_in_groups(view, walk, self._group_cut(below))
-
-    def _group_cut(self, below: int) -> GroupCut | None:
-        """How a walk below ``below`` counts groups (None: the collection has none)."""
+        rows, last = view.walk_keys(keys, walk.lengths, below, walk.extends)
         if self.group_of is None:
-            return None
-        return GroupCut(self.group_of, (below - 1) * self.max_group_size + 1)
+            return rows, last
+        settled = (below - 1) * self.max_group_size + 1
+        for q, row in enumerate(rows):
+            for n, d in enumerate(row):
+                if below <= d < settled:
+                    g = len(self.groups_of(view.lookup(keys[q].split(" ")[: n + 1])))
+                    if g < below:
+                        row[n] = g
+                        del row[n + 1 :]
+                        last[q] = None
+                        break
+        return rows, last
 
     def link_lows(self, view: ViewIndex, walk: KeyWalk) -> Lows:
         """What an arity-1 check needs of :meth:`link_dfs` (see
         :meth:`ViewIndex.walk_lows`)."""
-        if walk.below >= 2:
-            return lows_in_groups(view, walk, self._group_cut(walk.below))
+        if walk.below >= 2 and self.group_of is None:
+            return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends)
         rows, last = self.link_dfs(view, walk)
         return Lows.of_rows(rows, last, walk.below)
 

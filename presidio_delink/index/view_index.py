@@ -578,7 +578,15 @@ class ViewIndex:
         return bool((windows == seq).all(axis=1).any())
 
 
-# -- walks in group frequencies (NgramIndex.link_dfs / link_lows) --------------------------
+# -- walks in group frequencies: what NgramIndex.link_dfs / link_lows give -----------------
+def group_cut(group_of: np.ndarray | None, max_group_size: int, below: int) -> GroupCut | None:
+    """How a walk below ``below`` counts groups, for a collection whose documents are in
+    groups ``group_of`` of at most ``max_group_size`` (None: the collection has none)."""
+    if group_of is None:
+        return None
+    return GroupCut(group_of, (below - 1) * max_group_size + 1)
+
+
 def _reads_hits(view: ViewIndex) -> bool:
     """Whether ``view`` walks its own stored layers (:class:`ViewIndex`'s walk, not an
     override such as a view over several segments): then its walk maps groups from the
