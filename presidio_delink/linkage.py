@@ -68,6 +68,7 @@ from presidio_delink.combinations import Acc, Combination, Combos, add_flagged, 
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
 from presidio_delink.index.view_index import (
+    GroupCut,
     KeyWalk,
     Lows,
     distinct,
@@ -435,6 +436,7 @@ def _flag_views(
     dropped once its views are done.  The answers are those of one walk of the whole text
     (a query reads only its own segment's words)."""
     found: dict[str, list[Flagged]] = {}
+    cut = _group_cut(index, k)
     n_words = None
     for group in _by_model(views).values():
         # one reading for the word model (the first view's tokenizer, as ever)
@@ -453,7 +455,7 @@ def _flag_views(
             for view in group:
                 keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
                 walk = KeyWalk(keys, lengths, k, _extended(views, view, walked))
-                lows = _link_lows(index, view, walk)
+                lows = _link_lows(index, view, walk, cut)
                 walked[view.name] = keys
                 at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
                 cands[view.name] += [
@@ -484,23 +486,30 @@ def _flag_views(
     return found, n_words
 
 
+def _group_cut(index: NgramIndex, k: int) -> GroupCut | None:
+    """How one check's walks below ``k`` count groups (None: the collection has none);
+    one for all its views, which meet the same stored entries."""
+    return group_cut(index.group_of, index.max_group_size, k)
+
+
 def _link_dfs(
-    index: NgramIndex, view: ViewIndex, walk: KeyWalk
+    index: NgramIndex, view: ViewIndex, walk: KeyWalk, cut: GroupCut | None
 ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
     """:meth:`NgramIndex.link_dfs`: the walk in group frequencies where it matters, the
     groups counted from the walk's own stored entries
-    (:func:`~presidio_delink.index.view_index.rows_in_groups`)."""
+    (:func:`~presidio_delink.index.view_index.rows_in_groups`); ``cut``:
+    :func:`_group_cut` of ``walk.below``."""
     if walk.below < 2:
         return index.link_dfs(view, walk)
-    cut = group_cut(index.group_of, index.max_group_size, walk.below)
     return rows_in_groups(view, walk, cut)
 
 
-def _link_lows(index: NgramIndex, view: ViewIndex, walk: KeyWalk) -> Lows:
+def _link_lows(
+    index: NgramIndex, view: ViewIndex, walk: KeyWalk, cut: GroupCut | None
+) -> Lows:
     """:meth:`NgramIndex.link_lows`, as :func:`_link_dfs` reads groups."""
     if walk.below < 2:
         return index.link_lows(view, walk)
-    cut = group_cut(index.group_of, index.max_group_size, walk.below)
     return lows_in_groups(view, walk, cut)
 
 
@@ -589,6 +598,7 @@ def _walk_views(
     document frequency kept for the combinations (:func:`_link_dfs`), and the
     text's words in the index's own text model (None when no view reads it so)."""
     walks: dict[str, _Walk] = {}
+    cut = _group_cut(index, k)
     n_words = None
     for group in _by_model(views).values():
         reading = _Reading.of(group[0].tokenizer, text)
@@ -598,7 +608,7 @@ def _walk_views(
             ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
             keys, lengths = _queries(reading.words, ends, 0, len(reading.words), mx)
             extends = _extended(views, view, {n: w.keys for n, w in walks.items()})
-            dfs, entries = _link_dfs(index, view, KeyWalk(keys, lengths, k, extends))
+            dfs, entries = _link_dfs(index, view, KeyWalk(keys, lengths, k, extends), cut)
             bounds = list(zip([0, *ends], ends, strict=False))  # each segment's tokens
             walks[view.name] = _Walk(
                 [reading.tokens[a:b] for a, b in bounds],

@@ -11,8 +11,8 @@ which holds one per view.  A view may be stored as differences from another view
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from itertools import chain
+from dataclasses import dataclass, field
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -25,6 +25,7 @@ from presidio_delink.index.shard import (
     MAX_LAYERS,
     FoldDocs,
     Layered,
+    Partition,
     partition_of,
 )
 from presidio_delink.text import Tokenizer
@@ -84,10 +85,15 @@ class GroupCut:
     """How a walk counts *groups* (see :meth:`~.ngram_index.NgramIndex.link_dfs`): each
     document's group ordinal, and ``settled``, the document frequency from which a value
     at or above the threshold is so in groups too (``(below - 1) * max_group_size + 1``):
-    only values in ``below..settled - 1`` are mapped to groups."""
+    only values in ``below..settled - 1`` are mapped to groups.
+
+    ``known``: the group counts found so far, per stored layer and trie id.  One cut serves
+    the walks of one check: views stored over one another meet the same stored entries
+    (most of a child view's hits are its parent's), so each is counted once."""
 
     group_of: np.ndarray
     settled: int
+    known: dict[Partition, dict[int, int]] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -408,7 +414,7 @@ class ViewIndex:
             return cut, cut_groups
         hl = h.handles
         handles = np.fromiter([hl[i] for i in cand.tolist()], dtype=np.int64, count=len(cand))
-        g = self._group_counts(h.part[row[cand]], handles, groups.group_of)
+        g = self._group_counts(h.part[row[cand]], handles, groups)
         low = g < below
         hit, g_low = cand[low], g[low]
         # `hit` ascends, and a query's hits ascend within it: a query's first is its cut
@@ -422,11 +428,13 @@ class ViewIndex:
     BATCH_MIN = 16
 
     def _group_counts(
-        self, parts: np.ndarray, handles: np.ndarray, group_of: np.ndarray
+        self, parts: np.ndarray, handles: np.ndarray, groups: GroupCut
     ) -> np.ndarray:
         """The number of distinct groups of each stored entry ``(parts[i], handles[i])``:
-        the posting lists of each stored layer decoded in one pass
-        (:func:`~presidio_delink.index.postings.decode_many`), each distinct entry once."""
+        each distinct entry once, those not in ``groups.known`` read by stored layer, the
+        posting lists of a layer decoded in one pass
+        (:func:`~presidio_delink.index.postings.decode_many`)."""
+        group_of = groups.group_of
         out = np.empty(len(handles), dtype=np.int64)
         layer = handles >> LAYER_SHIFT
         kids = handles & KID_MASK
@@ -435,13 +443,17 @@ class ViewIndex:
         for code in distinct(where).tolist():
             sel = np.flatnonzero(where == code)
             store = self.parts[int(parts[sel[0]])].layers[int(layer[sel[0]])]
+            known = groups.known.setdefault(store, {})
             uniq, inv = np.unique(kids[sel], return_inverse=True)
-            counts = np.empty(len(uniq), dtype=np.int64)
-            done = np.zeros(len(uniq), dtype=bool)
-            if len(uniq) >= self.BATCH_MIN:
+            counts = np.fromiter(map(known.get, uniq.tolist(), repeat(-1)), dtype=np.int64,
+                                 count=len(uniq))
+            todo = np.flatnonzero(counts < 0)
+            new = np.empty(len(todo), dtype=np.int64)
+            done = np.zeros(len(todo), dtype=bool)
+            if len(todo) >= self.BATCH_MIN:
                 try:
                     ords, offs, done = decode_many(
-                        uniq, store.dfs_kids, len(store.df8), store.blocks, store.data,
+                        uniq[todo], store.dfs_kids, len(store.df8), store.blocks, store.data,
                         store.n_docs,
                     )
                 except ValueError as exc:
@@ -449,9 +461,11 @@ class ViewIndex:
                 m = int(done.sum())
                 seg = np.repeat(np.arange(m, dtype=np.int64), np.diff(offs))
                 pairs = distinct(seg * n_docs + group_of[ords])
-                counts[done] = np.bincount(pairs // n_docs, minlength=m)
+                new[done] = np.bincount(pairs // n_docs, minlength=m)
             for i in np.flatnonzero(~done).tolist():
-                counts[i] = len(np.unique(group_of[store.postings_of(int(uniq[i]))]))
+                new[i] = len(np.unique(group_of[store.postings_of(int(uniq[todo[i]]))]))
+            counts[todo] = new
+            known.update(zip(uniq[todo].tolist(), new.tolist(), strict=True))
             out[sel] = counts[inv]
         return out
 
