@@ -25,7 +25,11 @@ each answer's ``source_ranks`` compared too).
 Usage::
 
     python benchmarks/bench_service.py [--duration 60] [--clients 16] [--workers 2]
-        [--samples] [--known] [--json OUT]
+        [--samples] [--known] [--check-only] [--json OUT]
+
+``--check-only`` runs steps 1 to 3 for ``check`` alone. Run by another build's interpreter
+(``/other/.venv/bin/python benchmarks/bench_service.py --check-only``), it measures that
+build's library (``library`` in the output), for an A/B in turn on the same machine.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from service_process import ServiceProcess  # noqa: E402
+
+import presidio_delink  # noqa: E402
 
 ENV = {**os.environ, "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": ""}
 CLI = [sys.executable, "-m", "presidio_delink"]
@@ -83,13 +89,16 @@ def write_jsonl(path: Path, docs: list[dict[str, str]]) -> Path:
 
 
 def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int,
-             tag: str = "") -> dict[str, Any]:
-    """``check`` and ``delink`` of the CLI: their records by id and the batch rate."""
+             tag: str = "", check_only: bool = False) -> dict[str, Any]:
+    """``check`` and ``delink`` of the CLI: their records by id and the batch rate
+    (``check_only``: ``check``'s records alone)."""
     all_docs = write_jsonl(work / f"docs{tag}.jsonl", docs)
     one = write_jsonl(work / f"one{tag}.jsonl", docs[:1])
     check = subprocess.run([*CLI, "check", "--index", str(idx), str(all_docs)],
                            capture_output=True, env=ENV)
     checks = {r["id"]: r for r in map(json.loads, check.stdout.decode().splitlines())}
+    if check_only:
+        return {"checks": checks}
     times, cpu = {}, {}
     for name, path in (("one", one), ("all", all_docs)):
         out = work / f"cli{tag}_{name}.jsonl"
@@ -217,6 +226,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "service")
     ap.add_argument("--tag", default="", help="a name for this run's files in --work")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--check-only", action="store_true",
+                    help="only /check (and the CLI's check): an A/B of two builds, run in turn")
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {
@@ -227,12 +238,15 @@ def main() -> None:
         "cores": os.cpu_count(), "duration_s": a.duration, "clients": a.clients,
         "workers": a.workers, "data": "samples" if a.samples else "TAB test (127, gold masks)",
         "known_sources": a.known,
+        # the library the CLI and the server run (another build's interpreter can run this
+        # script: its own editable install is what is measured)
+        "library": str(Path(presidio_delink.__file__).resolve().parent.parent),
     }
     idx, docs = setup(a.work, a.samples, a.known)
     docs = docs[: a.docs] if a.docs else docs
     row["documents"] = len(docs)
     print(f"{len(docs)} documents; CLI runs ...", file=sys.stderr)
-    cli = cli_runs(idx, docs, a.work, a.workers, a.tag)
+    cli = cli_runs(idx, docs, a.work, a.workers, a.tag, a.check_only)
     row["cli"] = {k: v for k, v in cli.items() if k not in ("checks", "records")}
     print(f"CLI: {row['cli']}", file=sys.stderr)
 
@@ -273,20 +287,21 @@ def main() -> None:
             got["cpu_ms_per_request"] = round(
                 1000 * (cpu_seconds(procs) - c0) / max(got["requests"], 1), 1)
             print(f"/check, {clients} client(s): {got}", file=sys.stderr)
-        c0 = cpu_seconds(procs)
-        row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
-        served = row["delink"]["requests"]
-        used = cpu_seconds(procs) - c0
-        d = row["delink"]
-        d["cpu_s_per_doc"] = round(used / max(served, 1), 3)
-        d["words_per_s"] = round(served_words[0] / d["seconds"])
-        d["cpu_ms_per_1000_words"] = round(1e6 * used / max(served_words[0], 1), 1)
-        print(f"/delink: {d}", file=sys.stderr)
-        # documents differ in length and a timed run serves the first ones most: compare
-        # by words
-        row["delink_vs_cli_words_per_s"] = round(d["words_per_s"] / cli["words_per_s"], 3)
-        row["delink_vs_cli_cpu"] = round(
-            cli["cpu_ms_per_1000_words"] / d["cpu_ms_per_1000_words"], 3)
+        if not a.check_only:
+            c0 = cpu_seconds(procs)
+            row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
+            served = row["delink"]["requests"]
+            used = cpu_seconds(procs) - c0
+            d = row["delink"]
+            d["cpu_s_per_doc"] = round(used / max(served, 1), 3)
+            d["words_per_s"] = round(served_words[0] / d["seconds"])
+            d["cpu_ms_per_1000_words"] = round(1e6 * used / max(served_words[0], 1), 1)
+            print(f"/delink: {d}", file=sys.stderr)
+            # documents differ in length and a timed run serves the first ones most: compare
+            # by words
+            row["delink_vs_cli_words_per_s"] = round(d["words_per_s"] / cli["words_per_s"], 3)
+            row["delink_vs_cli_cpu"] = round(
+                cli["cpu_ms_per_1000_words"] / d["cpu_ms_per_1000_words"], 3)
         row["memory_loaded"] = memory([srv.pid, *srv.workers()])
     finally:
         t0 = time.perf_counter()
