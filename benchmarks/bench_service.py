@@ -52,8 +52,6 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from service_process import ServiceProcess  # noqa: E402
 
-import presidio_delink  # noqa: E402
-
 ENV = {**os.environ, "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": ""}
 CLI = [sys.executable, "-m", "presidio_delink"]
 
@@ -229,6 +227,8 @@ def main() -> None:
     ap.add_argument("--check-only", action="store_true",
                     help="only /check (and the CLI's check): an A/B of two builds, run in turn")
     a = ap.parse_args()
+    a.work = a.work.resolve()  # the run changes into it (below)
+    a.json = a.json.resolve() if a.json else None
     a.work.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -238,10 +238,14 @@ def main() -> None:
         "cores": os.cpu_count(), "duration_s": a.duration, "clients": a.clients,
         "workers": a.workers, "data": "samples" if a.samples else "TAB test (127, gold masks)",
         "known_sources": a.known,
-        # the library the CLI and the server run (another build's interpreter can run this
-        # script: its own editable install is what is measured)
-        "library": str(Path(presidio_delink.__file__).resolve().parent.parent),
     }
+    # The CLI and the server run as `python -m presidio_delink`, which imports from the
+    # working directory first: run them from the work folder, so that what is measured is
+    # the library this interpreter has installed (another build's, in an A/B), and say which.
+    os.chdir(a.work)
+    row["library"] = subprocess.run(
+        [sys.executable, "-c", "import presidio_delink as p; print(p.__file__)"],
+        capture_output=True, text=True, env=ENV).stdout.strip()
     idx, docs = setup(a.work, a.samples, a.known)
     docs = docs[: a.docs] if a.docs else docs
     row["documents"] = len(docs)
