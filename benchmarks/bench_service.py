@@ -8,7 +8,7 @@ here, ``--llm none``, and CLIENTS concurrent clients for DURATION seconds per ro
    (``/proc/PID/smaps_rollup``: RSS, PSS and private pages) idle and after the load.
 3. ``/check`` for DURATION s: latency median and p99 (each answer's places compared with
    ``check``'s for that document); then one client alone for a third of it (the latency
-   without queueing).
+   without queueing); the server's CPU milliseconds a check in both.
 4. ``/delink`` for DURATION s: its rate against the CLI's batch rate, in words a second
    (a timed run serves the first documents most, and their lengths differ), each answer's
    text compared byte for byte with ``delink``'s; and CPU milliseconds per 1000 words (the
@@ -25,7 +25,11 @@ each answer's ``source_ranks`` compared too).
 Usage::
 
     python benchmarks/bench_service.py [--duration 60] [--clients 16] [--workers 2]
-        [--samples] [--known] [--json OUT]
+        [--samples] [--known] [--check-only] [--json OUT]
+
+``--check-only`` runs steps 1 to 3 for ``check`` alone. Run by another build's interpreter
+(``/other/.venv/bin/python benchmarks/bench_service.py --check-only``), it measures that
+build's library (``library`` in the output), for an A/B in turn on the same machine.
 """
 
 from __future__ import annotations
@@ -83,13 +87,16 @@ def write_jsonl(path: Path, docs: list[dict[str, str]]) -> Path:
 
 
 def cli_runs(idx: Path, docs: list[dict[str, str]], work: Path, workers: int,
-             tag: str = "") -> dict[str, Any]:
-    """``check`` and ``delink`` of the CLI: their records by id and the batch rate."""
+             tag: str = "", check_only: bool = False) -> dict[str, Any]:
+    """``check`` and ``delink`` of the CLI: their records by id and the batch rate
+    (``check_only``: ``check``'s records alone)."""
     all_docs = write_jsonl(work / f"docs{tag}.jsonl", docs)
     one = write_jsonl(work / f"one{tag}.jsonl", docs[:1])
     check = subprocess.run([*CLI, "check", "--index", str(idx), str(all_docs)],
                            capture_output=True, env=ENV)
     checks = {r["id"]: r for r in map(json.loads, check.stdout.decode().splitlines())}
+    if check_only:
+        return {"checks": checks}
     times, cpu = {}, {}
     for name, path in (("one", one), ("all", all_docs)):
         out = work / f"cli{tag}_{name}.jsonl"
@@ -217,7 +224,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "service")
     ap.add_argument("--tag", default="", help="a name for this run's files in --work")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--check-only", action="store_true",
+                    help="only /check (and the CLI's check): an A/B of two builds, run in turn")
     a = ap.parse_args()
+    a.work = a.work.resolve()  # the run changes into it (below)
+    a.json = a.json.resolve() if a.json else None
     a.work.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -228,11 +239,18 @@ def main() -> None:
         "workers": a.workers, "data": "samples" if a.samples else "TAB test (127, gold masks)",
         "known_sources": a.known,
     }
+    # The CLI and the server run as `python -m presidio_delink`, which imports from the
+    # working directory first: run them from the work folder, so that what is measured is
+    # the library this interpreter has installed (another build's, in an A/B), and say which.
+    os.chdir(a.work)
+    row["library"] = subprocess.run(
+        [sys.executable, "-c", "import presidio_delink as p; print(p.__file__)"],
+        capture_output=True, text=True, env=ENV).stdout.strip()
     idx, docs = setup(a.work, a.samples, a.known)
     docs = docs[: a.docs] if a.docs else docs
     row["documents"] = len(docs)
     print(f"{len(docs)} documents; CLI runs ...", file=sys.stderr)
-    cli = cli_runs(idx, docs, a.work, a.workers, a.tag)
+    cli = cli_runs(idx, docs, a.work, a.workers, a.tag, a.check_only)
     row["cli"] = {k: v for k, v in cli.items() if k not in ("checks", "records")}
     print(f"CLI: {row['cli']}", file=sys.stderr)
 
@@ -264,24 +282,30 @@ def main() -> None:
                 return f"{doc['id']}: source_ranks differ from delink's"
             return None
 
-        row["check"] = load(srv.port, "/check", docs, a.clients, a.duration, check_ok)
-        print(f"/check: {row['check']}", file=sys.stderr)
-        row["check_one_client"] = load(srv.port, "/check", docs, 1, a.duration / 3, check_ok)
-        print(f"/check, one client: {row['check_one_client']}", file=sys.stderr)
-        c0 = cpu_seconds(procs)
-        row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
-        served = row["delink"]["requests"]
-        used = cpu_seconds(procs) - c0
-        d = row["delink"]
-        d["cpu_s_per_doc"] = round(used / max(served, 1), 3)
-        d["words_per_s"] = round(served_words[0] / d["seconds"])
-        d["cpu_ms_per_1000_words"] = round(1e6 * used / max(served_words[0], 1), 1)
-        print(f"/delink: {d}", file=sys.stderr)
-        # documents differ in length and a timed run serves the first ones most: compare
-        # by words
-        row["delink_vs_cli_words_per_s"] = round(d["words_per_s"] / cli["words_per_s"], 3)
-        row["delink_vs_cli_cpu"] = round(
-            cli["cpu_ms_per_1000_words"] / d["cpu_ms_per_1000_words"], 3)
+        for key, clients, seconds in (("check", a.clients, a.duration),
+                                      ("check_one_client", 1, a.duration / 3)):
+            c0 = cpu_seconds(procs)
+            got = row[key] = load(srv.port, "/check", docs, clients, seconds, check_ok)
+            # the CPU a check takes (parent and workers): with C clients on K cores the
+            # median latency is about C x this / K once the cores are saturated
+            got["cpu_ms_per_request"] = round(
+                1000 * (cpu_seconds(procs) - c0) / max(got["requests"], 1), 1)
+            print(f"/check, {clients} client(s): {got}", file=sys.stderr)
+        if not a.check_only:
+            c0 = cpu_seconds(procs)
+            row["delink"] = load(srv.port, "/delink", docs, a.clients, a.duration, delink_ok)
+            served = row["delink"]["requests"]
+            used = cpu_seconds(procs) - c0
+            d = row["delink"]
+            d["cpu_s_per_doc"] = round(used / max(served, 1), 3)
+            d["words_per_s"] = round(served_words[0] / d["seconds"])
+            d["cpu_ms_per_1000_words"] = round(1e6 * used / max(served_words[0], 1), 1)
+            print(f"/delink: {d}", file=sys.stderr)
+            # documents differ in length and a timed run serves the first ones most: compare
+            # by words
+            row["delink_vs_cli_words_per_s"] = round(d["words_per_s"] / cli["words_per_s"], 3)
+            row["delink_vs_cli_cpu"] = round(
+                cli["cpu_ms_per_1000_words"] / d["cpu_ms_per_1000_words"], 3)
         row["memory_loaded"] = memory([srv.pid, *srv.workers()])
     finally:
         t0 = time.perf_counter()

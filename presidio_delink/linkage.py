@@ -59,7 +59,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -67,7 +67,15 @@ import numpy as np
 from presidio_delink.combinations import Acc, Combination, Combos, add_flagged, combinations
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex, ViewIndex
-from presidio_delink.index.view_index import KeyWalk
+from presidio_delink.index.view_index import (
+    GroupCut,
+    KeyWalk,
+    Lows,
+    distinct,
+    group_cut,
+    lows_in_groups,
+    rows_in_groups,
+)
 from presidio_delink.text import Token, Tokenizer
 
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
@@ -423,11 +431,12 @@ def _flag_views(
     model (None when no view reads it so).
 
     One word model at a time, ``WINDOW`` positions at a time: the queries of a window are
-    built, walked (:meth:`NgramIndex.link_lows`) and dropped, keeping only the positions
+    built, walked (:func:`_link_lows`) and dropped, keeping only the positions
     whose shortest query below ``k`` is found in some document; a word model's tokens are
     dropped once its views are done.  The answers are those of one walk of the whole text
     (a query reads only its own segment's words)."""
     found: dict[str, list[Flagged]] = {}
+    cut = _group_cut(index, k)
     n_words = None
     for group in _by_model(views).values():
         # one reading for the word model (the first view's tokenizer, as ever)
@@ -446,7 +455,7 @@ def _flag_views(
             for view in group:
                 keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
                 walk = KeyWalk(keys, lengths, k, _extended(views, view, walked))
-                lows = index.link_lows(view, walk)
+                lows = _link_lows(index, view, walk, cut)
                 walked[view.name] = keys
                 at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
                 cands[view.name] += [
@@ -477,6 +486,33 @@ def _flag_views(
     return found, n_words
 
 
+def _group_cut(index: NgramIndex, k: int) -> GroupCut | None:
+    """How one check's walks below ``k`` count groups (None: the collection has none);
+    one for all its views, which meet the same stored entries."""
+    return group_cut(index.group_of, index.max_group_size, k)
+
+
+def _link_dfs(
+    index: NgramIndex, view: ViewIndex, walk: KeyWalk, cut: GroupCut | None
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+    """:meth:`NgramIndex.link_dfs`: the walk in group frequencies where it matters, the
+    groups counted from the walk's own stored entries
+    (:func:`~presidio_delink.index.view_index.rows_in_groups`); ``cut``:
+    :func:`_group_cut` of ``walk.below``."""
+    if walk.below < 2:
+        return index.link_dfs(view, walk)
+    return rows_in_groups(view, walk, cut)
+
+
+def _link_lows(
+    index: NgramIndex, view: ViewIndex, walk: KeyWalk, cut: GroupCut | None
+) -> Lows:
+    """:meth:`NgramIndex.link_lows`, as :func:`_link_dfs` reads groups."""
+    if walk.below < 2:
+        return index.link_lows(view, walk)
+    return lows_in_groups(view, walk, cut)
+
+
 def _add_minimal(
     flagged: dict[str, Acc],
     where: dict[str, tuple[int, int] | None],
@@ -501,8 +537,8 @@ def _set_docs(
     flagged: dict[str, Acc],
     where: dict[str, tuple[int, int] | None],
 ) -> None:
-    """Each flagged N-gram's documents, df and groups."""
-    grouped = index.group_of is not None
+    """Each flagged N-gram's documents, df and groups (the groups of all of them counted
+    in one vectorised step)."""
     for key, acc in flagged.items():
         entry = where.get(key)
         if entry is not None:
@@ -510,7 +546,21 @@ def _set_docs(
         else:
             acc.docs = tuple(view.lookup(key.split(" ")).tolist())
         acc.df = len(acc.docs)
-        acc.groups = len(index.groups_of(np.asarray(acc.docs, np.int64))) if grouped else acc.df
+    group_of = index.group_of
+    if group_of is None or not flagged:
+        for acc in flagged.values():
+            acc.groups = acc.df
+        return
+    accs = list(flagged.values())
+    sizes = np.fromiter((a.df for a in accs), dtype=np.int64, count=len(accs))
+    docs = np.fromiter(chain.from_iterable(a.docs for a in accs), dtype=np.int64,
+                       count=int(sizes.sum()))
+    n = len(group_of)
+    seg = np.repeat(np.arange(len(accs), dtype=np.int64), sizes)
+    pairs = distinct(seg * n + group_of[docs])  # (N-gram, group) pairs
+    for acc, g in zip(accs, np.bincount(pairs // n, minlength=len(accs)).tolist(),
+                      strict=True):
+        acc.groups = g
 
 
 def _results(view: ViewIndex, flagged: dict[str, Acc]) -> list[Flagged]:
@@ -545,9 +595,10 @@ def _walk_views(
     index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
 ) -> tuple[dict[str, _Walk], int | None]:
     """Arity 2, 3: the prefix walks of every view over the whole text, every prefix's
-    document frequency kept for the combinations (:meth:`NgramIndex.link_dfs`), and the
+    document frequency kept for the combinations (:func:`_link_dfs`), and the
     text's words in the index's own text model (None when no view reads it so)."""
     walks: dict[str, _Walk] = {}
+    cut = _group_cut(index, k)
     n_words = None
     for group in _by_model(views).values():
         reading = _Reading.of(group[0].tokenizer, text)
@@ -557,7 +608,7 @@ def _walk_views(
             ends = reading.seg_ends(not view.tokenizer.break_on_punctuation)
             keys, lengths = _queries(reading.words, ends, 0, len(reading.words), mx)
             extends = _extended(views, view, {n: w.keys for n, w in walks.items()})
-            dfs, entries = index.link_dfs(view, KeyWalk(keys, lengths, k, extends))
+            dfs, entries = _link_dfs(index, view, KeyWalk(keys, lengths, k, extends), cut)
             bounds = list(zip([0, *ends], ends, strict=False))  # each segment's tokens
             walks[view.name] = _Walk(
                 [reading.tokens[a:b] for a, b in bounds],

@@ -28,6 +28,8 @@ detector's hot path) is one memory-mapped byte each; decoding a list reads its b
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 BLOCK = 32
@@ -164,3 +166,83 @@ def decode_list(data: np.ndarray, start: int, count: int) -> np.ndarray:
     ends = np.flatnonzero(probe < 0x80)
     vals = decode_values(probe[: int(ends[count - 1]) + 1])
     return np.cumsum(vals + 1) - 1
+
+
+def decode_many(
+    kids: np.ndarray,
+    dfs_of: Callable[[np.ndarray], np.ndarray],
+    n_keys: int,
+    blocks: np.ndarray,
+    data: np.ndarray,
+    n_docs: int,
+    max_block_bytes: int = 1 << 16,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The posting lists of many keys of one partition, decoded in one vectorised pass.
+
+    ``dfs_of`` gives the document frequencies of trie ids (the partition's ``df.bin``
+    read through its large counts).  Each key's list is found as :func:`locate` finds it:
+    its block's bytes, then the values of the keys before it in the block.  A key whose
+    list is stored as its complement, or whose block is over ``max_block_bytes`` bytes,
+    is left to the caller (``done`` is False for it): a block with a very frequent key
+    costs more to scan than that one list to decode.
+
+    Returns:
+        ``(ordinals, offsets, done)``: the sorted ordinals of the keys decoded, one list
+        after another, in the order of ``kids`` (``offsets``: ``done.sum() + 1`` into
+        ``ordinals``); ``done``: which keys were decoded.
+
+    Raises:
+        ValueError: the bytes do not hold the values the document counts say.
+    """
+    kids = np.asarray(kids, dtype=np.int64)
+    ub, inv = np.unique(kids // BLOCK, return_inverse=True)
+    lo = np.asarray(blocks[ub], dtype=np.int64)
+    size = np.asarray(blocks[ub + 1], dtype=np.int64) - lo
+    grid = ub[:, None] * BLOCK + np.arange(BLOCK, dtype=np.int64)
+    real = grid < n_keys
+    df = np.zeros(grid.shape, dtype=np.int64)
+    df[real] = dfs_of(grid[real])
+    cnt = stored_counts(df, n_docs)
+    col = kids % BLOCK
+    df_k = df[inv, col]
+    done = (df_k <= n_docs // 2) & (size <= max_block_bytes)[inv]
+    ok = np.flatnonzero(done)
+    # The bytes of every block that holds a key to decode, one block after another.
+    used = np.zeros(len(ub), dtype=bool)
+    used[inv[ok]] = True
+    sel = np.flatnonzero(used)
+    lens = size[sel]
+    first = np.cumsum(lens) - lens  # where each used block starts in `raw`
+    total = int(lens.sum())
+    pos = np.repeat(lo[sel] - first, lens) + np.arange(total, dtype=np.int64)
+    raw = np.asarray(data[pos] if total else np.empty(0, np.uint8), dtype=np.uint8)
+    ends = np.flatnonzero(raw < 0x80)
+    if len(ends) != int(cnt[sel].sum()) or (total and raw[-1] >= 0x80):
+        raise ValueError("posting blocks do not hold the values their counts say")
+    block_value0 = np.searchsorted(ends, first)  # values before each used block
+    slot = np.cumsum(used) - 1  # block -> its place among the used ones
+    before = np.cumsum(cnt, axis=1) - cnt
+    inv_ok, col_ok = inv[ok], col[ok]
+    start = block_value0[slot[inv_ok]] + before[inv_ok, col_ok]  # first value, in `raw`
+    count = cnt[inv_ok, col_ok]
+    offsets = np.zeros(len(ok) + 1, dtype=np.int64)
+    np.cumsum(count, out=offsets[1:])
+    n_vals = int(offsets[-1])
+    # Only the bytes of the wanted lists are decoded: from the end of the value before
+    # each list's first to its last value's end.
+    has = count > 0
+    s_h, c_h = start[has], count[has]
+    b0 = np.where(s_h > 0, ends[np.maximum(s_h - 1, 0)] + 1, 0)
+    nb = ends[s_h + c_h - 1] + 1 - b0
+    pick = np.repeat(b0 - (np.cumsum(nb) - nb), nb) + np.arange(int(nb.sum()), dtype=np.int64)
+    gaps = decode_values(raw[pick])
+    run = np.cumsum(gaps + 1)
+    # Each list's running sum restarts: the first ordinal as is, then gaps less one.
+    base = np.zeros(len(ok), dtype=np.int64)
+    nonempty = count > 0
+    at = offsets[:-1][nonempty]
+    base[nonempty] = np.where(at > 0, run[np.maximum(at - 1, 0)], 0)
+    ordinals = run - np.repeat(base, count) - 1
+    if n_vals and int(ordinals.max()) >= n_docs:
+        raise ValueError("a posting points past the document table")
+    return ordinals, offsets, done

@@ -11,14 +11,39 @@ which holds one per view.  A view may be stored as differences from another view
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import itemgetter
 
 import numpy as np
 
-from presidio_delink.index.shard import FoldDocs, Layered, partition_of
+from presidio_delink.errors import IndexFormatError
+from presidio_delink.index.postings import decode_many
+from presidio_delink.index.shard import (
+    KID_MASK,
+    LAYER_SHIFT,
+    MAX_LAYERS,
+    FoldDocs,
+    Layered,
+    Partition,
+    partition_of,
+)
 from presidio_delink.text import Tokenizer
 
 _EMPTY = np.empty(0, dtype=np.int64)
+_second = itemgetter(1)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, sorted (``np.unique`` by a sort: its
+    hashing path costs several times more on the few hundred values of a check)."""
+    x = np.sort(values)
+    if len(x) < 2:
+        return x
+    keep = np.empty(len(x), dtype=bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
 
 
 @dataclass
@@ -53,6 +78,22 @@ class KeyWalk:
     lengths: Sequence[int]
     below: int
     extends: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class GroupCut:
+    """How a walk counts *groups* (see :meth:`~.ngram_index.NgramIndex.link_dfs`): each
+    document's group ordinal, and ``settled``, the document frequency from which a value
+    at or above the threshold is so in groups too (``(below - 1) * max_group_size + 1``):
+    only values in ``below..settled - 1`` are mapped to groups.
+
+    ``known``: the group counts found so far, per stored layer and trie id.  One cut serves
+    the walks of one check: views stored over one another meet the same stored entries
+    (most of a child view's hits are its parent's), so each is counted once."""
+
+    group_of: np.ndarray
+    settled: int
+    known: dict[Partition, dict[int, int]] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -237,11 +278,12 @@ class ViewIndex:
         parts = self.parts
         n = len(keys)
         if len(parts) == 1:  # one partition: map
-            walk = parts[0].walk
-            hits = list(map(walk, keys, extends)) if extends else list(map(walk, keys))
+            # without `extends`, a walk is the layer's prefix_hits (one call a key less)
+            hits = (list(map(parts[0].walk, keys, extends)) if extends
+                    else list(map(parts[0].prefix_hits, keys)))
             count = np.fromiter(map(len, hits), dtype=np.int64, count=n)
             start = np.cumsum(count) - count
-            handles = [h for hs in hits for _, h in hs]
+            handles = list(map(_second, chain.from_iterable(hits)))
             part = np.zeros(n, dtype=np.int64)
             dfs = parts[0].dfs(handles)
         else:
@@ -282,20 +324,29 @@ class ViewIndex:
         lengths: Sequence[int],
         below: int,
         extends: Sequence[str] | None = None,
+        groups: GroupCut | None = None,
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`prefix_walk` (``below >= 2``) of queries given as keys (words joined by one
         space, none empty) and their word counts: the detector's hot path.  ``extends``:
         for each query, a key it is a word-prefix of, just walked in a view stored over this
-        one (see :meth:`~presidio_delink.index.shard.Layered.walk`)."""
+        one (see :meth:`~presidio_delink.index.shard.Layered.walk`).  ``groups``: count
+        groups where a value is in ``below..groups.settled - 1``; a row whose value there is
+        below ``below`` in groups stops at it, with that group count and no entry."""
         h = self._walk_hits(keys, below, extends)
+        cut, cut_groups = self._group_cut(h, below, groups)
         dfs: list[int] = h.dfs.tolist()
         out: list[list[int]] = []
         last: list[tuple[int, int] | None] = []
-        for n_words, p, a, c, f in zip(
+        for n_words, p, a, c, f, g, gv in zip(
             lengths, h.part.tolist(), h.start.tolist(), h.count.tolist(), h.first_low.tolist(),
-            strict=True,
+            cut.tolist(), cut_groups.tolist(), strict=True,
         ):
-            if f >= 0:
+            if g >= 0:
+                row = dfs[a:g]
+                row.append(gv)
+                out.append(row)
+                last.append(None)
+            elif f >= 0:
                 out.append(dfs[a : f + 1])
                 last.append((p, h.handles[f]))
             else:
@@ -312,18 +363,111 @@ class ViewIndex:
         lengths: Sequence[int],
         below: int,
         extends: Sequence[str] | None = None,
+        groups: GroupCut | None = None,
     ) -> Lows:
         """What an arity-1 check needs of :meth:`walk_keys`, as arrays (no rows): per
         query, how many of its prefixes reach ``below`` before the first that does not,
         and that one's df (0 when it is not stored; ``below`` when every prefix of the
-        query reaches it)."""
+        query reaches it; its groups when ``groups`` cut the row there).  A row cut by
+        groups has the entry where it is cut (:meth:`walk_keys` gives none, as the caller
+        of a row looks it up again: the same stored key, hence the same list)."""
         h = self._walk_hits(keys, below, extends)
+        cut, cut_groups = self._group_cut(h, below, groups)
+        is_cut = cut >= 0
         is_low = h.first_low >= 0
         good = np.where(is_low, h.first_low - h.start, h.count)
         n_words = np.asarray(lengths, dtype=np.int64)
         df = np.where(is_low, h.dfs[np.maximum(h.first_low, 0)] if len(h.dfs) else 0,
                       np.where(h.count < n_words, 0, below))
+        if is_cut.any():
+            good = np.where(is_cut, cut - h.start, good)
+            df = np.where(is_cut, cut_groups, df)
+            h.first_low = np.where(is_cut, cut, h.first_low)
         return Lows(good, df, h.entry)
+
+    def _group_cut(
+        self, h: _Hits, below: int, groups: GroupCut | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per query: the hit where its row falls below ``below`` in groups before it does
+        in documents (-1: nowhere), and that hit's group count.
+
+        Only hits before the row's first value below ``below``, with a value in
+        ``below..settled - 1``, are mapped; groups can only fall as an N-gram grows, so the
+        first of them below ``below`` is where the row stops.  The posting lists of all
+        those hits are read at once (:meth:`_group_counts`)."""
+        n = len(h.start)
+        cut = np.full(n, -1, dtype=np.int64)
+        cut_groups = np.zeros(n, dtype=np.int64)
+        total = len(h.dfs)
+        if groups is None or not total:
+            return cut, cut_groups
+        queries = np.arange(n, dtype=np.int64)
+        row = np.empty(total, dtype=np.int64)  # hit -> its query
+        row[np.repeat(h.start - (np.cumsum(h.count) - h.count), h.count)
+            + np.arange(total, dtype=np.int64)] = np.repeat(queries, h.count)
+        stop = np.where(h.first_low >= 0, h.first_low, h.start + h.count)
+        cand = np.flatnonzero(
+            (h.dfs >= below) & (h.dfs < groups.settled)
+            & (np.arange(total, dtype=np.int64) < stop[row])
+        )
+        if not len(cand):
+            return cut, cut_groups
+        hl = h.handles
+        handles = np.fromiter([hl[i] for i in cand.tolist()], dtype=np.int64, count=len(cand))
+        g = self._group_counts(h.part[row[cand]], handles, groups)
+        low = g < below
+        hit, g_low = cand[low], g[low]
+        # `hit` ascends, and a query's hits ascend within it: a query's first is its cut
+        q, first = np.unique(row[hit], return_index=True)
+        cut[q] = hit[first]
+        cut_groups[q] = g_low[first]
+        return cut, cut_groups
+
+    #: Keys of one stored layer below which their lists are read one by one (a batch's
+    #: fixed cost is some tens of numpy calls).
+    BATCH_MIN = 16
+
+    def _group_counts(
+        self, parts: np.ndarray, handles: np.ndarray, groups: GroupCut
+    ) -> np.ndarray:
+        """The number of distinct groups of each stored entry ``(parts[i], handles[i])``:
+        each distinct entry once, those not in ``groups.known`` read by stored layer, the
+        posting lists of a layer decoded in one pass
+        (:func:`~presidio_delink.index.postings.decode_many`)."""
+        group_of = groups.group_of
+        out = np.empty(len(handles), dtype=np.int64)
+        layer = handles >> LAYER_SHIFT
+        kids = handles & KID_MASK
+        where = parts * MAX_LAYERS + layer  # one code per stored layer
+        n_docs = len(group_of)
+        for code in distinct(where).tolist():
+            sel = np.flatnonzero(where == code)
+            store = self.parts[int(parts[sel[0]])].layers[int(layer[sel[0]])]
+            known = groups.known.setdefault(store, {})
+            uniq, inv = np.unique(kids[sel], return_inverse=True)
+            counts = np.fromiter(map(known.get, uniq.tolist(), repeat(-1)), dtype=np.int64,
+                                 count=len(uniq))
+            todo = np.flatnonzero(counts < 0)
+            new = np.empty(len(todo), dtype=np.int64)
+            done = np.zeros(len(todo), dtype=bool)
+            if len(todo) >= self.BATCH_MIN:
+                try:
+                    ords, offs, done = decode_many(
+                        uniq[todo], store.dfs_kids, len(store.df8), store.blocks, store.data,
+                        store.n_docs,
+                    )
+                except ValueError as exc:
+                    raise IndexFormatError(f"{store.directory}: {exc}") from exc
+                m = int(done.sum())
+                seg = np.repeat(np.arange(m, dtype=np.int64), np.diff(offs))
+                pairs = distinct(seg * n_docs + group_of[ords])
+                new[done] = np.bincount(pairs // n_docs, minlength=m)
+            for i in np.flatnonzero(~done).tolist():
+                new[i] = len(np.unique(group_of[store.postings_of(int(uniq[todo[i]]))]))
+            counts[todo] = new
+            known.update(zip(uniq[todo].tolist(), new.tolist(), strict=True))
+            out[sel] = counts[inv]
+        return out
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
         """Document ordinals of a stored entry ``(partition, handle)``, remembered."""
@@ -446,3 +590,67 @@ class ViewIndex:
             return False
         windows = np.lib.stride_tricks.sliding_window_view(toks, n)
         return bool((windows == seq).all(axis=1).any())
+
+
+# -- walks in group frequencies: what NgramIndex.link_dfs / link_lows give -----------------
+def group_cut(group_of: np.ndarray | None, max_group_size: int, below: int) -> GroupCut | None:
+    """How a walk below ``below`` counts groups, for a collection whose documents are in
+    groups ``group_of`` of at most ``max_group_size`` (None: the collection has none)."""
+    if group_of is None:
+        return None
+    return GroupCut(group_of, (below - 1) * max_group_size + 1)
+
+
+def _reads_hits(view: ViewIndex) -> bool:
+    """Whether ``view`` walks its own stored layers (:class:`ViewIndex`'s walk, not an
+    override such as a view over several segments): then its walk maps groups from the
+    handles of its hits; any other view's rows are mapped by :func:`cut_by_lookup`."""
+    cls = type(view)
+    return cls.walk_keys is ViewIndex.walk_keys and cls.walk_lows is ViewIndex.walk_lows
+
+
+def cut_by_lookup(
+    view: ViewIndex,
+    walk: KeyWalk,
+    rows: list[list[int]],
+    last: list[tuple[int, int] | None],
+    groups: GroupCut,
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+    """Rows of a walk in documents, cut where a value in ``below..settled - 1`` is below
+    ``below`` in groups: each such prefix looked up again by its words (a cut row has no
+    entry).  What :meth:`ViewIndex._group_cut` computes from a walk's handles."""
+    below = walk.below
+    for q, row in enumerate(rows):
+        for n, d in enumerate(row):
+            if below <= d < groups.settled:
+                docs = view.lookup(walk.keys[q].split(" ")[: n + 1])
+                g = len(distinct(groups.group_of[docs]))
+                if g < below:
+                    row[n] = g
+                    del row[n + 1 :]
+                    last[q] = None
+                    break
+    return rows, last
+
+
+def rows_in_groups(
+    view: ViewIndex, walk: KeyWalk, groups: GroupCut | None
+) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+    """:meth:`ViewIndex.walk_keys` of ``walk`` (``below >= 2``), in group frequencies
+    where ``groups`` says (None: the collection has no groups)."""
+    if groups is None:
+        return view.walk_keys(walk.keys, walk.lengths, walk.below, walk.extends)
+    if _reads_hits(view):
+        return view.walk_keys(walk.keys, walk.lengths, walk.below, walk.extends, groups)
+    rows, last = view.walk_keys(walk.keys, walk.lengths, walk.below, walk.extends)
+    return cut_by_lookup(view, walk, rows, last, groups)
+
+
+def lows_in_groups(view: ViewIndex, walk: KeyWalk, groups: GroupCut | None) -> Lows:
+    """:meth:`ViewIndex.walk_lows` of ``walk`` (``below >= 2``), in group frequencies
+    where ``groups`` says."""
+    if groups is None:
+        return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends)
+    if _reads_hits(view):
+        return view.walk_lows(walk.keys, walk.lengths, walk.below, walk.extends, groups)
+    return Lows.of_rows(*rows_in_groups(view, walk, groups), walk.below)
