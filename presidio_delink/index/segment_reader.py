@@ -1,0 +1,310 @@
+"""One index over several segments: what a reader of a grown index sees.
+
+``index add`` writes each batch of documents as a *segment*: a complete index directory
+over those documents alone, with the settings of the first (see
+:mod:`~presidio_delink.index.segments`).  :class:`SegmentedIndex` presents the segments
+as one :class:`~presidio_delink.index.ngram_index.NgramIndex`: documents are numbered
+segment after segment, and every answer is the answer of one index built over all the
+documents in that order.
+
+**Counts.**  Segments hold disjoint documents, so an N-gram's document frequency is the
+sum of its segments' frequencies, and its posting list their concatenation (each offset
+by the documents before its segment).  Groups are matched by name: a group present in
+several segments is one group, numbered where its first document is (as a build numbers
+groups), so group counts and the combination checks count it once.
+
+**Walks.**  The detector's prefix walk (:meth:`SegmentedView.walk_keys`) reports, like a
+single index, each prefix's document frequency until the first below the threshold, and
+0 for a prefix that a single index over all documents would not store (the storage rule
+of :mod:`~presidio_delink.index.shard`).  While a walk goes on, every earlier prefix has
+a frequency of at least the threshold (>= 2), so the prefix ``w[:m]`` is stored in the
+whole collection exactly when ``w[1:m]`` occurs in at least two documents; the walk
+reports 1 only then.  A segment reports its stored prefixes; past them its frequency is
+0 or 1, which is looked up exactly where the sum needs it.  A small segment (at most
+:data:`COUNTED_WORDS` words) is instead read as a table of all its N-grams' counts, made
+on its first walk, so that its look-ups cost a dictionary read.
+
+**Word ids.**  :meth:`SegmentedView.doc_word_ids` numbers words over all segments: the
+first segment's ids as they are, then each word the first segment lacks after them, so
+that one word has one id (what the ranked readings count by).
+
+Cost: a walk reads every segment, so a collection of many segments is slower to check
+than one compacted index (``index compact``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from presidio_delink.errors import IndexFormatError
+from presidio_delink.index.ngram_index import NgramIndex
+from presidio_delink.index.view_index import Lows, ViewIndex
+
+COUNTED_WORDS = 30_000
+"""A segment of at most this many words is read as a table of its N-grams' counts."""
+
+
+class SegmentedView(ViewIndex):
+    """One view over several segments' views of the same name (see the module docstring)."""
+
+    def __init__(
+        self, views: Sequence[ViewIndex], bases: Sequence[int], counted: Sequence[bool]
+    ) -> None:
+        first = views[0]
+        super().__init__(
+            first.name, first.tokenizer, first.parts, first.docs, sum(v.n_keys for v in views)
+        )
+        self.segs = list(views)
+        self.bases = np.asarray(bases, dtype=np.int64)  # first ordinal of each segment
+        self._counted = list(counted)
+        self._counts: dict[int, Counter[str]] = {}
+        self._wid_map: dict[int, np.ndarray] = {}
+        self._extra: dict[str, int] = {}  # words the first segment lacks -> global id
+        self._extra_words: list[str] = []
+
+    def stored_over(self, other: ViewIndex) -> bool:
+        return False  # each segment's layers are its own: no walk is memoised across views
+
+    def _seg_of(self, ordinal: int) -> tuple[int, int]:
+        s = int(np.searchsorted(self.bases, ordinal, side="right")) - 1
+        if s < 0 or ordinal < 0:
+            raise IndexError(f"document ordinal {ordinal} out of range")
+        return s, ordinal - int(self.bases[s])
+
+    # -- counts of one segment ----------------------------------------------------------
+    def _table(self, s: int) -> Counter[str]:
+        """Segment ``s``'s N-grams (1..max_n words) and their document frequencies."""
+        got = self._counts.get(s)
+        if got is None:
+            got = Counter()
+            v = self.segs[s]
+            for d in range(_n_docs(v)):
+                got.update(_ngrams(v, d))
+            self._counts[s] = got
+        return got
+
+    def _seg_df(self, s: int, words: Sequence[str]) -> int:
+        if self._counted[s]:
+            return self._table(s).get(" ".join(words), 0) if len(words) <= self.max_n else \
+                len(self.segs[s].lookup(words))
+        return self.segs[s].df_words(words)
+
+    # -- look-ups ---------------------------------------------------------------------
+    def lookup(self, words: Sequence[str]) -> np.ndarray:
+        got = [v.lookup(words) + b for v, b in zip(self.segs, self.bases.tolist(), strict=True)]
+        return np.concatenate(got).astype(np.int64)
+
+    def df_words(self, words: Sequence[str]) -> int:
+        if not words:
+            return 0
+        return sum(self._seg_df(s, words) for s in range(len(self.segs)))
+
+    def walk_keys(
+        self,
+        keys: Sequence[str],
+        lengths: Sequence[int],
+        below: int,
+        extends: Sequence[str] | None = None,
+    ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
+        """:meth:`ViewIndex.walk_keys` over every segment (see the module docstring).
+        Entries are None: a flagged N-gram's documents are looked up again."""
+        walked = [s for s, c in enumerate(self._counted) if not c]
+        tables = [self._table(s) for s, c in enumerate(self._counted) if c]
+        seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
+        out: list[list[int]] = []
+        for q, key in enumerate(keys):
+            n = lengths[q]
+            words = key.split(" ")
+            # per walked segment: its stored prefixes' values, and from where it is 0
+            stored: list[list[int]] = []
+            zero_from: list[int] = []
+            for s in walked:
+                rows, last = seg_rows[s]
+                r = rows[q]
+                if last[q] is not None:  # a tombstone: 0 from there on
+                    stored.append(r[:-1])
+                    zero_from.append(len(r))
+                elif r and r[-1] == 0:  # not stored from there on: 0 or 1 each
+                    stored.append(r[:-1])
+                    zero_from.append(n + 1 if len(r) > 1 else 1)
+                else:
+                    stored.append(r)
+                    zero_from.append(n + 1)
+            row: list[int] = []
+            prefix = ""
+            for m in range(1, n + 1):
+                prefix = words[0] if m == 1 else prefix + " " + words[m - 1]
+                g = sum(t.get(prefix, 0) for t in tables)
+                unknown = []
+                for i in range(len(walked)):
+                    st = stored[i]
+                    if m <= len(st):
+                        g += st[m - 1]
+                    elif m < zero_from[i]:
+                        unknown.append(i)
+                for i in unknown:
+                    got = self.segs[walked[i]].df_words(words[:m])
+                    g += got
+                    if got == 0:
+                        zero_from[i] = m  # a longer prefix cannot occur either
+                if m >= 2 and g == 1 and self.df_words(words[1:m]) < 2:
+                    g = 0  # a single index over all documents does not store it
+                row.append(g)
+                if g < below:
+                    break
+            out.append(row)
+        return out, [None] * len(out)
+
+    def walk_lows(
+        self,
+        keys: Sequence[str],
+        lengths: Sequence[int],
+        below: int,
+        extends: Sequence[str] | None = None,
+    ) -> Lows:
+        return Lows.of_rows(*self.walk_keys(keys, lengths, below), below)
+
+    def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
+        raise IndexFormatError(
+            "a walk over several segments returns no stored entries; look the N-gram up"
+        )
+
+    def iter_keys(self) -> Iterator[tuple[str, int]]:
+        """Keys stored in any segment, each once, with its document frequency over all."""
+        seen: set[str] = set()
+        for v in self.segs:
+            for key, _ in v.iter_keys():
+                if key not in seen:
+                    seen.add(key)
+                    yield key, self.df_words(key.split(" "))
+
+    # -- documents --------------------------------------------------------------------
+    def doc_words(self, ordinal: int) -> list[str]:
+        s, o = self._seg_of(ordinal)
+        return self.segs[s].doc_words(o)
+
+    def _doc_words(self, d: int) -> list[str | None]:
+        s, o = self._seg_of(d)
+        return self.segs[s]._doc_words(o)
+
+    def doc_word_ids(self, ordinal: int) -> np.ndarray:
+        s, o = self._seg_of(ordinal)
+        ids = self.segs[s].doc_word_ids(o)
+        return ids if s == 0 else self._global_ids(s)[ids]
+
+    def word_of(self, wid: int) -> str:
+        n0 = self.segs[0].docs.n_vocab
+        return self.segs[0].word_of(wid) if wid < n0 else self._extra_words[int(wid) - n0]
+
+    def _global_ids(self, s: int) -> np.ndarray:
+        got = self._wid_map.get(s)
+        if got is None:
+            first, docs = self.segs[0].docs, self.segs[s].docs
+            n0 = first.n_vocab
+            got = np.empty(docs.n_vocab, dtype=np.int64)
+            for w in range(docs.n_vocab):
+                word = docs.word(w)
+                g = first.word_id(word)
+                if g is None:
+                    g = self._extra.get(word)
+                    if g is None:
+                        g = self._extra[word] = n0 + len(self._extra_words)
+                        self._extra_words.append(word)
+                got[w] = g
+            self._wid_map[s] = got
+        return got
+
+
+def _n_docs(view: ViewIndex) -> int:
+    return int(view.docs.starts[-1] + len(view.docs.doc_starts[-1]) - 1)
+
+
+def _ngrams(view: ViewIndex, d: int) -> set[str]:
+    """Every N-gram key (1..max_n words) of document ``d`` of one segment's view."""
+    got: set[str] = set()
+    seg: list[str] = []
+    mx = view.max_n
+    for w in [*view._doc_words(d), None]:
+        if w is not None:
+            seg.append(w)
+            continue
+        for i in range(len(seg)):
+            key = ""
+            for j in range(i, min(i + mx, len(seg))):
+                key = seg[j] if j == i else key + " " + seg[j]
+                got.add(key)
+        seg = []
+    return got
+
+
+class SegmentedIndex(NgramIndex):
+    """Several segments (index directories over disjoint documents, with the same
+    settings) read as one index; see the module docstring.  Stored readings are not used
+    (their statistics are the first segment's): runs build them in the process until
+    ``index compact`` writes one index again."""
+
+    def __init__(self, directory: Path, segments: Sequence[NgramIndex], key: bytes | None):
+        segs = list(segments)
+        first = segs[0]
+        sizes = [s.n_docs for s in segs]
+        bases = np.cumsum([0, *sizes[:-1]]).tolist()
+        counted = [i > 0 and int(s.meta["n_words"]) <= COUNTED_WORDS
+                   for i, s in enumerate(segs)]
+        views: dict[str, ViewIndex] = {
+            name: SegmentedView([s.views[name] for s in segs], bases, counted)
+            for name in first.views
+        }
+        doc_ids = [x for s in segs for x in s.doc_ids]
+        groups = _merge_groups(segs)
+        meta: dict[str, Any] = dict(first.meta)
+        meta["n_docs"] = sum(sizes)
+        meta["n_words"] = sum(int(s.meta["n_words"]) for s in segs)
+        if groups is not None:
+            sizes_g = np.bincount(groups[0], minlength=1)
+            meta["groups"] = {"n_groups": len(groups[1]),
+                              "max_group_size": int(sizes_g.max()), "dtype": "<u8",
+                              "files": {}}
+        else:
+            meta["groups"] = None
+        super().__init__(directory, meta, views, doc_ids, groups)
+        self.segments = segs
+        self.key = key
+        self.readings = None
+
+    def stats(self) -> dict[str, object]:
+        size = sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
+        per = [s.stats() for s in self.segments]
+        return {
+            "n_docs": self.n_docs,
+            "n_groups": self.n_groups,
+            "max_group_size": self.max_group_size,
+            "n_words": self.meta["n_words"],
+            "max_n": self.max_n,
+            "n_keys": sum(v.n_keys for v in self.views.values()),
+            "segments": [
+                {"directory": str(s.directory), "n_docs": p["n_docs"],
+                 "n_words": p["n_words"], "bytes_on_disk": p["bytes_on_disk"]}
+                for s, p in zip(self.segments, per, strict=True)
+            ],
+            "bytes_on_disk": size,
+            "readings": None,  # not used over several segments: run `index compact`
+        }
+
+
+def _merge_groups(segs: Sequence[NgramIndex]) -> tuple[np.ndarray, list[str]] | None:
+    """Each document's group over all segments, groups matched by name and numbered by
+    their first document; None when no segment has groups."""
+    if all(s.group_of is None for s in segs):
+        return None
+    number: dict[str, int] = {}
+    parts = []
+    for s in segs:
+        names = s.doc_groups
+        parts.append(np.fromiter((number.setdefault(g, len(number)) for g in names),
+                                 dtype=np.int64, count=len(names)))
+    return np.concatenate(parts), list(number)
