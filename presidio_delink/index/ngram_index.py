@@ -276,6 +276,12 @@ class NgramIndex:
         return int(self.meta["n_docs"])
 
     @property
+    def identity_file(self) -> Path:
+        """The signed file whose SHA-256 identifies what this index answers (``meta.json``;
+        an index with segments: its ``segments.json``)."""
+        return self.directory / META_FILE
+
+    @property
     def doc_ids(self) -> list[str]:
         """Document ids by ordinal."""
         if self._doc_ids is None:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from presidio_delink.errors import IndexFormatError
+from presidio_delink.index.format import SEGMENTS_FILE
 from presidio_delink.index.ngram_index import NgramIndex
 from presidio_delink.index.view_index import Lows, ViewIndex
 
@@ -275,6 +276,10 @@ class SegmentedIndex(NgramIndex):
         self.segments = segs
         self.key = key
         self.readings = None
+
+    @property
+    def identity_file(self) -> Path:
+        return self.directory / SEGMENTS_FILE
 
     def stats(self) -> dict[str, object]:
         size = sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())

@@ -373,11 +373,14 @@ def add_documents(
     shard_words: int = DEFAULT_SHARD_WORDS,
     workers: int = 1,
     progress: bool = False,
+    dask_client: Any = None,
 ) -> Path:
     """Add ``docs`` (as :meth:`NgramIndex.build` takes them) to the index at ``directory``
     as a new segment, visible at once and whole; return the segment's folder.
 
     A group that the index has already is joined (groups are matched by name).
+    ``group_regex``: as the index was built with (it is not stored).  ``dask_client``:
+    build the segment on that cluster (its workers must share ``directory``).
 
     Raises:
         InputError: no documents, or an id that the index or the input has already
@@ -409,7 +412,8 @@ def add_documents(
         settings = _base_settings(current, key, group_regex=group_regex,
                                   shard_words=shard_words)
         tmp = root / f".seg-tmp-{os.getpid()}"
-        build_index(items, tmp, settings, progress=progress, workers=workers)
+        build_index(items, tmp, settings, progress=progress, workers=workers,
+                    dask_client=dask_client)
         _kill_point("add:built")
         _fsync_tree(tmp)
         name = _next_name(root, "seg")
