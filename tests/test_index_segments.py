@@ -11,6 +11,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +115,7 @@ def test_cli_check_and_delink_are_identical_over_segments_and_after_compact(
     docs, texts = _collection(7, n=30)
     rows = [{"id": i, "text": t, **({"group": g} if g else {})} for i, t, g in docs]
 
-    def jsonl(name: str, recs: list[dict[str, object]]) -> Path:
+    def jsonl(name: str, recs: Sequence[Mapping[str, object]]) -> Path:
         p = tmp_path / name
         p.write_text("".join(json.dumps(r) + "\n" for r in recs))
         return p
@@ -212,7 +213,7 @@ corpus = st.lists(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=corpus, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=3),
        below=st.integers(2, 4), counted=st.booleans())
-def test_counts_over_segments_match_brute_force(  # type: ignore[no-untyped-def]
+def test_counts_over_segments_match_brute_force(
     tmp_path_factory, texts, cuts, below, counted
 ) -> None:
     """``counted``: added segments read as count tables (small ones) or walked (large)."""
@@ -226,7 +227,7 @@ def test_counts_over_segments_match_brute_force(  # type: ignore[no-untyped-def]
         segment_reader.COUNTED_WORDS = was
 
 
-def _check_counts(tmp_path_factory, texts, cuts, below) -> None:  # type: ignore[no-untyped-def]
+def _check_counts(tmp_path_factory, texts, cuts, below) -> None:
     docs = [(f"d{i}", t, g) for i, (t, g) in enumerate(texts)]
     bounds = sorted({c for c in cuts if c < len(docs)} | {len(docs)})
     d = tmp_path_factory.mktemp("seg")
@@ -254,7 +255,7 @@ def _check_counts(tmp_path_factory, texts, cuts, below) -> None:  # type: ignore
             fresh.link_dfs(fresh.views[name], _walk(qs, lengths, below))[0]
 
 
-def _walk(keys: list[str], lengths: list[int], below: int):  # type: ignore[no-untyped-def]
+def _walk(keys: list[str], lengths: list[int], below: int):
     from presidio_delink.index.view_index import KeyWalk
 
     return KeyWalk(keys, lengths, below)
@@ -316,7 +317,7 @@ def test_refresh_sees_new_segments_and_an_open_index_keeps_its_own(tmp_path: Pat
     assert _answers(new, texts[:2]) == _answers(refresh(new), texts[:2])
 
 
-def test_stored_readings_are_not_used_over_segments(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_stored_readings_are_not_used_over_segments(tmp_path: Path, caplog) -> None:
     from presidio_delink.attacks.readings import store_readings
 
     docs, _ = _collection(9, n=12)
