@@ -197,6 +197,8 @@ def test_a_group_in_several_segments_counts_once(tmp_path: Path) -> None:
     # "oslo" is in 4 documents but 2 groups: it links at k = 3
     f = {x.key: x for x in analyze(idx, "he was in oslo", k=3).flagged}
     assert f["oslo"].df == 4 and f["oslo"].groups == 2
+    copy = NgramIndex.load(idx.save(tmp_path / "copy"))  # a copy opens as the original
+    assert copy.doc_groups == idx.doc_groups and copy.lookup(["oslo"]).tolist() == [0, 2, 3, 4]
 
 
 corpus = st.lists(

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from presidio_delink.errors import IndexFormatError
-from presidio_delink.index.format import SEGMENTS_FILE
+from presidio_delink.errors import ConfigError, IndexFormatError
+from presidio_delink.index.format import SEGMENTS_FILE, write_private
 from presidio_delink.index.ngram_index import NgramIndex
 from presidio_delink.index.view_index import Lows, ViewIndex
 
@@ -280,6 +280,28 @@ class SegmentedIndex(NgramIndex):
     @property
     def identity_file(self) -> Path:
         return self.directory / SEGMENTS_FILE
+
+    def save(self, directory: str | Path) -> Path:
+        """Copy the index, every segment listed, to ``directory`` (created; must be absent
+        or empty); the list of segments is written last, so only a whole copy opens."""
+        out = Path(directory)
+        if out.exists() and any(out.iterdir()):
+            raise ConfigError(f"index directory {out} is not empty")
+        out.mkdir(parents=True, exist_ok=True, mode=0o700)
+        listed = [s.directory for s in self.segments]
+        for src in sorted(self.directory.rglob("*")):
+            rel = src.relative_to(self.directory)
+            top = self.directory / rel.parts[0]
+            if rel.parts[0].startswith(".") or rel == Path(SEGMENTS_FILE) or (
+                top.is_dir() and top not in listed and top.name.startswith(("seg-", "base-"))
+            ):
+                continue
+            if src.is_dir():
+                (out / rel).mkdir(mode=0o700, exist_ok=True)
+            else:
+                write_private(out / rel, src.read_bytes())
+        write_private(out / SEGMENTS_FILE, (self.directory / SEGMENTS_FILE).read_bytes())
+        return out
 
     def stats(self) -> dict[str, object]:
         size = sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
