@@ -63,7 +63,8 @@ class SegmentedView(ViewIndex):
         self.segs = list(views)
         self.bases = np.asarray(bases, dtype=np.int64)  # first ordinal of each segment
         self._counted = list(counted)
-        self._counts: dict[int, Counter[str]] = {}
+        self._walked = [s for s, c in enumerate(counted) if not c]
+        self._counts: Counter[str] | None = None
         self._wid_map: dict[int, np.ndarray] = {}
         self._extra: dict[str, int] = {}  # words the first segment lacks -> global id
         self._extra_words: list[str] = []
@@ -77,23 +78,18 @@ class SegmentedView(ViewIndex):
             raise IndexError(f"document ordinal {ordinal} out of range")
         return s, ordinal - int(self.bases[s])
 
-    # -- counts of one segment ----------------------------------------------------------
-    def _table(self, s: int) -> Counter[str]:
-        """Segment ``s``'s N-grams (1..max_n words) and their document frequencies."""
-        got = self._counts.get(s)
-        if got is None:
-            got = Counter()
-            v = self.segs[s]
-            for d in range(_n_docs(v)):
-                got.update(_ngrams(v, d))
-            self._counts[s] = got
-        return got
-
-    def _seg_df(self, s: int, words: Sequence[str]) -> int:
-        if self._counted[s]:
-            return self._table(s).get(" ".join(words), 0) if len(words) <= self.max_n else \
-                len(self.segs[s].lookup(words))
-        return self.segs[s].df_words(words)
+    # -- counts of the small segments ----------------------------------------------------
+    def _table(self) -> Counter[str]:
+        """The N-grams (1..max_n words) of the small segments, with their document
+        frequencies summed over them (a walk needs only the sum)."""
+        if self._counts is None:
+            got: Counter[str] = Counter()
+            for s, v in enumerate(self.segs):
+                if self._counted[s]:
+                    for d in range(_n_docs(v)):
+                        got.update(_ngrams(v, d))
+            self._counts = got
+        return self._counts
 
     # -- look-ups ---------------------------------------------------------------------
     def lookup(self, words: Sequence[str]) -> np.ndarray:
@@ -103,7 +99,14 @@ class SegmentedView(ViewIndex):
     def df_words(self, words: Sequence[str]) -> int:
         if not words:
             return 0
-        return sum(self._seg_df(s, words) for s in range(len(self.segs)))
+        n = sum(self.segs[s].df_words(words) for s in self._walked)
+        if len(self._walked) < len(self.segs):
+            if len(words) <= self.max_n:
+                n += self._table().get(" ".join(words), 0)
+            else:
+                n += sum(len(v.lookup(words)) for v, c in zip(self.segs, self._counted,
+                                                              strict=True) if c)
+        return n
 
     def walk_keys(
         self,
@@ -114,8 +117,8 @@ class SegmentedView(ViewIndex):
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`ViewIndex.walk_keys` over every segment (see the module docstring).
         Entries are None: a flagged N-gram's documents are looked up again."""
-        walked = [s for s, c in enumerate(self._counted) if not c]
-        tables = [self._table(s) for s, c in enumerate(self._counted) if c]
+        walked = self._walked
+        table = self._table() if len(walked) < len(self.segs) else {}
         seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
         out: list[list[int]] = []
         for q, key in enumerate(keys):
@@ -140,7 +143,7 @@ class SegmentedView(ViewIndex):
             prefix = ""
             for m in range(1, n + 1):
                 prefix = words[0] if m == 1 else prefix + " " + words[m - 1]
-                g = sum(t.get(prefix, 0) for t in tables)
+                g = table.get(prefix, 0)
                 unknown = []
                 for i in range(len(walked)):
                     st = stored[i]
