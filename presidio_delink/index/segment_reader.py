@@ -14,7 +14,7 @@ several segments is one group, numbered where its first document is (as a build 
 groups), so group counts and the combination checks count it once.
 
 **Walks.**  The detector's prefix walk (:meth:`SegmentedView.walk_keys`) reports, like a
-single index, each prefix's document frequency until the first below the threshold, and
+single index, each prefix's document frequency up to the first one below the threshold, and
 0 for a prefix that a single index over all documents would not store (the storage rule
 of :mod:`~presidio_delink.index.shard`).  While a walk goes on, every earlier prefix has
 a frequency of at least the threshold (>= 2), so the prefix ``w[:m]`` is stored in the
