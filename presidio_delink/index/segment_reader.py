@@ -20,9 +20,10 @@ of :mod:`~presidio_delink.index.shard`).  While a walk goes on, every earlier pr
 a frequency of at least the threshold (>= 2), so the prefix ``w[:m]`` is stored in the
 whole collection exactly when ``w[1:m]`` occurs in at least two documents; the walk
 reports 1 only then.  A segment reports its stored prefixes; past them its frequency is
-0 or 1, which is looked up exactly where the sum needs it.  A small segment (at most
-:data:`COUNTED_WORDS` words) is instead read as a table of all its N-grams' counts, made
-on its first walk, so that its look-ups cost a dictionary read.
+0 or 1, which is looked up exactly where the sum needs it.  The small segments (at most
+:data:`COUNTED_WORDS` words each) are instead read as one table of all their N-grams and
+posting lists, made on first use, so that their look-ups cost one dictionary read (memory:
+some hundred bytes per distinct N-gram of theirs).
 
 **Word ids.**  :meth:`SegmentedView.doc_word_ids` numbers words over all segments: the
 first segment's ids as they are, then each word the first segment lacks after them, so
@@ -34,7 +35,6 @@ than one compacted index (``index compact``).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,8 @@ from presidio_delink.index.ngram_index import NgramIndex
 from presidio_delink.index.view_index import Lows, ViewIndex
 
 COUNTED_WORDS = 30_000
-"""A segment of at most this many words is read as a table of its N-grams' counts."""
+"""A segment of at most this many words is read as a table of its N-grams' postings."""
+_EMPTY = np.empty(0, dtype=np.int64)
 
 
 class SegmentedView(ViewIndex):
@@ -64,7 +65,10 @@ class SegmentedView(ViewIndex):
         self.bases = np.asarray(bases, dtype=np.int64)  # first ordinal of each segment
         self._counted = list(counted)
         self._walked = [s for s, c in enumerate(counted) if not c]
-        self._counts: Counter[str] | None = None
+        # the walked segments' documents all come before the small ones': no sort needed
+        self._ordered = all(not c for c in counted[: len(self._walked)])
+        self._postings: dict[str, list[int]] | None = None
+        self._memo: dict[str, np.ndarray] = {}  # flagged N-grams of recent walks
         self._wid_map: dict[int, np.ndarray] = {}
         self._extra: dict[str, int] = {}  # words the first segment lacks -> global id
         self._extra_words: list[str] = []
@@ -78,23 +82,48 @@ class SegmentedView(ViewIndex):
             raise IndexError(f"document ordinal {ordinal} out of range")
         return s, ordinal - int(self.bases[s])
 
-    # -- counts of the small segments ----------------------------------------------------
-    def _table(self) -> Counter[str]:
-        """The N-grams (1..max_n words) of the small segments, with their document
-        frequencies summed over them (a walk needs only the sum)."""
-        if self._counts is None:
-            got: Counter[str] = Counter()
+    # -- the small segments ----------------------------------------------------------------
+    def _table(self) -> dict[str, list[int]]:
+        """Every N-gram (1..max_n words) of the small segments, with its posting list
+        over them (global ordinals, ascending)."""
+        if self._postings is None:
+            got: dict[str, list[int]] = {}
             for s, v in enumerate(self.segs):
-                if self._counted[s]:
-                    for d in range(_n_docs(v)):
-                        got.update(_ngrams(v, d))
-            self._counts = got
-        return self._counts
+                if not self._counted[s]:
+                    continue
+                base = int(self.bases[s])
+                for d in range(_n_docs(v)):
+                    for key in _ngrams(v, d):
+                        lst = got.get(key)
+                        if lst is None:
+                            got[key] = [base + d]
+                        else:
+                            lst.append(base + d)
+            self._postings = got
+        return self._postings
 
     # -- look-ups ---------------------------------------------------------------------
     def lookup(self, words: Sequence[str]) -> np.ndarray:
-        got = [v.lookup(words) + b for v, b in zip(self.segs, self.bases.tolist(), strict=True)]
-        return np.concatenate(got).astype(np.int64)
+        if not words:
+            return _EMPTY
+        if self._memo:
+            got_memo = self._memo.get(" ".join(words))
+            if got_memo is not None:
+                return got_memo
+        got = [self.segs[s].lookup(words) + int(self.bases[s]) for s in self._walked]
+        if len(self._walked) < len(self.segs):
+            if len(words) <= self.max_n:
+                small = self._table().get(" ".join(words))
+                if small:
+                    got.append(np.asarray(small, dtype=np.int64))
+            else:
+                got += [v.lookup(words) + int(self.bases[s]) for s, v in enumerate(self.segs)
+                        if self._counted[s]]
+        got = [x for x in got if len(x)]
+        if len(got) < 2:
+            return got[0].astype(np.int64, copy=False) if got else _EMPTY
+        out = np.concatenate(got).astype(np.int64, copy=False)
+        return out if self._ordered else np.sort(out)
 
     def df_words(self, words: Sequence[str]) -> int:
         if not words:
@@ -102,7 +131,7 @@ class SegmentedView(ViewIndex):
         n = sum(self.segs[s].df_words(words) for s in self._walked)
         if len(self._walked) < len(self.segs):
             if len(words) <= self.max_n:
-                n += self._table().get(" ".join(words), 0)
+                n += len(self._table().get(" ".join(words), ()))
             else:
                 n += sum(len(v.lookup(words)) for v, c in zip(self.segs, self._counted,
                                                               strict=True) if c)
@@ -120,9 +149,16 @@ class SegmentedView(ViewIndex):
         walked = self._walked
         table = self._table() if len(walked) < len(self.segs) else {}
         seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
+        n_walked = len(walked)
+        if len(self._memo) > 100_000:
+            self._memo.clear()
         out: list[list[int]] = []
+        rows0, last0 = seg_rows[walked[0]] if n_walked == 1 else ([], [])
         for q, key in enumerate(keys):
             n = lengths[q]
+            if n_walked == 1:
+                out.append(self._row_one(key, n, rows0[q], last0[q] is not None, below, table))
+                continue
             words = key.split(" ")
             # per walked segment: its stored prefixes' values, and from where it is 0
             stored: list[list[int]] = []
@@ -143,26 +179,103 @@ class SegmentedView(ViewIndex):
             prefix = ""
             for m in range(1, n + 1):
                 prefix = words[0] if m == 1 else prefix + " " + words[m - 1]
-                g = table.get(prefix, 0)
-                unknown = []
-                for i in range(len(walked)):
-                    st = stored[i]
-                    if m <= len(st):
-                        g += st[m - 1]
-                    elif m < zero_from[i]:
-                        unknown.append(i)
-                for i in unknown:
-                    got = self.segs[walked[i]].df_words(words[:m])
-                    g += got
-                    if got == 0:
-                        zero_from[i] = m  # a longer prefix cannot occur either
+                small = table.get(prefix)
+                g = len(small) if small else 0
+                found: dict[int, np.ndarray] = {}
+                unknown = [i for i in range(n_walked)
+                           if len(stored[i]) < m < zero_from[i]]
+                for i in range(n_walked):
+                    if m <= len(stored[i]):
+                        g += stored[i][m - 1]
+                if unknown:
+                    if (
+                        n_walked == 1 and g == 0 and m >= 2 and len(stored[0]) == m - 1
+                        and stored[0][-1] >= 2 and not table.get(prefix[len(words[0]) + 1:])
+                    ):
+                        # The one walked segment does not store w[:m] though it stores
+                        # w[:m-1] in >= 2 documents: w[1:m] is in <= 1 of its documents
+                        # and in none elsewhere, so a single index does not store w[:m].
+                        row.append(0)
+                        break
+                    for i in unknown:
+                        found[i] = got = self.segs[walked[i]].lookup(words[:m])
+                        g += len(got)
+                        if len(got) == 0:
+                            zero_from[i] = m  # a longer prefix cannot occur either
                 if m >= 2 and g == 1 and self.df_words(words[1:m]) < 2:
                     g = 0  # a single index over all documents does not store it
                 row.append(g)
                 if g < below:
+                    if g:  # flagged: keep its documents for the look-up that follows
+                        parts = [
+                            (found[i] if i in found else self.segs[s].lookup(words[:m]))
+                            + int(self.bases[s])
+                            for i, s in enumerate(walked) if i in found or m <= len(stored[i])
+                        ]
+                        if small:
+                            parts.append(np.asarray(small, dtype=np.int64))
+                        out_m = np.concatenate(parts).astype(np.int64)
+                        self._memo[prefix] = np.sort(out_m) if len(parts) > 1 else out_m
                     break
             out.append(row)
         return out, [None] * len(out)
+
+    def _row_one(
+        self, key: str, n: int, r: list[int], tomb: bool, below: int,
+        table: dict[str, list[int]],
+    ) -> list[int]:
+        """:meth:`walk_keys`'s row of one query with one walked segment, from that
+        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone)."""
+        exact = len(r) if tomb or r[-1] != 0 else len(r) - 1  # values r[:exact] are exact
+        zero_from = len(r) if tomb else (n + 1 if exact else 1)
+        words = key.split(" ")
+        row: list[int] = []
+        in_table = True  # no longer prefix is in the small segments once one is not
+        prefix = ""
+        for m in range(1, n + 1):
+            small = None
+            if in_table:
+                prefix = words[0] if m == 1 else prefix + " " + words[m - 1]
+                small = table.get(prefix)
+                in_table = small is not None
+            g = len(small) if small else 0
+            found = None
+            if m <= exact:
+                g += r[m - 1]
+                if g >= below:
+                    row.append(g)
+                    continue
+            elif m < zero_from:  # not stored in the segment: in 0 or 1 of its documents
+                if (
+                    g == 0 and m >= 2 and exact == m - 1 and r[m - 2] >= 2
+                    and " ".join(words[1:m]) not in table
+                ):
+                    # It stores w[:m-1] in >= 2 documents but not w[:m]: w[1:m] is in <= 1
+                    # of its documents and in none of the small segments, so a single
+                    # index does not store w[:m].
+                    row.append(0)
+                    break
+                found = self.segs[self._walked[0]].lookup(words[:m])
+                g += len(found)
+                if not len(found):
+                    zero_from = m
+            if m >= 2 and g == 1 and self.df_words(words[1:m]) < 2:
+                g = 0  # a single index over all documents does not store it
+            row.append(g)
+            if g < below:
+                if g:  # flagged: keep its documents for the look-up that follows
+                    key_m = " ".join(words[:m])
+                    s0 = self._walked[0]
+                    parts = []
+                    if m <= exact or found is not None:
+                        own = found if found is not None else self.segs[s0].lookup(words[:m])
+                        parts.append(own + int(self.bases[s0]))
+                    if small:
+                        parts.append(np.asarray(small, dtype=np.int64))
+                    got = np.concatenate(parts).astype(np.int64, copy=False)
+                    self._memo[key_m] = got if self._ordered else np.sort(got)
+                break
+        return row
 
     def walk_lows(
         self,
