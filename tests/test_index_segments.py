@@ -214,15 +214,16 @@ corpus = st.lists(
 @settings(max_examples=16, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=corpus, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=3),
-       below=st.integers(2, 4), counted=st.booleans())
+       below=st.integers(2, 4), counted=st.sampled_from([None, 0, 10, 25]))
 def test_counts_over_segments_match_brute_force(
     tmp_path_factory, texts, cuts, below, counted
 ) -> None:
-    """``counted``: added segments read as count tables (small ones) or walked (large)."""
+    """``counted``: the most words of an added segment read as a table (None: as
+    shipped, so every one here; 0: none, all walked; 10 and 25: some of each)."""
     from presidio_delink.index import segment_reader
 
     was = segment_reader.COUNTED_WORDS
-    segment_reader.COUNTED_WORDS = was if counted else 0
+    segment_reader.COUNTED_WORDS = was if counted is None else counted
     try:
         _check_counts(tmp_path_factory, texts, cuts, below)
     finally:
@@ -255,12 +256,52 @@ def _check_counts(tmp_path_factory, texts, cuts, below) -> None:
             fresh.views[name].walk_keys(qs, lengths, below)[0]
         assert idx.link_dfs(view, _walk(qs, lengths, below))[0] == \
             fresh.link_dfs(fresh.views[name], _walk(qs, lengths, below))[0]
+        # look-ups after walks (which keep the flagged N-grams' documents) stay exact
+        for key in keys:
+            assert view.lookup(key.split(" ")).tolist() == postings(sets, key)
 
 
 def _walk(keys: list[str], lengths: list[int], below: int):
     from presidio_delink.index.view_index import KeyWalk
 
     return KeyWalk(keys, lengths, below)
+
+
+def test_df_never_falls_when_documents_are_added(tmp_path: Path) -> None:
+    """docs/guarantees.md: after ``index add`` no N-gram's df or group count is lower, so
+    an output that was linkage-free links again only through N-grams or combinations that
+    the documents before held in no group at all (df 0: the new documents alone hold
+    them)."""
+    docs, _ = _collection(12, n=30)
+    rnd = random.Random(5)
+    outputs = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(2, 6))) for _ in range(60)]
+    d = tmp_path / "idx"
+    old = NgramIndex.build(docs[:20], d, max_n=3, views=VIEWS)
+    free = {(t, arity) for t in outputs for arity in (1, 2)
+            if not analyze(old, t, k=2, arity=arity).flagged}
+    assert free  # some outputs are linkage-free against the old collection
+    add_documents(d, docs[20:25])
+    add_documents(d, docs[25:])
+    new = NgramIndex.load(d)
+    n_old = old.n_docs
+    for name, view in old.views.items():
+        sets = doc_ngram_sets([(i, t) for i, t, _ in docs[:20]], view.tokenizer, 3)
+        for key in set().union(*sets, *(doc_ngram_sets([("o", t) for t in outputs],
+                                                        view.tokenizer, 3))):
+            words = key.split(" ")
+            a, b = view.lookup(words), new.views[name].lookup(words)
+            assert set(a.tolist()) <= set(b.tolist())
+            assert len(old.groups_of(a)) <= len(new.groups_of(b))
+    for t, arity in free:
+        after = analyze(new, t, k=2, arity=arity, exhaustive=True)
+        for f in after.flagged:
+            if f.arity == 1:
+                holders = new.views[f.view].lookup(f.key.split(" ")).tolist()
+                assert holders and min(holders) >= n_old, (t, f.key)
+        for c in after.combinations:
+            held = [set(old.groups_of(old.views[c.view].lookup(key.split(" "))).tolist())
+                    for key in c.keys]
+            assert set.intersection(*held) == set(), (t, c)
 
 
 def test_a_changed_segment_is_refused_by_name(tmp_path: Path) -> None:
