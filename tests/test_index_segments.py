@@ -304,6 +304,38 @@ def test_df_never_falls_when_documents_are_added(tmp_path: Path) -> None:
             assert set.intersection(*held) == set(), (t, c)
 
 
+def test_reaudit_lists_the_released_outputs_that_got_worse(tmp_path: Path) -> None:
+    """``index add --reaudit``: an output whose source is added (published later) is
+    audited for the first time and its phrases found nowhere before now link; an output
+    whose words no added document holds, its source unknown, is not listed; a file that
+    is not a delink output is refused before anything is added."""
+    docs, _ = _collection(4, n=20)
+    late = ("late", "the judge sat in zermatt near quillon bay. zermatt again", None)
+    d = tmp_path / "idx"
+    NgramIndex.build(docs, d, max_n=3, views=VIEWS)
+    released = tmp_path / "released.jsonl"
+    released.write_text(
+        json.dumps({"id": "late", "text": "the judge sat in zermatt near quillon"}) + "\n"
+        + json.dumps({"id": "other", "text": "court oslo, a b c court"}) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": late[0], "text": late[1]}) + "\n")
+    run = CliRunner().invoke
+    res = run(main, ["index", "add", str(d), str(new), "--reaudit", str(bad), "--workers", "1"])
+    assert res.exit_code != 0 and "nothing was added" in res.output
+    assert NgramIndex.load(d).n_docs == 20
+    res = run(main, ["index", "add", str(d), str(new), "--reaudit", str(released),
+                     "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    got = [json.loads(x) for x in res.stdout.splitlines()]
+    assert [g["id"] for g in got] == ["late"]
+    assert got[0]["source"] == "late" and got[0]["attacks"]
+    assert all(a["before"] is None and a["after"] >= 1 for a in got[0]["attacks"].values())
+    assert {x["key"] for x in got[0]["links"]} >= {"zermatt", "quillon"}
+    assert "1 of 2 released outputs got worse" in res.stderr
+
+
 def test_a_changed_segment_is_refused_by_name(tmp_path: Path) -> None:
     docs, _ = _collection(5, n=12)
     d = tmp_path / "idx"

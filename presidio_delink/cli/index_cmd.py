@@ -130,6 +130,15 @@ def index_build(
 )
 @spread_opts("building the segment [default: one a core]",
              "the input files and DIRECTORY (they write into it)")
+@click.option(
+    "--reaudit",
+    "released",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="delink outputs (JSONL) released against the index before: print, as JSONL, "
+    "those whose audit or phrase check got worse with the added documents.",
+)
+@number_opt("--reaudit-k", default=2, low=2, help="The k the --reaudit outputs were released with.")
 @key_opt
 @progress_opt
 @clean_errors
@@ -140,6 +149,8 @@ def index_add(
     group_regex: str | None,
     workers: int | None,
     dask_scheduler: str | None,
+    released: Path | None,
+    reaudit_k: int,
     key_file: Path | None,
     progress: bool,
 ) -> None:
@@ -149,6 +160,10 @@ def index_add(
     An id the index or the input has already is refused, and nothing is written. A JSONL
     "group" the index has already joins that group. Until `index compact`, runs build
     the ranked readings in the process (the stored ones hold the old statistics).
+
+    With --reaudit, each released output is audited and checked against the index before
+    and after the add, and those that got worse are printed (one JSON object a line:
+    the attacks that now rank their source higher, and phrases that link now).
     """
     from presidio_delink.index.format import read_key
     from presidio_delink.index.segments import add_documents
@@ -158,6 +173,8 @@ def index_add(
     for inp in inputs:
         if inp.resolve() == real or real in inp.resolve().parents:
             raise ConfigError(f"the input {inp} is (inside) the index directory {directory}")
+    records = _released(released) if released is not None else None
+    before = load_index(directory, key_file) if released is not None else None
     t0 = time.perf_counter()
     client = dask_client(dask_scheduler) if dask_scheduler is not None else None
     try:
@@ -176,6 +193,35 @@ def index_add(
         f"{idx.n_docs} documents ({idx.n_groups} groups) in {n_segs} segments",
         err=True,
     )
+    if records is not None:
+        from presidio_delink.attacks.reaudit import reaudit
+
+        worse = 0
+        for got in reaudit(before, idx, records, reaudit_k):
+            click.echo(json.dumps(got))
+            worse += 1
+        click.echo(f"reaudit: {worse} of {len(records)} released outputs got worse", err=True)
+
+
+def _released(path: Path) -> list[dict[str, Any]]:
+    """The records of ``index add --reaudit``'s file, read before anything is added."""
+    from presidio_delink.errors import InputError
+
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{path}:{n}: not a JSON line ({e.msg}): give --reaudit "
+                                 "a delink output; nothing was added") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                raise InputError(f"{path}:{n}: not a delink record (a JSON object with an "
+                                 "'id'): nothing was added")
+            records.append(rec)
+    return records
 
 
 @index.command("compact")
