@@ -103,6 +103,36 @@ class SegmentedView(ViewIndex):
         return self._postings
 
     # -- look-ups ---------------------------------------------------------------------
+    def _seg_lookup(self, s: int, words: Sequence[str]) -> np.ndarray:
+        """Segment ``s``'s documents (its own ordinals) holding the N-gram ``words``.
+
+        As the segment's own look-up, but an N-gram the segment does not store (df 0 or 1
+        there) is verified in the one candidate document by matching its word ids (a walk
+        over several segments asks this for most prefixes it reaches, each in another
+        document, so the segment's cache of whole documents' N-grams would not hold)."""
+        v = self.segs[s]
+        part = v.part(words[0])
+        h = part.get(" ".join(words))
+        if h is not None:
+            return part.postings_of(h).astype(np.int64)
+        if len(words) > v.max_n:
+            return v.lookup(words)
+        wit = v._witness(tuple(words))
+        if wit is None:
+            return _EMPTY
+        ids = [v.docs.word_id(w) for w in words]
+        seq = [x for x in ids if x is not None]
+        if len(seq) < len(ids):
+            return _EMPTY
+        d = int(v.parts[wit[0]].postings_of(wit[1])[0])
+        return np.array([d], np.int64) if _holds(v, d, seq) else _EMPTY
+
+    def _seg_df(self, s: int, words: Sequence[str]) -> int:
+        v = self.segs[s]
+        part = v.part(words[0])
+        h = part.get(" ".join(words))
+        return part.df_of(h) if h is not None else len(self._seg_lookup(s, words))
+
     def lookup(self, words: Sequence[str]) -> np.ndarray:
         if not words:
             return _EMPTY
@@ -110,15 +140,15 @@ class SegmentedView(ViewIndex):
             got_memo = self._memo.get(" ".join(words))
             if got_memo is not None:
                 return got_memo
-        got = [self.segs[s].lookup(words) + int(self.bases[s]) for s in self._walked]
+        got = [self._seg_lookup(s, words) + int(self.bases[s]) for s in self._walked]
         if len(self._walked) < len(self.segs):
             if len(words) <= self.max_n:
                 small = self._table().get(" ".join(words))
                 if small:
                     got.append(np.asarray(small, dtype=np.int64))
             else:
-                got += [v.lookup(words) + int(self.bases[s]) for s, v in enumerate(self.segs)
-                        if self._counted[s]]
+                got += [self._seg_lookup(s, words) + int(self.bases[s])
+                        for s, c in enumerate(self._counted) if c]
         got = [x for x in got if len(x)]
         if len(got) < 2:
             return got[0].astype(np.int64, copy=False) if got else _EMPTY
@@ -128,13 +158,13 @@ class SegmentedView(ViewIndex):
     def df_words(self, words: Sequence[str]) -> int:
         if not words:
             return 0
-        n = sum(self.segs[s].df_words(words) for s in self._walked)
+        n = sum(self._seg_df(s, words) for s in self._walked)
         if len(self._walked) < len(self.segs):
             if len(words) <= self.max_n:
                 n += len(self._table().get(" ".join(words), ()))
             else:
-                n += sum(len(v.lookup(words)) for v, c in zip(self.segs, self._counted,
-                                                              strict=True) if c)
+                n += sum(len(self._seg_lookup(s, words))
+                         for s, c in enumerate(self._counted) if c)
         return n
 
     def walk_keys(
@@ -198,7 +228,7 @@ class SegmentedView(ViewIndex):
                         row.append(0)
                         break
                     for i in unknown:
-                        found[i] = got = self.segs[walked[i]].lookup(words[:m])
+                        found[i] = got = self._seg_lookup(walked[i], words[:m])
                         g += len(got)
                         if len(got) == 0:
                             zero_from[i] = m  # a longer prefix cannot occur either
@@ -208,7 +238,7 @@ class SegmentedView(ViewIndex):
                 if g < below:
                     if g:  # flagged: keep its documents for the look-up that follows
                         parts = [
-                            (found[i] if i in found else self.segs[s].lookup(words[:m]))
+                            (found[i] if i in found else self._seg_lookup(s, words[:m]))
                             + int(self.bases[s])
                             for i, s in enumerate(walked) if i in found or m <= len(stored[i])
                         ]
@@ -255,7 +285,7 @@ class SegmentedView(ViewIndex):
                     # index does not store w[:m].
                     row.append(0)
                     break
-                found = self.segs[self._walked[0]].lookup(words[:m])
+                found = self._seg_lookup(self._walked[0], words[:m])
                 g += len(found)
                 if not len(found):
                     zero_from = m
@@ -268,7 +298,7 @@ class SegmentedView(ViewIndex):
                     s0 = self._walked[0]
                     parts = []
                     if m <= exact or found is not None:
-                        own = found if found is not None else self.segs[s0].lookup(words[:m])
+                        own = found if found is not None else self._seg_lookup(s0, words[:m])
                         parts.append(own + int(self.bases[s0]))
                     if small:
                         parts.append(np.asarray(small, dtype=np.int64))
@@ -335,6 +365,23 @@ class SegmentedView(ViewIndex):
                 got[w] = g
             self._wid_map[s] = got
         return got
+
+
+def _holds(view: ViewIndex, d: int, seq: list[int]) -> bool:
+    """Whether document ``d`` of ``view`` holds the word ids ``seq`` in a row (as the
+    view reads it: across punctuation in a view that crosses it)."""
+    toks = view.docs.doc_ids(d)
+    if not view.tokenizer.break_on_punctuation:
+        toks = toks[toks != view.docs.n_vocab + 1]
+    n = len(seq)
+    if n > len(toks):
+        return False
+    starts = np.flatnonzero(toks[: len(toks) - n + 1] == seq[0]).tolist()
+    tail = toks.tolist() if len(starts) > 1 else None
+    for i in starts:
+        if (tail[i : i + n] if tail is not None else toks[i : i + n].tolist()) == seq:
+            return True
+    return False
 
 
 def _n_docs(view: ViewIndex) -> int:
