@@ -84,11 +84,12 @@ def cli(cmd: str, idx: Path, inp: Path, out: Path, args: list[str], ok: tuple[in
 
 
 def records(path: Path) -> list[Any]:
-    """A delink output's records without their ``seconds``."""
+    """A delink output's records without their ``seconds`` and ``made_by`` (the run's
+    fingerprint names the index's files: a grown index's differ)."""
 
     def strip(x: Any) -> Any:
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k != "seconds"}
+            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "made_by")}
         if isinstance(x, list):
             return [strip(v) for v in x]
         return x
@@ -231,6 +232,11 @@ def main() -> None:
         save()
         shutil.rmtree(idx)  # keep the work folder small
     rec["words_total"] = sum(len(t.split()) for _d, t in docs)
+    for out in work.glob("delink-*-docs.jsonl"):  # compared again (a rerun reads them)
+        tag = out.name[len("delink-"):-len("-docs.jsonl")]
+        if tag != "fresh":
+            rec[f"delink_docs_{tag}_identical"] = (
+                records(out) == records(work / "delink-fresh-docs.jsonl"))
     save()
     if a.json:
         a.json.write_text(json.dumps(rec, indent=1))
