@@ -98,11 +98,13 @@ def records(path: Path) -> list[Any]:
 
 
 def file_hashes(idx: Path) -> dict[str, str]:
-    """SHA-256 of each index file but its metadata (the build time differs)."""
+    """SHA-256 of each index file but its metadata (the build time differs), its stored
+    readings and its lock files."""
     skip = {"meta.json", "meta.sig", "segments.json"}
     return {str(p.relative_to(idx)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(idx.rglob("*"))
-            if p.is_file() and p.name not in skip and "readings" not in p.parts}
+            if p.is_file() and p.name not in skip and not p.name.startswith(".")
+            and "readings" not in p.parts}
 
 
 CHECKS = {"k2": ["-k", "2"], "k5a2": ["-k", "5", "--arity", "2"]}
