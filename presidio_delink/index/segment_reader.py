@@ -63,6 +63,7 @@ class SegmentedView(ViewIndex):
         )
         self.segs = list(views)
         self.bases = np.asarray(bases, dtype=np.int64)  # first ordinal of each segment
+        self._base_list: list[int] = self.bases.tolist()
         self._counted = list(counted)
         self._walked = [s for s, c in enumerate(counted) if not c]
         # the walked segments' documents all come before the small ones': no sort needed
@@ -103,8 +104,9 @@ class SegmentedView(ViewIndex):
         return self._postings
 
     # -- look-ups ---------------------------------------------------------------------
-    def _seg_lookup(self, s: int, words: Sequence[str]) -> np.ndarray:
-        """Segment ``s``'s documents (its own ordinals) holding the N-gram ``words``.
+    def _seg_lookup(self, s: int, words: Sequence[str], key: str | None = None) -> np.ndarray:
+        """Segment ``s``'s documents (its own ordinals) holding the N-gram ``words``
+        (``key``: the words joined by one space, when known).
 
         As the segment's own look-up, but an N-gram the segment does not store (df 0 or 1
         there) is verified in the one candidate document by matching its word ids (a walk
@@ -112,9 +114,9 @@ class SegmentedView(ViewIndex):
         document, so the segment's cache of whole documents' N-grams would not hold)."""
         v = self.segs[s]
         part = v.part(words[0])
-        h = part.get(" ".join(words))
+        h = part.get(" ".join(words) if key is None else key)
         if h is not None:
-            return part.postings_of(h).astype(np.int64)
+            return part.postings_of(h)
         if len(words) > v.max_n:
             return v.lookup(words)
         wit = v._witness(tuple(words))
@@ -136,22 +138,29 @@ class SegmentedView(ViewIndex):
     def lookup(self, words: Sequence[str]) -> np.ndarray:
         if not words:
             return _EMPTY
+        key = " ".join(words)
         if self._memo:
-            got_memo = self._memo.get(" ".join(words))
+            got_memo = self._memo.get(key)
             if got_memo is not None:
                 return got_memo
-        got = [self._seg_lookup(s, words) + int(self.bases[s]) for s in self._walked]
+        bases = self._base_list
+        got = []
+        for s in self._walked:
+            x = self._seg_lookup(s, words, key)
+            if len(x):
+                got.append(x + bases[s] if bases[s] else x)
         if len(self._walked) < len(self.segs):
             if len(words) <= self.max_n:
-                small = self._table().get(" ".join(words))
+                small = self._table().get(key)
                 if small:
                     got.append(np.asarray(small, dtype=np.int64))
             else:
-                got += [self._seg_lookup(s, words) + int(self.bases[s])
-                        for s, c in enumerate(self._counted) if c]
-        got = [x for x in got if len(x)]
-        if len(got) < 2:
-            return got[0].astype(np.int64, copy=False) if got else _EMPTY
+                for s, c in enumerate(self._counted):
+                    x = self._seg_lookup(s, words, key) if c else _EMPTY
+                    if len(x):
+                        got.append(x + bases[s])
+        if len(got) < 2:  # a copy: a segment's postings may be its mapped file
+            return np.array(got[0], dtype=np.int64) if got else _EMPTY
         out = np.concatenate(got).astype(np.int64, copy=False)
         return out if self._ordered else np.sort(out)
 
