@@ -66,7 +66,7 @@ def run_fingerprint(index: Any, settings: Any, **made_with: Any) -> str:
     from presidio_delink import __version__
     from presidio_delink.index.format import FORMAT_VERSION, META_FILE
 
-    meta = Path(index.directory) / META_FILE
+    meta = getattr(index, "identity_file", Path(index.directory) / META_FILE)
     parts = {
         "version": __version__,
         "index_format": FORMAT_VERSION,

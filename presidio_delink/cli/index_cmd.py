@@ -1,9 +1,11 @@
-"""``index build``, ``index readings``, ``index stats``, ``index query``."""
+"""``index build``, ``index add``, ``index compact``, ``index readings``, ``index stats``,
+``index query``."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,155 @@ def index_build(
     )
 
 
+@index.command("add")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@number_opt("--shard-words", default=8_000_000, low=1000, help="Words per shard (bounds memory).")
+@click.option(
+    "--group-regex",
+    default=None,
+    metavar="REGEX",
+    help="As for build (the index does not store it): derive each new document's group "
+    "from its id. A JSONL 'group' field takes precedence.",
+)
+@spread_opts("building the segment [default: one a core]",
+             "the input files and DIRECTORY (they write into it)")
+@click.option(
+    "--reaudit",
+    "released",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="delink outputs (JSONL) released against the index before: print, as JSONL, "
+    "those whose audit or phrase check got worse with the added documents.",
+)
+@number_opt("--reaudit-k", default=2, low=2, help="The k the --reaudit outputs were released with.")
+@key_opt
+@progress_opt
+@clean_errors
+def index_add(
+    directory: Path,
+    inputs: tuple[Path, ...],
+    shard_words: int,
+    group_regex: str | None,
+    workers: int | None,
+    dask_scheduler: str | None,
+    released: Path | None,
+    reaudit_k: int,
+    key_file: Path | None,
+    progress: bool,
+) -> None:
+    """Add the documents of INPUT... (formats as for build) to the index at DIRECTORY as
+    a new segment, visible whole once written.
+
+    An id the index or the input has already is refused, and nothing is written. A JSONL
+    "group" the index has already joins that group. Until `index compact`, runs build
+    the ranked readings in the process (the stored ones hold the old statistics).
+
+    With --reaudit, each released output is audited and checked against the index before
+    and after the add, and those that got worse are printed (one JSON object a line:
+    the attacks that now rank their source higher, and phrases that link now).
+    """
+    from presidio_delink.index.format import read_key
+    from presidio_delink.index.segments import add_documents
+    from presidio_delink.io import read_many_grouped
+
+    real = directory.resolve()
+    for inp in inputs:
+        if inp.resolve() == real or real in inp.resolve().parents:
+            raise ConfigError(f"the input {inp} is (inside) the index directory {directory}")
+    records = _released(released) if released is not None else None
+    before = load_index(directory, key_file) if released is not None else None
+    t0 = time.perf_counter()
+    client = dask_client(dask_scheduler) if dask_scheduler is not None else None
+    try:
+        seg = add_documents(
+            directory, read_many_grouped(inputs), key=read_key(key_file),
+            group_regex=group_regex, shard_words=shard_words,
+            workers=workers or os.cpu_count() or 1, progress=progress, dask_client=client,
+        )
+    finally:
+        if client is not None:
+            client.close()
+    idx = load_index(directory, key_file)
+    n_segs = len(getattr(idx, "segments", [idx]))
+    click.echo(
+        f"added segment {seg.name} in {time.perf_counter() - t0:.1f} s: the index holds "
+        f"{idx.n_docs} documents ({idx.n_groups} groups) in {n_segs} segments",
+        err=True,
+    )
+    if records is not None:
+        from presidio_delink.attacks.reaudit import reaudit
+
+        worse = 0
+        for got in reaudit(before, idx, records, reaudit_k):
+            click.echo(json.dumps(got))
+            worse += 1
+        click.echo(f"reaudit: {worse} of {len(records)} released outputs got worse", err=True)
+
+
+def _released(path: Path) -> list[dict[str, Any]]:
+    """The records of ``index add --reaudit``'s file, read before anything is added."""
+    from presidio_delink.errors import InputError
+
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{path}:{n}: not a JSON line ({e.msg}): give --reaudit "
+                                 "a delink output; nothing was added") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                raise InputError(f"{path}:{n}: not a delink record (a JSON object with an "
+                                 "'id'): nothing was added")
+            records.append(rec)
+    return records
+
+
+@index.command("compact")
+@click.argument("directory", type=click.Path(path_type=Path))
+@number_opt("--shard-words", default=8_000_000, low=1000,
+            help="Words per shard, as given to build (it shapes the files, not the answers).")
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Processes for the build and the readings [default: one a core].")
+@switch_opt("--readings/--no-readings",
+            help="Also store the ranked readings (as build does).")
+@key_opt
+@clean_errors
+def index_compact(
+    directory: Path, shard_words: int, workers: int | None, readings: bool,
+    key_file: Path | None,
+) -> None:
+    """Merge the segments of the index at DIRECTORY into one index, swapped in whole:
+    it answers every query and gives every audit rank as a fresh build over all the
+    documents would. Built again from the words the index stores (no input needed)."""
+    _compact(directory, shard_words, workers or os.cpu_count() or 1, readings, key_file)
+
+
+def _compact(
+    directory: Path, shard_words: int, workers: int, readings: bool, key_file: Path | None
+) -> None:
+    from presidio_delink.index.format import read_key
+    from presidio_delink.index.segments import compact
+
+    def store(idx: Any) -> None:
+        if readings:
+            from presidio_delink.attacks.readings import store_readings
+
+            store_readings(idx, workers=workers)
+
+    t0 = time.perf_counter()
+    out = compact(directory, key=read_key(key_file), shard_words=shard_words,
+                  workers=workers, after_build=store)
+    if out is None:
+        click.echo(f"{directory} has one segment: nothing to compact", err=True)
+        return
+    click.echo(f"compacted {directory} into {out.name} in {time.perf_counter() - t0:.1f} s"
+               + (" (readings stored)" if readings else ""), err=True)
+
+
 @index.command("readings")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--workers", type=click.IntRange(1), default=None,
@@ -124,10 +275,15 @@ def index_build(
 def index_readings(directory: Path, workers: int | None, key_file: Path | None) -> None:
     """Store the ranked readings (BM25 and TF-IDF postings) with the index at DIRECTORY,
     replacing any stored before: what an index built without them needs so that runs
-    stop building them."""
+    stop building them.  An index with added segments is compacted first (readings hold
+    whole-collection statistics)."""
     from presidio_delink.attacks.readings import store_readings
 
     idx = load_index(directory, key_file)
+    if getattr(idx, "segments", None):
+        click.echo(f"{directory} has added segments: compacting it", err=True)
+        _compact(directory, 8_000_000, workers or os.cpu_count() or 1, True, key_file)
+        return
     out = store_readings(idx, workers=workers or os.cpu_count() or 1)
     assert idx.readings is not None
     click.echo(f"stored {len(idx.readings.names)} ranked readings in {out}", err=True)

@@ -18,7 +18,7 @@ import re
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,37 @@ def build_index_files(
             lock.clean()
             raise
         finally:
+            shutil.rmtree(out / BUILD_DIR, ignore_errors=True)
+    return out
+
+
+def build_index_raw(
+    directory: str | Path,
+    settings: BuildSettings,
+    write_raws: Callable[[Path, list[str]], tuple[list[dict[str, Any]], int]],
+    *,
+    workers: int = 1,
+) -> Path:
+    """Write an index into ``directory`` from raw shards that ``write_raws(folder,
+    folds)`` writes into ``folder`` (as :class:`~.builder.RawShard` does) and describes
+    (the shards' records and the number of words): phase 1 without tokenising, for
+    ``index compact``, which reads the words back from the segments."""
+    specs, toks, _ = settings.plan()
+    out = Path(directory)
+    with BuildLock(out) as lock:
+        runner: Runner = PoolRunner(workers) if workers > 1 else Runner()
+        try:
+            (out / BUILD_DIR).mkdir(mode=0o700)
+            col = _Collector(out, list(toks), settings.shard_words, None)
+            col.raws, col.n_words = write_raws(out / BUILD_DIR, list(toks))
+            if not col.n_docs:
+                raise InputError("the collection has no documents")
+            _finish(out, col, settings, specs, toks, runner, False)
+        except BaseException:
+            lock.clean()
+            raise
+        finally:
+            runner.close()
             shutil.rmtree(out / BUILD_DIR, ignore_errors=True)
     return out
 

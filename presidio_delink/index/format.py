@@ -46,6 +46,8 @@ META_FILE = "meta.json"
 SIG_FILE = "meta.sig"
 LOCK_FILE = ".build-lock"
 DOCS_DIR, VIEWS_DIR, FOLDS_DIR = "docs", "views", "folds"
+SEGMENTS_FILE = "segments.json"
+"""The signed list of an index's segments (``index add``; see ``index/segments.py``)."""
 BUILD_DIR = ".build"
 """A build's scratch folder inside the index directory (removed when the build ends)."""
 
@@ -87,6 +89,11 @@ def _signature(data: bytes, key: bytes | None) -> dict[str, str]:
     if key is None:
         return {"alg": "sha256", "digest": hashlib.sha256(data).hexdigest()}
     return {"alg": "hmac-sha256", "digest": hmac.new(key, data, hashlib.sha256).hexdigest()}
+
+
+def sign(data: bytes, key: bytes | None) -> dict[str, str]:
+    """The signature of ``data`` as ``meta.sig`` holds it (SHA-256, or HMAC-SHA256)."""
+    return _signature(data, key)
 
 
 def write_meta(directory: Path, meta: dict[str, Any], key: bytes | None) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import shutil
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from presidio_delink.index.format import (
     FORMAT_VERSION,
     LOCK_FILE,
     META_FILE,
+    SEGMENTS_FILE,
     SIG_FILE,
     VIEWS_DIR,
     read_meta,
@@ -51,6 +52,11 @@ from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex
 from presidio_delink.index.vocab import Vocabulary
 from presidio_delink.text import Tokenizer
 from presidio_delink.views import VIEWS
+
+#: Opens a directory that lists segments (``segments.json``, written by ``index add`` and
+#: ``index compact``): set by :mod:`~presidio_delink.index.segments`, which builds on this
+#: module and is imported with the package.
+SEGMENTS_OPENER: list[Callable[[Path, bytes | None, bool], NgramIndex]] = []
 
 
 class NgramIndex:
@@ -172,9 +178,14 @@ class NgramIndex:
 
         Raises:
             IndexFormatError: missing, truncated, corrupt, changed metadata, or another
-                format version.
+                format version; a segment that fails these checks, named.
         """
-        return cls._open(Path(directory), key, verify=verify)
+        d = Path(directory)
+        if (d / SEGMENTS_FILE).exists():
+            if not SEGMENTS_OPENER:
+                raise IndexFormatError(f"{d} has segments: import presidio_delink.index")
+            return SEGMENTS_OPENER[0](d, key, verify)
+        return cls._open(d, key, verify=verify)
 
     @classmethod
     def _open(
@@ -263,6 +274,12 @@ class NgramIndex:
     @property
     def n_docs(self) -> int:
         return int(self.meta["n_docs"])
+
+    @property
+    def identity_file(self) -> Path:
+        """The signed file whose SHA-256 identifies what this index answers (``meta.json``;
+        an index with segments: its ``segments.json``)."""
+        return self.directory / META_FILE
 
     @property
     def doc_ids(self) -> list[str]:

@@ -1,0 +1,249 @@
+"""A growing index on TAB: `index add` in 1, 3 and 10 batches, then `index compact`.
+
+Set-up: the TAB collection grouped by case (1,635 documents, about 1.07 M words, max_n 8,
+``benchmarks/bench_living_index.py``'s index), in its own order; the first 90 % of its
+documents form the base, the other 10 % are added.  The 127 gold-masked TAB test texts
+are checked.
+
+1. ``build``: a fresh build over all documents and one over the base (seconds).
+2. For 1, 3 and 10 batches: the base copied, the batches added (``add_documents``, the
+   library call under ``index add``; seconds each) [target: adding 1 % takes at most 5 %
+   of a full build].
+3. ``check`` through the CLI (k = 2 on the 127 texts; k = 5 with arity 2 on the first
+   ``--k5-texts``, as it costs some seconds a text) over the grown index, then after
+   ``compact``: byte-identical to the fresh build's output [target].
+   The seconds of each ``check`` run (a fresh process: start, open, 127 texts) over the
+   base plus 10 segments against the compacted index [target: at most 1.3x].
+4. Disk of each compacted index against the fresh build [target: at most 1.05x], and
+   the seconds of compaction (a build from the words the index stores); whether its files
+   are the fresh build's (SHA-256 of each file but ``meta.json``, whose build time
+   differs, and ``meta.sig``).
+5. ``delink --llm none`` (audit on: the sources are in the collection) of the first
+   ``--delink-docs`` gold texts over the fresh build (readings stored), over the grown
+   index (the readings are built in the process: stored ones are not used over
+   segments), and, for the last batch count, after ``compact`` with its readings stored:
+   records identical apart from ``seconds`` [target], and the seconds.  Then start-up:
+   one text with its source known against the same text under an unknown id, over the
+   grown index and over the compacted one [target: at most 2x].
+
+Every step's wall time and the load before it (``/proc/loadavg``) are recorded: the
+machine is shared, so read the ratios of runs made close together.
+
+Usage::
+
+    python benchmarks/bench_segments.py [--work benchmarks/_work/segments] \\
+        [--batches 1 3 10] [--k5-texts 20] [--delink-docs 3] [--workers 1] [--json OUT]
+
+Indexes and outputs are kept in ``--work``; a rerun reuses what is there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+def du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def timed(rec: dict[str, Any], name: str, fn: Any, *args: Any, **kw: Any) -> Any:
+    rec[f"{name}_load"] = load()
+    t = time.perf_counter()
+    out = fn(*args, **kw)
+    rec[f"{name}_s"] = round(time.perf_counter() - t, 2)
+    print(f"{name}: {rec[f'{name}_s']} s (load {rec[f'{name}_load']})", flush=True)
+    return out
+
+
+def cli(cmd: str, idx: Path, inp: Path, out: Path, args: list[str], ok: tuple[int, ...]) -> float:
+    """One CLI run in a fresh process: its wall seconds."""
+    env = dict(os.environ, TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS="")
+    t = time.perf_counter()
+    got = subprocess.run([sys.executable, "-m", "presidio_delink", cmd, "--index", str(idx),
+                          *args, str(inp), "-o", str(out)], cwd=REPO, env=env,
+                         capture_output=True, text=True)
+    if got.returncode not in ok:
+        raise SystemExit(f"{cmd} failed ({got.returncode}): {got.stderr[-2000:]}")
+    return round(time.perf_counter() - t, 2)
+
+
+def records(path: Path) -> list[Any]:
+    """A delink output's records without their ``seconds`` and ``made_by`` (the run's
+    fingerprint names the index's files: a grown index's differ)."""
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "made_by")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    return [strip(json.loads(x)) for x in path.read_text().splitlines()]
+
+
+def file_hashes(idx: Path) -> dict[str, str]:
+    """SHA-256 of each index file but its metadata (the build time differs), its stored
+    readings and its lock files."""
+    skip = {"meta.json", "meta.sig", "segments.json"}
+    return {str(p.relative_to(idx)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(idx.rglob("*"))
+            if p.is_file() and p.name not in skip and not p.name.startswith(".")
+            and "readings" not in p.parts}
+
+
+CHECKS = {"k2": ["-k", "2"], "k5a2": ["-k", "5", "--arity", "2"]}
+DELINK = ["-k", "2", "--llm", "none", "--fresh"]
+
+
+def checks(idx: Path, inputs: dict[str, Path], work: Path, tag: str, rec: dict[str, Any]) -> None:
+    for name, args in CHECKS.items():
+        out = work / f"check-{tag}-{name}.jsonl"
+        rec[f"check_{name}_{tag}_load"] = load()
+        rec[f"check_{name}_{tag}_cli_s"] = cli("check", idx, inputs[name], out, args, (0, 1))
+        if tag != "fresh":
+            rec[f"check_{name}_{tag}_identical"] = (
+                out.read_bytes() == (work / f"check-fresh-{name}.jsonl").read_bytes())
+        print(tag, name, {k: v for k, v in rec.items() if f"_{name}_{tag}" in k}, flush=True)
+
+
+def delinks(idx: Path, inputs: dict[str, Path], work: Path, tag: str,
+            rec: dict[str, Any], startup: bool) -> None:
+    """``delink --llm none`` of the first texts (audit on), and one known / unknown pair."""
+    runs = [("docs", "delink")] + ([("known", "known"), ("unknown", "unknown")]
+                                   if startup else [])
+    for name, inp in runs:
+        out = work / f"delink-{tag}-{name}.jsonl"
+        rec[f"delink_{name}_{tag}_load"] = load()
+        rec[f"delink_{name}_{tag}_s"] = cli("delink", idx, inputs[inp], out, DELINK, (0, 3))
+        if tag != "fresh" and name == "docs":
+            rec[f"delink_{name}_{tag}_identical"] = (
+                records(out) == records(work / f"delink-fresh-{name}.jsonl"))
+        print(tag, name, {k: v for k, v in rec.items() if f"_{name}_{tag}" in k}, flush=True)
+    if startup:
+        rec[f"startup_ratio_{tag}"] = round(
+            rec[f"delink_known_{tag}_s"] / rec[f"delink_unknown_{tag}_s"], 2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "segments")
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 3, 10])
+    ap.add_argument("--k5-texts", type=int, default=20)
+    ap.add_argument("--delink-docs", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    os.environ["TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"] = ""
+    import ranked_adversaries as ra
+
+    from presidio_delink.attacks.readings import store_readings
+    from presidio_delink.datasets import tab_collection, tab_test
+    from presidio_delink.index import NgramIndex, add_documents, compact
+
+    work = a.work
+    work.mkdir(parents=True, exist_ok=True)
+    rec_file = work / "results.json"
+    rec: dict[str, Any] = json.loads(rec_file.read_text()) if rec_file.exists() else {}
+
+    def save() -> None:
+        rec_file.write_text(json.dumps(rec, indent=1))
+
+    docs = list(tab_collection())
+    gold = [{"id": cid, "text": deid} for cid, _o, deid in tab_test()]
+
+    def write(name: str, recs: list[dict[str, str]]) -> Path:
+        path = work / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        return path
+
+    inputs = {"k2": write("tab_gold.jsonl", gold),
+              "k5a2": write(f"tab_gold_{a.k5_texts}.jsonl", gold[: a.k5_texts]),
+              "delink": write(f"tab_gold_{a.delink_docs}.jsonl", gold[: a.delink_docs]),
+              "known": write("tab_gold_1.jsonl", gold[:1]),
+              "unknown": write("tab_gold_1_unknown.jsonl",
+                               [dict(gold[0], id="new:" + gold[0]["id"])])}
+    cut = len(docs) * 9 // 10
+    settings = dict(max_n=8, group_regex=ra.GROUP_RE.pattern)
+    rec.update(n_docs=len(docs), n_base=cut, n_added=len(docs) - cut, k5_texts=a.k5_texts,
+               delink_docs=a.delink_docs)
+    fresh, base = work / "fresh", work / "base"
+    if not (fresh / "meta.json").exists():
+        shutil.rmtree(fresh, ignore_errors=True)
+        timed(rec, "build_fresh", NgramIndex.build, docs, fresh, workers=a.workers, **settings)
+        rec["bytes_fresh"] = du(fresh)
+        save()
+    if not (base / "meta.json").exists():
+        shutil.rmtree(base, ignore_errors=True)
+        timed(rec, "build_base", NgramIndex.build, docs[:cut], base, workers=a.workers,
+              **settings)
+        save()
+    if "check_k2_fresh_cli_s" not in rec:
+        checks(fresh, inputs, work, "fresh", rec)
+        save()
+    if not (fresh / "readings").exists():
+        timed(rec, "store_readings_fresh", store_readings, NgramIndex.load(fresh))
+        save()
+    if "delink_docs_fresh_s" not in rec:
+        delinks(fresh, inputs, work, "fresh", rec, startup=False)
+        save()
+    fresh_files = file_hashes(fresh)
+    for n in a.batches:
+        tag = f"seg{n}"
+        idx = work / tag
+        if f"bytes_compact_{tag}" in rec:
+            continue
+        last = n == a.batches[-1]
+        shutil.rmtree(idx, ignore_errors=True)
+        shutil.copytree(base, idx)
+        bounds = [cut + (len(docs) - cut) * i // n for i in range(n + 1)]
+        for i in range(n):
+            batch = docs[bounds[i]:bounds[i + 1]]
+            timed(rec, f"add_{tag}_{i}", add_documents, idx, batch,
+                  group_regex=ra.GROUP_RE.pattern, workers=a.workers)
+            rec[f"add_{tag}_{i}_docs"] = len(batch)
+            rec[f"add_{tag}_{i}_words"] = sum(len(t.split()) for _d, t in batch)
+        save()
+        checks(idx, inputs, work, tag, rec)
+        delinks(idx, inputs, work, tag, rec, startup=last)
+        save()
+        timed(rec, f"compact_{tag}", compact, idx, workers=a.workers,
+              after_build=store_readings if last else None)
+        got = NgramIndex.load(idx).directory
+        rec[f"bytes_compact_{tag}"] = du(got) - (du(got / "readings")
+                                                 if (got / "readings").exists() else 0)
+        rec[f"files_compact_{tag}_as_fresh"] = file_hashes(got) == fresh_files
+        checks(idx, inputs, work, f"{tag}c", rec)
+        if last:
+            delinks(idx, inputs, work, f"{tag}c", rec, startup=True)
+        save()
+        shutil.rmtree(idx)  # keep the work folder small
+    rec["words_total"] = sum(len(t.split()) for _d, t in docs)
+    for out in work.glob("delink-*-docs.jsonl"):  # compared again (a rerun reads them)
+        tag = out.name[len("delink-"):-len("-docs.jsonl")]
+        if tag != "fresh":
+            rec[f"delink_docs_{tag}_identical"] = (
+                records(out) == records(work / "delink-fresh-docs.jsonl"))
+    save()
+    if a.json:
+        a.json.write_text(json.dumps(rec, indent=1))
+    print(json.dumps(rec, indent=1))
+
+
+if __name__ == "__main__":
+    main()
