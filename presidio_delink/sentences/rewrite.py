@@ -496,7 +496,8 @@ def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job,
     a phrase the index still ``found`` given back its input words, and the named phrases
     in those blocks redacted (:func:`_kept_redacted`): a spliced sentence whose new words
     for one phrase still link keeps its other rewrites (the checks then run again).  None
-    when no such block holds a named phrase, or when the blocks do not rebuild
+    when no such block holds a named phrase, when every named phrase would be redacted
+    (nothing rewritten left), or when the blocks do not rebuild
     ``sentence`` exactly (an insertion the input's spacing cannot hold)."""
     hit = {w for f in found for w in re.findall(r"\w+", f.casefold())}
     shown = job.shown
@@ -516,6 +517,8 @@ def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job,
         pos = ch.end
     if not back or "".join(kept_all) + shown[pos:] != sentence:
         return None
+    if len(set(back)) >= len(job.spans):
+        return None  # nothing rewritten would be left: the fallback redacts them anyway
     return _kept_redacted(job, "".join(out) + shown[pos:], list(dict.fromkeys(back)))
 
 
