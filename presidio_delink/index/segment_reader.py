@@ -44,7 +44,7 @@ import numpy as np
 from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import SEGMENTS_FILE, write_private
 from presidio_delink.index.ngram_index import NgramIndex
-from presidio_delink.index.view_index import Lows, ViewIndex
+from presidio_delink.index.view_index import GroupCut, Lows, ViewIndex
 
 COUNTED_WORDS = 30_000
 """A segment of at most this many words is read as a table of its N-grams' postings."""
@@ -182,9 +182,14 @@ class SegmentedView(ViewIndex):
         lengths: Sequence[int],
         below: int,
         extends: Sequence[str] | None = None,
+        groups: GroupCut | None = None,
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`ViewIndex.walk_keys` over every segment (see the module docstring).
-        Entries are None: a flagged N-gram's documents are looked up again."""
+        Entries are None: a flagged N-gram's documents are looked up again.  Rows are in
+        documents: ``groups`` is refused, since the check maps this view's rows to groups
+        by look-up (:func:`~presidio_delink.index.view_index.rows_in_groups`)."""
+        if groups is not None:
+            raise ValueError("a view over segments walks in documents (rows_in_groups)")
         walked = self._walked
         table = self._table() if len(walked) < len(self.segs) else {}
         seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
@@ -322,8 +327,9 @@ class SegmentedView(ViewIndex):
         lengths: Sequence[int],
         below: int,
         extends: Sequence[str] | None = None,
+        groups: GroupCut | None = None,
     ) -> Lows:
-        return Lows.of_rows(*self.walk_keys(keys, lengths, below), below)
+        return Lows.of_rows(*self.walk_keys(keys, lengths, below, groups=groups), below)
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
         raise IndexFormatError(
