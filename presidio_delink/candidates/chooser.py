@@ -211,7 +211,7 @@ class CandidateChooser:
         """
         if not rs:
             return {}
-        _text, (toks, ents), seen = self._memo_of(text)
+        _text, (toks, _ents), seen = self._memo_of(text)
         # three steps over all the runs, so that the scorer's passes hold many runs
         # (LMScorer.score_many): the cheap checks, the scoring of the survivors and the
         # linkage of the ranked, then for the runs left without one, leaving the word out
@@ -225,8 +225,7 @@ class CandidateChooser:
             if gloss_span(text, r.start, r.end) == key:
                 seen[(*key, options)] = gloss_choice(text, r, links)
                 continue
-            words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
-            label = next((lab for a, b, lab in ents if (a, b) == key), None)
+            words, label = self._run_words(text, r)
             ch, live, words = self._proposals(text, r, words, label, accept)
             if live is None:
                 seen[(*key, options)] = ch
@@ -330,22 +329,29 @@ class CandidateChooser:
         related words, as the scorer does, and nothing vouches for a word no lexicon
         offers.  A phrase the chooser does not propose for (not whole words, a fixed
         expression) is vouched for by nothing."""
-        key = (start, end)
-        if gloss_span(text, start, end) == key or fixed_expression(text, start, end):
+        if gloss_span(text, start, end) == (start, end) or fixed_expression(text, start, end):
             return False
-        toks, ents = self._memo_of(text)[1]
-        words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < end and b > start]
-        span = text[start:end]
-        if words and not any(c.isspace() for c in span) and len(words) > 1:
-            words = [Word(span, start, end, words[-1].tag)]
-        if not words or "".join(w.text for w in words) != "".join(span.split()):
+        r = Run(start, end, 0)
+        words, label = self._run_words(text, r)
+        if not _whole_words(words, text[start:end]):
             return False
-        label = next((lab for a, b, lab in ents if (a, b) == key), None)
         want = " ".join(new.split()).casefold()
         return any(
             " ".join(c.text.split()).casefold() == want
-            for c in self._proposed(text, Run(start, end, 0), words, label)
+            for c in self._proposed(text, r, words, label)
         )
+
+    def _run_words(self, text: str, r: Run) -> tuple[list[Word], str | None]:
+        """The tagged words of a run (one word where the tagger splits one written word,
+        ``cross-examined``: its last piece's tag), and the entity label of exactly that
+        span; what :meth:`choose` and :meth:`vouches` propose from."""
+        toks, ents = self._memo_of(text)[1]
+        words = [Word(text[a:b], a, b, t) for a, b, t in toks if a < r.end and b > r.start]
+        span = text[r.start : r.end]
+        if words and not any(c.isspace() for c in span) and len(words) > 1:
+            words = [Word(span, r.start, r.end, words[-1].tag)]
+        label = next((lab for a, b, lab in ents if (a, b) == (r.start, r.end)), None)
+        return words, label
 
     def _typed(self, text: str, start: int, end: int, label: str | None) -> list[str]:
         """:func:`~presidio_delink.generalise.generalise` of a span, told the tag of the
@@ -390,13 +396,10 @@ class CandidateChooser:
         accept: Accept,
     ) -> tuple[Choice, list[Candidate] | None, list[Word]]:
         """The run's choice so far, its candidates that pass the loop's checks, and its
-        words (one word where the tagger splits one written word); no candidates (None)
-        when the run is settled already (not whole words, a fixed expression)."""
+        words (:meth:`_run_words`); no candidates (None) when the run is settled already
+        (not whole words, a fixed expression)."""
         span = text[r.start : r.end]
-        if words and not any(c.isspace() for c in span) and len(words) > 1:
-            # one written word the tagger splits ("cross-examined"): its last piece's tag
-            words = [Word(span, r.start, r.end, words[-1].tag)]
-        if not words or "".join(w.text for w in words) != "".join(span.split()):
+        if not _whole_words(words, span):
             return Choice(None, None, None, 0, {"not whole words": 1},
                           writer=self.needs_writer(span, [])), None, words
         if fixed_expression(text, r.start, r.end):
@@ -559,3 +562,8 @@ class CandidateChooser:
                 continue
             out.append(c)
         return sorted(out, key=lambda c: -(c.score or 0.0))
+
+
+def _whole_words(words: Sequence[Word], span: str) -> bool:
+    """Whether the tagged ``words`` are the whole written words of ``span``."""
+    return bool(words) and "".join(w.text for w in words) == "".join(span.split())
