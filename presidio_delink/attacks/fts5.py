@@ -52,6 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from presidio_delink.attacks import scoring
 from presidio_delink.attacks.grams import (
     CHAR_NGRAMS,
     CROSS_NGRAMS,
@@ -68,8 +69,10 @@ from presidio_delink.attacks.grams import (
     window_grams,
     word_grams,
 )
+from presidio_delink.attacks.segment_scores import segment_member
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
+from presidio_delink.index.segment_readings import SegmentReadings
 
 __all__ = [
     "ALL_MEMBERS", "CHAR_NGRAMS", "CROSS_NGRAMS", "EXTRA_MEMBERS", "MEMBERS",
@@ -89,7 +92,7 @@ _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
 #: The version of the code that turns the collection into a member's postings (its
 #: grams and weights), stored with each reading (:func:`stored_spec`): change it with
 #: that code, so that readings stored by other code are built again, never misread.
-READINGS_CODE = 1
+READINGS_CODE = 2
 #: An index of at least this many words without stored readings gets a warning (building
 #: its readings takes seconds or more: about 100 s a million words on TAB).
 WARN_WORDS = 100_000
@@ -395,6 +398,8 @@ class Engine:
 
     def _stored(self, member: str) -> _Member | None:
         store = getattr(self.index, "readings", None)
+        if isinstance(store, SegmentReadings):  # over segments: scored from their counts
+            return segment_member(store, ALL_MEMBERS[member], READINGS_CODE)  # type: ignore
         if store is None or store.spec(member) != stored_spec(member):
             return None
         p = store.get(member)
@@ -429,6 +434,11 @@ class Engine:
 
     def build(self, member: str) -> _Member:
         """The member's postings, built from the collection's words."""
+        return self._weights(ALL_MEMBERS[member], *self.occurrences(member))
+
+    def occurrences(self, member: str) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        """The member's terms (term -> id, in order of first reading) and the term id and
+        document of each occurrence in the collection, documents in order."""
         spec = ALL_MEMBERS[member]
         tok, stop = spec.tokenizer, spec.stop
         words, word_ids, doc_of = self.collection()
@@ -443,8 +453,7 @@ class Engine:
                        for gs in spanning_grams(tok, ws) for g in gs]
                 tl += ids
                 dl_ += [d] * len(ids)
-            return self._weights(spec, term_ids, np.asarray(tl, dtype=np.int64),
-                                 np.asarray(dl_, dtype=np.int64))
+            return term_ids, np.asarray(tl, dtype=np.int64), np.asarray(dl_, dtype=np.int64)
         mapped = self.terms(tok, words)
         per_word = [
             []
@@ -460,11 +469,10 @@ class Engine:
         # the j-th term of each token's word: its word's start + 0..n-1
         first = np.repeat(start[word_ids], reps)
         within = np.arange(len(tdoc)) - np.repeat(np.cumsum(reps) - reps, reps)
-        terms = flat[first + within]
-        return self._weights(spec, term_ids, terms, tdoc)
+        return term_ids, flat[first + within], tdoc
 
     def _weights(
-        self, spec: Member, term_ids: dict[str, int], terms: np.ndarray, tdoc: np.ndarray
+        self, spec: Member, term_ids: Mapping[str, int], terms: np.ndarray, tdoc: np.ndarray
     ) -> _Member:
         """The member's postings from its (term, document) occurrences."""
         unit_of = None
@@ -478,24 +486,14 @@ class Engine:
         ptr = np.searchsorted(t_of, np.arange(len(term_ids) + 1))
         df = np.diff(ptr).astype(np.float64)
         f = tf.astype(np.float64)
-        if spec.model == "cosine":
-            if spec.idf == "smooth":
-                idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
-            else:
-                idf = np.log(n / np.maximum(df, 1.0))
-            dw = (1.0 + np.log(f)) * idf[t_of]
-            norm = np.sqrt(np.bincount(d_of, weights=dw * dw, minlength=n))
-            w = idf[t_of] * dw / np.maximum(norm[d_of], 1e-12)
-            return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
-        dl = np.bincount(tdoc, minlength=n).astype(np.float64)  # FTS5's column size
-        avgdl = dl.sum() / n if n else 0.0
-        if spec.idf == "lucene":
-            idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        idf = scoring.idf(spec, df, n)
+        if spec.model == "cosine":  # the norm summed in the terms' code-point order
+            order = scoring.lex_order(list(term_ids), t_of, d_of)
+            norm = scoring.cosine_norms(idf[t_of], f, d_of, order, n)
+            w = scoring.cosine(idf[t_of], f, norm[d_of])
         else:
-            idf = np.log((n - df + 0.5) / (df + 0.5))
-            idf[idf <= 0] = 1e-6
-        k1, b = spec.k1, spec.b
-        w = idf[t_of] * (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl[d_of] / max(avgdl, 1e-12)))
+            dl = np.bincount(tdoc, minlength=n).astype(np.float64)  # FTS5's column size
+            w = scoring.bm25(spec, idf[t_of], f, dl[d_of], dl.sum() / n if n else 0.0)
         return _Member(term_ids, ptr, d_of.astype(np.int32), w, unit_of)
 
     def token_terms(
@@ -560,6 +558,9 @@ class Engine:
         ``qtf`` member times its ``counts`` entry)."""
         m = self.members[member]
         mult = counts if counts is not None and ALL_MEMBERS[member].qtf else None
+        if not isinstance(m, _Member):  # over segments
+            return [float(w[docs == doc].sum()) * (mult[j] if mult is not None else 1)
+                    for j, (docs, w) in enumerate(m.postings([t]) for t in terms)]
         if m.unit_of is not None:
             doc = int(m.unit_of[doc])
         out = []

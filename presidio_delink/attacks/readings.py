@@ -23,19 +23,43 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from presidio_delink.attacks.fts5 import READINGS_CODE, Engine, stored_spec
+import numpy as np
+
+from presidio_delink.attacks.fts5 import ALL_MEMBERS, READINGS_CODE, Engine, stored_spec
 from presidio_delink.attacks.ranked import AUDIT_MEMBERS, FUSED_MEMBERS, PROTECT_MEMBERS
+from presidio_delink.attacks.segment_scores import table_name, table_spec
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
-from presidio_delink.index.readings import ReadingsWriter, open_readings, write_reading
+from presidio_delink.index.readings import (
+    ReadingsWriter,
+    StoredCounts,
+    open_readings,
+    write_counts,
+    write_reading,
+)
 
-__all__ = ["STORED_MEMBERS", "store_readings"]
+__all__ = ["STORED_MEMBERS", "count_tables", "store_readings", "store_segment_counts"]
 
 log = logging.getLogger(__name__)
 
 #: Every member a run reads: the audit's, the fused reading's and the protection's.
 STORED_MEMBERS: tuple[str, ...] = tuple(
     dict.fromkeys((*AUDIT_MEMBERS, *FUSED_MEMBERS, *PROTECT_MEMBERS)))
+
+
+def count_tables(members: Sequence[str] = STORED_MEMBERS) -> dict[str, tuple[str, bool]]:
+    """The count tables that let ``members`` be read over segments: table name ->
+    (a member of that tokenisation, whether a TF-IDF cosine member reads it, so that
+    its terms' code-point order is stored too).  Group readings have none."""
+    out: dict[str, tuple[str, bool]] = {}
+    for m in members:
+        spec = ALL_MEMBERS[m]
+        if spec.unit != "doc":
+            continue
+        name = table_name(spec)
+        first, lex = out.get(name, (m, False))
+        out[name] = (first, lex or spec.model == "cosine")
+    return out
 
 
 def store_readings(
@@ -63,23 +87,24 @@ def store_readings(
     if unknown:
         raise ConfigError(f"unknown readings {unknown}")
     members = list(dict.fromkeys(members))
+    jobs = [*members, *count_tables(members)]
     t0 = time.perf_counter()
     eng = Engine(index)
     writer = ReadingsWriter(index.directory, index.key, {
         "code": READINGS_CODE, "n_docs": index.n_docs, "n_groups": eng.n_groups})
     try:
-        if workers > 1 and len(members) > 1 and "fork" in mp.get_all_start_methods():
+        if workers > 1 and len(jobs) > 1 and "fork" in mp.get_all_start_methods():
             eng.collection()  # read once, shared with the forked workers
             global _JOB
             _JOB = (eng, writer.tmp)
             try:
-                with mp.get_context("fork").Pool(min(workers, len(members))) as pool:
-                    for name, rec in pool.imap_unordered(_build_one, members):
+                with mp.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+                    for name, rec in pool.imap_unordered(_build_one, jobs):
                         writer.record(name, rec)
             finally:
                 _JOB = None
         else:
-            for m in members:
+            for m in jobs:
                 writer.record(*_build(eng, writer.tmp, m))
         out = writer.commit()
     except BaseException:
@@ -94,7 +119,27 @@ def store_readings(
 _JOB: tuple[Engine, Path] | None = None
 
 
+def _counts(eng: Engine, member: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray,
+                                               np.ndarray]:
+    """The collection's counts under ``member``'s tokenisation: terms by id, offsets,
+    documents and frequencies per term, and each document's length."""
+    eng.prepare(member)
+    term_ids, terms, tdoc = eng.occurrences(member)
+    n = max(eng.n_docs, 1)
+    keys, tf = np.unique(terms * n + tdoc, return_counts=True)
+    t_of, d_of = keys // n, keys % n
+    ptr = np.searchsorted(t_of, np.arange(len(term_ids) + 1))
+    lens = np.bincount(tdoc, minlength=eng.n_docs).astype(np.float64)
+    return list(term_ids), ptr, d_of, tf, lens
+
+
 def _build(eng: Engine, folder: Path, member: str) -> tuple[str, dict[str, Any]]:
+    tables = count_tables()
+    if member in tables:  # a count table (for reads over segments)
+        first, lex = tables[member]
+        rec = write_counts(folder, member, table_spec(ALL_MEMBERS[first], READINGS_CODE),
+                           *_counts(eng, first), lex=lex)
+        return member, rec
     eng.prepare(member)
     mem = eng.build(member)
     rec = write_reading(folder, member, stored_spec(member), list(mem.term_ids), mem.ptr,
@@ -111,3 +156,55 @@ def _build_one(member: str) -> tuple[str, dict[str, Any]]:
     eng = Engine(parent.index)
     eng._collection = parent.collection()
     return _build(eng, folder, member)
+
+
+def store_segment_counts(segment: NgramIndex, before: NgramIndex) -> bool:
+    """Store the count tables of ``segment`` (an index over one added batch, not yet
+    listed) in its folder, each term linked to its id over ``before`` (the index it is
+    added to) and the segment: what lets runs read the grown index's readings without
+    building them.  Signed with the segment's key.  Returns False, storing nothing, when
+    a part of ``before`` has no count tables (run ``index compact`` to store them)."""
+    parts = list(getattr(before, "segments", None) or [before])
+    stores = [p.readings for p in parts]
+    tables = count_tables()
+    got: dict[str, list[StoredCounts]] = {}
+    for name in tables:
+        have = [s.counts(name) if s is not None else None for s in stores]
+        if any(h is None for h in have):
+            log.info("the index the segment is added to stores no counts per segment: "
+                     "runs build their readings until `presidio-delink index compact`")
+            return False
+        got[name] = [h for h in have if h is not None]
+    eng = Engine(segment)
+    writer = ReadingsWriter(segment.directory, segment.key, {
+        "code": READINGS_CODE, "n_docs": segment.n_docs, "n_groups": eng.n_groups})
+    try:
+        for name, (first, lex) in tables.items():
+            writer.add_counts(name, table_spec(ALL_MEMBERS[first], READINGS_CODE),
+                              *_counts(eng, first), lex=lex, link=_linker(got[name]))
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return True
+
+
+def _linker(parts: list[StoredCounts]) -> Any:
+    """Ids over the whole index for a new part's terms: an earlier part's id for a term
+    it holds (the first such part), else the new part's range (after every earlier
+    part's) plus the term's local id."""
+    start = sum(len(p.ptr) - 1 for p in parts)
+
+    def link(terms: list[str]) -> np.ndarray:
+        out = np.empty(len(terms), dtype=np.int64)
+        for i, t in enumerate(terms):
+            g = -1
+            for p in parts:
+                j = p.terms.get(t)
+                if j is not None:
+                    g = j if p.gid is None else int(p.gid[j])
+                    break
+            out[i] = start + i if g < 0 else g
+        return out
+
+    return link

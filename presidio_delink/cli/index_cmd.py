@@ -158,13 +158,16 @@ def index_add(
     a new segment, visible whole once written.
 
     An id the index or the input has already is refused, and nothing is written. A JSONL
-    "group" the index has already joins that group. Until `index compact`, runs build
-    the ranked readings in the process (the stored ones hold the old statistics).
+    "group" the index has already joins that group. The segment stores its counts for
+    the ranked readings, which runs combine over all segments (exactly a fresh build's
+    scores); an index whose base stores no such counts (an older version) builds them
+    in each run until `index compact`.
 
     With --reaudit, each released output is audited and checked against the index before
     and after the add, and those that got worse are printed (one JSON object a line:
     the attacks that now rank their source higher, and phrases that link now).
     """
+    from presidio_delink.attacks.readings import store_segment_counts
     from presidio_delink.index.format import read_key
     from presidio_delink.index.segments import add_documents
     from presidio_delink.io import read_many_grouped
@@ -182,6 +185,7 @@ def index_add(
             directory, read_many_grouped(inputs), key=read_key(key_file),
             group_regex=group_regex, shard_words=shard_words,
             workers=workers or os.cpu_count() or 1, progress=progress, dask_client=client,
+            after_build=store_segment_counts,
         )
     finally:
         if client is not None:

@@ -51,7 +51,8 @@ from presidio_delink.io import sha256_file
 
 __all__ = [
     "READINGS_DIR", "READINGS_FORMAT", "READINGS_VERSION", "ReadingsStore", "ReadingsWriter",
-    "StoredPostings", "open_readings", "write_reading",
+    "StoredCounts", "StoredPostings", "lex_order", "open_readings", "write_counts",
+    "write_reading",
 ]
 
 READINGS_DIR = "readings"
@@ -61,6 +62,9 @@ LOCK_NAME = ".readings.lock"
 READINGS_FORMAT = "presidio-delink-readings"
 READINGS_VERSION = 1
 _FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "weights.bin": "<f8"}
+#: A count table's files (see :class:`StoredCounts`).
+_COUNT_FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "tf.bin": "<i4",
+                "lens.bin": "<f8", "gid.bin": "<i8", "lex.bin": "<i8"}
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,42 @@ class StoredPostings:
     ptr: np.ndarray
     docs: np.ndarray
     weights: np.ndarray
+
+
+@dataclass(frozen=True)
+class StoredCounts:
+    """One tokenisation's raw counts over the documents of one index (a segment, or a
+    base), memory-mapped: what a reader over several segments scores from, with the
+    statistics of all of them (:mod:`~presidio_delink.index.segment_readings`).
+
+    Attributes:
+        terms: term -> local id (a marisa trie).
+        ptr: ``(n_terms + 1,)`` offsets into ``docs`` and ``tf``.
+        docs: the index's documents holding each term, ascending within a term.
+        tf: the term's occurrences in each of them.
+        lens: ``(n_docs,)`` each document's number of terms (float64, as BM25 reads it).
+        gid: each local term's id over the whole index (the base's ids, then each
+            segment's range in order; a term an earlier part holds has that part's id),
+            or None where it is the local id (a base).
+        lex: a permutation of the postings, by document then by the term's code
+            points (the order a TF-IDF norm is summed in), or None when not stored.
+    """
+
+    terms: Any
+    ptr: np.ndarray
+    docs: np.ndarray
+    tf: np.ndarray
+    lens: np.ndarray
+    gid: np.ndarray | None
+    lex: np.ndarray | None
+
+
+def lex_order(terms: Sequence[str], t_of: np.ndarray, d_of: np.ndarray) -> np.ndarray:
+    """The postings ordered by document, then by their term's code points (``t_of``
+    indexes ``terms``): an order that is the same for a document in any collection."""
+    rank = np.empty(len(terms), dtype=np.int64)
+    rank[sorted(range(len(terms)), key=terms.__getitem__)] = np.arange(len(terms))
+    return np.lexsort((rank[t_of], d_of))
 
 
 def _signature(data: bytes, key: bytes | None) -> dict[str, str]:
@@ -129,6 +169,13 @@ class ReadingsWriter:
         """Store one reading (see :func:`write_reading`)."""
         self.record(name, write_reading(self.tmp, name, spec, terms, ptr, docs, weights))
 
+    def add_counts(self, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
+                   docs: np.ndarray, tf: np.ndarray, lens: np.ndarray, *, lex: bool,
+                   link: Any = None) -> None:
+        """Store one count table (see :func:`write_counts`)."""
+        self.record(name, write_counts(self.tmp, name, spec, terms, ptr, docs, tf, lens,
+                                       lex=lex, link=link))
+
     def record(self, name: str, rec: dict[str, Any]) -> None:
         """Count a reading :func:`write_reading` wrote into :attr:`tmp` (another process
         may have written it)."""
@@ -177,13 +224,7 @@ def write_reading(
         raise ValueError(f"bad reading name {name!r}")
     d = folder / name
     d.mkdir(mode=0o700)
-    trie = save_trie(terms, d / "terms.marisa")
-    new_id = trie_ids(trie, terms)
-    order = np.argsort(new_id, kind="stable")  # trie id -> old id
-    lens: np.ndarray = np.diff(np.asarray(ptr, dtype=np.int64))[order].astype(np.int64)
-    new_ptr = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
-    src = np.repeat(np.asarray(ptr[:-1], dtype=np.int64)[order] - new_ptr[:-1], lens)
-    src += np.arange(int(new_ptr[-1]), dtype=np.int64)
+    _trie, new_ptr, src = _by_trie(d, terms, ptr)
     arrays = {"ptr.bin": new_ptr, "docs.bin": np.asarray(docs)[src],
               "weights.bin": np.asarray(weights)[src]}
     for fname, arr in arrays.items():
@@ -193,6 +234,56 @@ def write_reading(
         "n_terms": len(terms),
         "n_postings": int(new_ptr[-1]),
         "files": {f: file_record(d / f) for f in _FILES},
+    }
+
+
+def _by_trie(d: Path, terms: list[str], ptr: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Save ``terms``' trie in ``d``; the postings' offsets in trie-id order and, for each
+    posting in that order, its position in the given order."""
+    trie = save_trie(terms, d / "terms.marisa")
+    new_id = trie_ids(trie, terms)
+    order = np.argsort(new_id, kind="stable")  # trie id -> old id
+    lens: np.ndarray = np.diff(np.asarray(ptr, dtype=np.int64))[order].astype(np.int64)
+    new_ptr = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    src = np.repeat(np.asarray(ptr[:-1], dtype=np.int64)[order] - new_ptr[:-1], lens)
+    src += np.arange(int(new_ptr[-1]), dtype=np.int64)
+    return trie, new_ptr, src
+
+
+def write_counts(
+    folder: Path, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
+    docs: np.ndarray, tf: np.ndarray, lens: np.ndarray, *, lex: bool, link: Any = None,
+) -> dict[str, Any]:
+    """Write one count table (:class:`StoredCounts`) into ``folder/name`` and return its
+    record: ``terms[i]``'s postings are ``ptr[i]:ptr[i+1]`` of ``docs`` and ``tf``;
+    ``lens`` per document.  ``lex``: store the code-point order (:func:`lex_order`).
+    ``link``: given the terms in trie-id order, their ids over the whole index (None:
+    the local ids, as for a base)."""
+    if "/" in name or name.startswith(".") or not name:
+        raise ValueError(f"bad reading name {name!r}")
+    d = folder / name
+    d.mkdir(mode=0o700)
+    trie, new_ptr, src = _by_trie(d, terms, ptr)
+    new_docs = np.asarray(docs)[src]
+    by_id = [""] * len(terms)
+    for t, i in zip(terms, trie_ids(trie, terms).tolist(), strict=True):
+        by_id[i] = t
+    gid = link(by_id) if link is not None else None
+    perm = None
+    if lex:
+        t_of = np.repeat(np.arange(len(terms), dtype=np.int64), np.diff(new_ptr))
+        perm = lex_order(by_id, t_of, new_docs)
+    empty = np.empty(0)
+    arrays = {"ptr.bin": new_ptr, "docs.bin": new_docs, "tf.bin": np.asarray(tf)[src],
+              "lens.bin": lens, "gid.bin": empty if gid is None else gid,
+              "lex.bin": empty if perm is None else perm}
+    for fname, arr in arrays.items():
+        write_private(d / fname, np.ascontiguousarray(arr, dtype=_COUNT_FILES[fname]).tobytes())
+    return {
+        "spec": spec,
+        "n_terms": len(terms),
+        "n_postings": int(new_ptr[-1]),
+        "files": {f: file_record(d / f) for f in _COUNT_FILES},
     }
 
 
@@ -229,7 +320,7 @@ class ReadingsStore:
         rec = self.meta["members"].get(name)
         return None if rec is None else list(rec["spec"])
 
-    def _map(self, name: str, rec: dict[str, Any]) -> tuple[StoredPostings, dict[str, Any]]:
+    def _map(self, name: str, rec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         d = self.directory / name
         for fname, want in rec["files"].items():
             p = d / fname
@@ -243,11 +334,24 @@ class ReadingsStore:
                 raise IndexFormatError(
                     f"{p} does not match readings.json (changed or truncated); store the "
                     "readings again (presidio-delink index readings)")
-        got = StoredPostings(load_trie(d / "terms.marisa"), map_array(d / "ptr.bin", "<i8"),
-                             map_array(d / "docs.bin", "<i4"),
-                             map_array(d / "weights.bin", "<f8"))
-        if (len(got.ptr) != rec["n_terms"] + 1 or len(got.terms) != rec["n_terms"]
-                or len(got.docs) != rec["n_postings"] or len(got.weights) != rec["n_postings"]):
+        kinds = _COUNT_FILES if "tf.bin" in rec["files"] else _FILES
+        arr = {f: map_array(d / f, t) for f, t in kinds.items() if t is not None}
+        terms = load_trie(d / "terms.marisa")
+        n_post = len(arr["docs.bin"])
+        ok = (len(arr["ptr.bin"]) == rec["n_terms"] + 1 and len(terms) == rec["n_terms"]
+              and n_post == rec["n_postings"])
+        got: StoredPostings | StoredCounts
+        if kinds is _FILES:
+            got = StoredPostings(terms, arr["ptr.bin"], arr["docs.bin"], arr["weights.bin"])
+            ok = ok and len(got.weights) == n_post
+        else:
+            gid, lex = arr["gid.bin"], arr["lex.bin"]
+            got = StoredCounts(terms, arr["ptr.bin"], arr["docs.bin"], arr["tf.bin"],
+                               arr["lens.bin"], gid if len(gid) else None,
+                               lex if len(lex) else None)
+            ok = (ok and len(got.tf) == n_post and len(gid) in (0, rec["n_terms"])
+                  and len(lex) in (0, n_post))
+        if not ok:
             raise IndexFormatError(f"{d}: stored reading does not match readings.json")
         return got, rec
 
@@ -264,25 +368,38 @@ class ReadingsStore:
 
     def get(self, name: str) -> StoredPostings | None:
         """Reading ``name``'s postings (None when not stored)."""
+        got = self._checked_item(name)
+        return got if isinstance(got, StoredPostings) else None
+
+    def counts(self, name: str) -> StoredCounts | None:
+        """Count table ``name`` (None when not stored)."""
+        got = self._checked_item(name)
+        return got if isinstance(got, StoredCounts) else None
+
+    def _checked_item(self, name: str) -> StoredPostings | StoredCounts | None:
         got = self._mapped.get(name)
         if got is None:
             return None
-        postings, rec = got
+        item, rec = got
         if self.verify and name not in self._checked:
             d = self.directory / name
-            arrays = {"ptr.bin": postings.ptr, "docs.bin": postings.docs,
-                      "weights.bin": postings.weights}
             for fname, want in rec["files"].items():
-                if fname in arrays:  # hashed from the mapped pages: what is read is checked
-                    digest = hashlib.sha256(arrays[fname].data.cast("B")).hexdigest()
-                else:
+                if fname == "terms.marisa":
                     digest = sha256_file(d / fname)
+                else:  # hashed from the mapped pages: what is read is checked
+                    arr = getattr(item, _FIELD[fname])
+                    if arr is None:
+                        arr = np.empty(0)
+                    digest = hashlib.sha256(np.ascontiguousarray(arr).data.cast("B")).hexdigest()
                 if digest != want["sha256"]:
                     raise IndexFormatError(
                         f"{d / fname} does not match readings.json (changed or corrupt); "
                         "store the readings again (presidio-delink index readings)")
             self._checked.add(name)
-        return postings
+        return item
+
+
+_FIELD = {f: f.split(".")[0] for f in (*_FILES, *_COUNT_FILES)}
 
 
 def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsStore | None:
@@ -333,7 +450,8 @@ def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsS
         if (not isinstance(name, str) or "/" in name or name.startswith(".")
                 or not isinstance(rec, dict)
                 or set(rec) != {"spec", "n_terms", "n_postings", "files"}
-                or not isinstance(rec["files"], dict) or set(rec["files"]) != set(_FILES)):
+                or not isinstance(rec["files"], dict)
+                or set(rec["files"]) not in (set(_FILES), set(_COUNT_FILES))):
             raise IndexFormatError(f"{d / READINGS_FILE}: malformed reading {name!r}{redo}")
     if meta["index"] != index_digest(Path(index_dir)):
         raise IndexFormatError(f"{d}: stored readings belong to another index{redo}")

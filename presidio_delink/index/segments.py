@@ -21,9 +21,13 @@ signed and lists its files' SHA-256.  A segment whose metadata is not the one li
 whose files or signature fail, is refused by name.
 
 **Readings.**  The stored ranked readings hold whole-collection statistics (BM25's idf
-and average length), so they are not used while an index has added segments: runs build
-them in the process, with a warning, until ``index compact`` writes one index again with
-its readings.
+and average length), so they are not read whole while an index has added segments.
+Each part also stores its raw counts (``index add`` writes a segment's with it, in its
+folder, signed like the rest), and the reader combines them into the readings a fresh
+build would store (:mod:`~presidio_delink.index.segment_readings`).  Where a part lacks
+them (an older index, or a segment added without them), runs build the readings in the
+process, with a warning, until ``index compact`` writes one index again with its
+readings.
 
 **Compaction** reads every segment's documents back as word ids (the index keeps each
 word model's words of every document) and builds one index over them, in segment order,
@@ -67,6 +71,7 @@ from presidio_delink.index.format import (
 )
 from presidio_delink.index.ngram_index import SEGMENTS_OPENER, NgramIndex
 from presidio_delink.index.segment_reader import SegmentedIndex
+from presidio_delink.index.segment_readings import combine
 from presidio_delink.index.shard import FoldDocs
 from presidio_delink.io import sha256_file
 
@@ -219,14 +224,17 @@ def _open_once(root: Path, key: bytes | None, verify: bool) -> NgramIndex:
         segs.append(seg)
     if len(segs) == 1:
         return base
-    if base.readings is not None:
+    index = SegmentedIndex(root, segs, key)
+    counts, why = combine([s.readings for s in segs], [s.n_docs for s in segs])
+    if counts is not None:
+        index.readings = counts  # type: ignore[assignment]
+    elif base.readings is not None:
         log.warning(
-            "the index at %s has %d added segments: its stored readings hold the statistics "
-            "of the base alone and are not used; runs build them in the process (slow on a "
-            "large collection). Run `presidio-delink index compact %s` to store them again",
-            root, len(segs) - 1, root,
+            "the index at %s has %d added segments and %s: runs build the ranked readings "
+            "in the process (slow on a large collection). Run `presidio-delink index "
+            "compact %s` to store them again", root, len(segs) - 1, why, root,
         )
-    return SegmentedIndex(root, segs, key)
+    return index
 
 
 def _check_listed(d: Path, digest: str, what: str) -> None:
@@ -374,6 +382,7 @@ def add_documents(
     workers: int = 1,
     progress: bool = False,
     dask_client: Any = None,
+    after_build: Callable[[NgramIndex, NgramIndex], Any] | None = None,
 ) -> Path:
     """Add ``docs`` (as :meth:`NgramIndex.build` takes them) to the index at ``directory``
     as a new segment, visible at once and whole; return the segment's folder.
@@ -381,6 +390,9 @@ def add_documents(
     A group that the index has already is joined (groups are matched by name).
     ``group_regex``: as the index was built with (it is not stored).  ``dask_client``:
     build the segment on that cluster (its workers must share ``directory``).
+    ``after_build(segment, current)`` gets the new segment before it is listed, and the
+    index it is added to (the CLI stores the segment's count tables there, so that runs
+    read the grown index's ranked readings without building them).
 
     Raises:
         InputError: no documents, or an id that the index or the input has already
@@ -414,6 +426,8 @@ def add_documents(
         tmp = root / f".seg-tmp-{os.getpid()}"
         build_index(items, tmp, settings, progress=progress, workers=workers,
                     dask_client=dask_client)
+        if after_build is not None:
+            after_build(NgramIndex._open(tmp, key), current)
         _kill_point("add:built")
         _fsync_tree(tmp)
         name = _next_name(root, "seg")

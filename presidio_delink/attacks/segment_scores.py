@@ -1,0 +1,204 @@
+"""Ranked readings over a grown index, scored from each segment's stored counts.
+
+Definitions.  A reading whose unit is the document (every member of the audit and of the
+fused reading; the protection's *group* members are built in the process) reads the
+count table of its tokenisation (:func:`table_name`) in every part of the index
+(:class:`~presidio_delink.index.segment_readings.SegmentReadings`: the base, then each
+added segment, documents in order).  Over all parts:
+
+* ``N`` is the documents of all parts; a document's length is its part's;
+  ``avgdl`` is their mean (an exact sum of integers, so the fresh build's float);
+* a term's ``df`` is the sum of its document counts in the parts (parts hold disjoint
+  documents); its postings are each part's, shifted to the part's first document, in
+  part order (so ascending, as a fresh build's);
+* a TF-IDF cosine document's norm is summed over its terms in their code-point order
+  (the part stores that order), with every term's ``df`` over all parts (each part's
+  terms carry their id over the whole index, so the sum needs no look-up).
+
+Each weight is then :mod:`~presidio_delink.attacks.scoring`'s formula on the same
+numbers as a fresh build's, so scores, ranks and audit records are those of a fresh build
+over all the documents, to the bit (``tests/test_segment_readings.py``).
+
+Cost.  Opening a reading concatenates the parts' document lengths (BM25), or computes
+every document's norm in one pass over the parts' postings (cosine: milliseconds per
+million postings).  A query looks each of its terms up in every part's trie and computes
+the weights of its postings (remembered per term, so a text's sentences, which reuse the
+whole text's terms, cost little): Lucene's way, statistics per segment, combined when a
+query is scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from presidio_delink.attacks import scoring
+from presidio_delink.index.readings import StoredCounts
+from presidio_delink.index.segment_readings import COUNTS_PREFIX, SegmentReadings
+
+__all__ = ["SegmentMember", "segment_member", "table_name", "table_spec"]
+
+#: Terms whose weighted postings a member remembers (the least recent are dropped all at
+#: once past it).
+TERM_CACHE = 400_000
+
+
+def table_name(spec: Any) -> str:
+    """The count table a reading of ``spec`` (a ``fts5.Member``) reads."""
+    return f"{COUNTS_PREFIX}{spec.tokenizer}{'-stop' if spec.stop else ''}"
+
+
+def table_spec(spec: Any, code: int) -> list[Any]:
+    """What a count table for ``spec``'s tokenisation is stored with (``code``: the code
+    version of the readings, ``fts5.READINGS_CODE``)."""
+    return ["counts", code, spec.tokenizer, bool(spec.stop)]
+
+
+class _Table:
+    """One tokenisation's counts over all parts, and what every reading of it shares."""
+
+    def __init__(self, parts: list[tuple[StoredCounts, int]], n_docs: int) -> None:
+        self.parts = parts
+        self.n = n_docs
+        dl = np.concatenate([p.lens for p, _ in parts]) if parts else np.zeros(0)
+        self.dl = np.ascontiguousarray(dl, dtype=np.float64)
+        self.avgdl = self.dl.sum() / self.n if self.n else 0.0
+        self._norms: dict[tuple[str, str], np.ndarray] = {}
+        self._df: np.ndarray | None = None
+
+    def find(self, term: str) -> list[tuple[int, int, int]]:
+        """``(part, start, stop)`` of the term's postings in each part holding it."""
+        out = []
+        for i, (p, _) in enumerate(self.parts):
+            t = p.terms.get(term)
+            if t is not None:
+                out.append((i, int(p.ptr[t]), int(p.ptr[t + 1])))
+        return out
+
+    def df(self) -> np.ndarray:
+        """Every term's document frequency over all parts, by id over the whole index."""
+        if self._df is None:
+            size = sum(len(p.ptr) - 1 for p, _ in self.parts)
+            df = np.zeros(size, dtype=np.float64)
+            for p, _ in self.parts:
+                own = np.diff(p.ptr).astype(np.float64)
+                gid = p.gid if p.gid is not None else np.arange(len(own))
+                df += np.bincount(gid, weights=own, minlength=size)
+            self._df = df
+        return self._df
+
+    def norms(self, spec: Any) -> np.ndarray:
+        """Every document's TF-IDF norm under ``spec``'s idf (see the module docstring)."""
+        key = (spec.model, spec.idf)
+        got = self._norms.get(key)
+        if got is None:
+            idf_g = scoring.idf(spec, self.df(), self.n)
+            pieces = []
+            for p, _ in self.parts:
+                if p.lex is None:
+                    raise ValueError("count table stored without its code-point order")
+                t_of = np.repeat(np.arange(len(p.ptr) - 1), np.diff(p.ptr))
+                gid = p.gid[t_of] if p.gid is not None else t_of
+                pieces.append(scoring.cosine_norms(
+                    idf_g[gid], np.asarray(p.tf, dtype=np.float64), p.docs, p.lex,
+                    len(p.lens)))
+            got = self._norms[key] = np.concatenate(pieces)
+        return got
+
+
+class SegmentMember:
+    """A reading's postings over every part, weighted when a query asks for a term; the
+    engine queries it as it queries a stored or built reading (``postings``)."""
+
+    unit_of = None  # a document is its own unit
+
+    def __init__(self, table: _Table, spec: Any) -> None:
+        self.table = table
+        self.spec = spec
+        self.norm = table.norms(spec) if spec.model == "cosine" else None
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def _fill(self, terms: Sequence[str]) -> None:
+        tab = self.table
+        found = [tab.find(t) for t in terms]
+        if len(self._cache) + len(terms) > TERM_CACHE:
+            self._cache.clear()
+        held = [(t, f) for t, f in zip(terms, found, strict=True) if f]
+        for t, f in zip(terms, found, strict=True):
+            if not f:
+                self._cache[t] = None
+        if not held:
+            return
+        docs_l: list[np.ndarray] = []
+        tf_l: list[np.ndarray] = []
+        lens = []
+        for _, f in held:
+            n = 0
+            for i, a, b in f:
+                p, off = tab.parts[i]
+                docs_l.append(p.docs[a:b].astype(np.int64) + off)
+                tf_l.append(p.tf[a:b])
+                n += b - a
+            lens.append(n)
+        docs = np.concatenate(docs_l)
+        f_all = np.concatenate(tf_l).astype(np.float64)
+        counts = np.asarray(lens, dtype=np.int64)
+        idf_p = np.repeat(scoring.idf(self.spec, counts.astype(np.float64), tab.n), counts)
+        if self.norm is not None:
+            w = scoring.cosine(idf_p, f_all, self.norm[docs])
+        else:
+            w = scoring.bm25(self.spec, idf_p, f_all, tab.dl[docs], tab.avgdl)
+        ends = np.cumsum(counts).tolist()
+        start = 0
+        for (t, _), end in zip(held, ends, strict=True):
+            self._cache[t] = (docs[start:end], w[start:end])
+            start = end
+
+    def postings(
+        self, terms: Sequence[str], counts: Sequence[int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and summands of ``terms`` (concatenated; unknown terms have none),
+        each summand times its term's ``counts`` entry when given."""
+        miss = [t for t in dict.fromkeys(terms) if t not in self._cache]
+        if miss:
+            self._fill(miss)
+        keep = []
+        for j, t in enumerate(terms):
+            got = self._cache.get(t)
+            if got is None and t not in self._cache:  # dropped by a clear: fill again
+                self._fill([t])
+                got = self._cache.get(t)
+            if got is not None:
+                keep.append((got, 1 if counts is None else counts[j]))
+        if not keep:
+            return np.empty(0, dtype=np.int32), np.empty(0)
+        w = np.concatenate([g[1] for g, _ in keep])
+        if counts is not None:
+            w = w * np.repeat([float(c) for _, c in keep], [len(g[0]) for g, _ in keep])
+        return np.concatenate([g[0] for g, _ in keep]), w
+
+
+def segment_member(store: SegmentReadings, spec: Any, code: int) -> SegmentMember | None:
+    """The reading of ``spec`` over the parts of ``store`` (None when it cannot be read
+    from their counts: a group reading, or a table a part lacks or stored by other
+    code)."""
+    if spec.unit != "doc":
+        return None
+    name = table_name(spec)
+    if store.spec(name) != table_spec(spec, code):
+        return None
+    key = ("table", name)
+    tab = store.cache.get(key)
+    if tab is None:
+        store.check([name])
+        parts = store.tables(name)
+        if parts is None:
+            return None
+        if spec.model == "cosine" and any(p.lex is None for p, _ in parts):
+            return None
+        tab = store.cache[key] = _Table(parts, store.n_docs)
+    elif spec.model == "cosine" and any(p.lex is None for p, _ in tab.parts):
+        return None
+    return SegmentMember(tab, spec)
