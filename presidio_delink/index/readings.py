@@ -313,8 +313,13 @@ class ReadingsStore:
 
     @property
     def names(self) -> list[str]:
-        """The stored readings."""
-        return list(self.meta["members"])
+        """The stored readings (postings with their weights)."""
+        return [n for n, r in self.meta["members"].items() if "weights.bin" in r["files"]]
+
+    @property
+    def tables(self) -> list[str]:
+        """The stored count tables (:class:`StoredCounts`)."""
+        return [n for n, r in self.meta["members"].items() if "tf.bin" in r["files"]]
 
     def spec(self, name: str) -> list[Any] | None:
         rec = self.meta["members"].get(name)

@@ -81,9 +81,10 @@ def combine(stores: Sequence[ReadingsStore | None], sizes: Sequence[int]
     """The parts' count tables read together, or None and why not (a sentence)."""
     if any(s is None for s in stores):
         missing = [i for i, s in enumerate(stores) if s is None]
-        what = "its base" if missing[0] == 0 else f"{len(missing)} added segment(s)"
-        return None, f"{what} store(s) no readings"
-    have = [{n for n in s.names if n.startswith(COUNTS_PREFIX)} for s in stores if s]
+        what = ("its base stores" if missing[0] == 0
+                else f"{len(missing)} of them store")
+        return None, f"{what} no readings"
+    have = [set(s.tables) for s in stores if s]
     common = set.intersection(*have)
     if not common:
         return None, "its stored readings hold no counts per segment (an older version)"
