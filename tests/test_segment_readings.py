@@ -111,7 +111,7 @@ def test_grown_readings_score_as_a_fresh_build(tmp_path: Path, cuts: list[int]) 
     assert json.dumps(recs[0], sort_keys=True) == json.dumps(recs[1], sort_keys=True)
 
 
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(3, 12),
        cuts=st.lists(st.integers(1, 11), min_size=1, max_size=4, unique=True))
