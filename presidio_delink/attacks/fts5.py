@@ -92,7 +92,9 @@ _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
 #: The version of the code that turns the collection into a member's postings (its
 #: grams and weights), stored with each reading (:func:`stored_spec`): change it with
 #: that code, so that readings stored by other code are built again, never misread.
-READINGS_CODE = 2
+#: A TF-IDF cosine reading's is one more (:func:`stored_spec`): its document norms are
+#: summed in the terms' code-point order, so that a reader over segments sums them alike.
+READINGS_CODE = 1
 #: An index of at least this many words without stored readings gets a warning (building
 #: its readings takes seconds or more: about 100 s a million words on TAB).
 WARN_WORDS = 100_000
@@ -283,7 +285,8 @@ PROTECT_MEMBERS: tuple[str, ...] = (*PROTECT_MEMBERS_KEPT, "bm25-pair3w-qtf")
 def stored_spec(member: str) -> list[object]:
     """What a stored reading of ``member`` must have been made with to be read: the
     code version (:data:`READINGS_CODE`) and the member's definition."""
-    return [READINGS_CODE, *ALL_MEMBERS[member]]
+    spec = ALL_MEMBERS[member]
+    return [READINGS_CODE + (spec.model == "cosine"), *spec]
 
 
 class _Member:

@@ -67,14 +67,33 @@ class _Table:
         self.avgdl = self.dl.sum() / self.n if self.n else 0.0
         self._norms: dict[tuple[str, str], np.ndarray] = {}
         self._df: np.ndarray | None = None
+        self._found: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
 
-    def find(self, term: str) -> list[tuple[int, int, int]]:
-        """``(part, start, stop)`` of the term's postings in each part holding it."""
+    def gather(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """Each term's documents (over the whole index) and frequencies, from every part
+        holding it, in part order (None for a term no part holds); remembered, as every
+        reading of this tokenisation asks for the same terms."""
+        cache = self._found
+        if len(cache) + len(terms) > TERM_CACHE:
+            cache.clear()
         out = []
-        for i, (p, _) in enumerate(self.parts):
-            t = p.terms.get(term)
-            if t is not None:
-                out.append((i, int(p.ptr[t]), int(p.ptr[t + 1])))
+        for term in terms:
+            if term in cache:
+                out.append(cache[term])
+                continue
+            docs, tfs = [], []
+            for p, off in self.parts:
+                t = p.terms.get(term)
+                if t is not None:
+                    a, b = int(p.ptr[t]), int(p.ptr[t + 1])
+                    docs.append(p.docs[a:b].astype(np.int64) + off)
+                    tfs.append(p.tf[a:b])
+            got = None
+            if docs:
+                got = (np.concatenate(docs) if len(docs) > 1 else docs[0],
+                       np.concatenate(tfs).astype(np.float64))
+            cache[term] = got
+            out.append(got)
         return out
 
     def df(self) -> np.ndarray:
@@ -122,29 +141,20 @@ class SegmentMember:
 
     def _fill(self, terms: Sequence[str]) -> None:
         tab = self.table
-        found = [tab.find(t) for t in terms]
+        found = tab.gather(terms)
         if len(self._cache) + len(terms) > TERM_CACHE:
             self._cache.clear()
-        held = [(t, f) for t, f in zip(terms, found, strict=True) if f]
+        held = []
         for t, f in zip(terms, found, strict=True):
-            if not f:
+            if f is None:
                 self._cache[t] = None
+            else:
+                held.append((t, f))
         if not held:
             return
-        docs_l: list[np.ndarray] = []
-        tf_l: list[np.ndarray] = []
-        lens = []
-        for _, f in held:
-            n = 0
-            for i, a, b in f:
-                p, off = tab.parts[i]
-                docs_l.append(p.docs[a:b].astype(np.int64) + off)
-                tf_l.append(p.tf[a:b])
-                n += b - a
-            lens.append(n)
-        docs = np.concatenate(docs_l)
-        f_all = np.concatenate(tf_l).astype(np.float64)
-        counts = np.asarray(lens, dtype=np.int64)
+        docs = np.concatenate([f[0] for _, f in held])
+        f_all = np.concatenate([f[1] for _, f in held])
+        counts = np.asarray([len(f[0]) for _, f in held], dtype=np.int64)
         idf_p = np.repeat(scoring.idf(self.spec, counts.astype(np.float64), tab.n), counts)
         if self.norm is not None:
             w = scoring.cosine(idf_p, f_all, self.norm[docs])
