@@ -9,6 +9,11 @@ matches and builds the others as before, so the scores are the same either way, 
 bit: the stored weights are the built ones.  The format: :mod:`presidio_delink.index.
 readings`.
 
+And one count table per tokenisation (:func:`count_tables`: raw term frequencies, no
+whole-collection statistic), which ``index add`` stores for each segment
+(:func:`store_segment_counts`), so that runs over a grown index combine them instead of
+building (:mod:`~presidio_delink.attacks.segment_scores`).
+
 Cost.  Storing builds each member once (what a run without stored readings pays on its
 first audit) and writes its terms (a marisa trie), offsets, units and weights; opening
 maps them.  Figures on TAB: ``benchmarks/results/bench_living_index.md``.

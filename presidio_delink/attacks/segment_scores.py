@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from presidio_delink.attacks import scoring
-from presidio_delink.index.readings import StoredCounts
+from presidio_delink.index.readings import StoredCounts, term_hashes
 from presidio_delink.index.segment_readings import COUNTS_PREFIX, SegmentReadings
 
 __all__ = ["SegmentMember", "segment_member", "table_name", "table_spec"]
@@ -69,32 +69,71 @@ class _Table:
         self._df: np.ndarray | None = None
         self._found: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
 
-    def gather(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """Each term's documents (over the whole index) and frequencies, from every part
-        holding it, in part order (None for a term no part holds); remembered, as every
-        reading of this tokenisation asks for the same terms."""
+    def gather(self, terms: Sequence[str]) -> tuple[list[bool], np.ndarray, np.ndarray,
+                                                     np.ndarray]:
+        """The terms' postings over every part: whether each term is held, and for the
+        held ones (in order) their documents over the whole index and frequencies,
+        concatenated (each term's from every part holding it, in part order), with each
+        one's number of postings.  A term's postings are read once and remembered, as
+        every reading of this tokenisation asks for the same terms."""
         cache = self._found
         if len(cache) + len(terms) > TERM_CACHE:
             cache.clear()
-        out = []
-        for term in terms:
-            if term in cache:
-                out.append(cache[term])
-                continue
-            docs, tfs = [], []
-            for p, off in self.parts:
-                t = p.terms.get(term)
+        new = [t for t in dict.fromkeys(terms) if t not in cache]
+        if new:
+            self._read(new)
+        held = [cache[t] for t in terms]
+        got = [h for h in held if h is not None]
+        if not got:
+            return [False] * len(terms), np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64)
+        return ([h is not None for h in held], np.concatenate([g[0] for g in got]),
+                np.concatenate([g[1] for g in got]),
+                np.fromiter((len(g[0]) for g in got), np.int64, count=len(got)))
+
+    def _read(self, terms: list[str]) -> None:
+        """Read ``terms``' postings from every part at once (a gather per part)."""
+        spans: list[list[tuple[int, int, int]]] = []  # per part: (term, start, stop)
+        n_of = np.zeros(len(terms), dtype=np.int64)
+        hashes = None
+        for p, _ in self.parts:
+            mine = []
+            get, ptr = p.terms.get, p.ptr
+            ask: Sequence[int] = range(len(terms))
+            if p.hashes is not None:  # a segment: only the terms whose hash it holds
+                if hashes is None:
+                    hashes = term_hashes(terms)
+                at = np.minimum(np.searchsorted(p.hashes, hashes), len(p.hashes) - 1)
+                ask = np.flatnonzero(p.hashes[at] == hashes).tolist() if len(p.hashes) else []
+            for ti in ask:
+                term = terms[ti]
+                t = get(term)
                 if t is not None:
-                    a, b = int(p.ptr[t]), int(p.ptr[t + 1])
-                    docs.append(p.docs[a:b].astype(np.int64) + off)
-                    tfs.append(p.tf[a:b])
-            got = None
-            if docs:
-                got = (np.concatenate(docs) if len(docs) > 1 else docs[0],
-                       np.concatenate(tfs).astype(np.float64))
-            cache[term] = got
-            out.append(got)
-        return out
+                    a, b = int(ptr[t]), int(ptr[t + 1])
+                    mine.append((ti, a, b))
+                    n_of[ti] += b - a
+            spans.append(mine)
+        out_start = np.concatenate(([0], np.cumsum(n_of)))
+        fill = out_start[:-1].copy()  # where each term's next part goes
+        total = int(out_start[-1])
+        docs = np.empty(total, dtype=np.int64)
+        tf = np.empty(total, dtype=np.float64)
+        for (p, off), mine in zip(self.parts, spans, strict=True):
+            if not mine:
+                continue
+            m = np.asarray(mine, dtype=np.int64)
+            tis, starts, lens = m[:, 0], m[:, 1], m[:, 2] - m[:, 1]
+            dest0 = fill[tis]
+            fill[tis] += lens
+            k = int(lens.sum())
+            within = np.arange(k, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+            src = np.repeat(starts, lens) + within
+            dst = np.repeat(dest0, lens) + within
+            docs[dst] = p.docs[src].astype(np.int64) + off
+            tf[dst] = p.tf[src]
+        cache = self._found
+        for i, term in enumerate(terms):
+            a, b = int(out_start[i]), int(out_start[i + 1])
+            cache[term] = (docs[a:b], tf[a:b]) if b > a else None
 
     def df(self) -> np.ndarray:
         """Every term's document frequency over all parts, by id over the whole index."""
@@ -141,30 +180,23 @@ class SegmentMember:
 
     def _fill(self, terms: Sequence[str]) -> None:
         tab = self.table
-        found = tab.gather(terms)
+        held, docs, f_all, counts = tab.gather(terms)
         if len(self._cache) + len(terms) > TERM_CACHE:
             self._cache.clear()
-        held = []
-        for t, f in zip(terms, found, strict=True):
-            if f is None:
-                self._cache[t] = None
-            else:
-                held.append((t, f))
-        if not held:
-            return
-        docs = np.concatenate([f[0] for _, f in held])
-        f_all = np.concatenate([f[1] for _, f in held])
-        counts = np.asarray([len(f[0]) for _, f in held], dtype=np.int64)
         idf_p = np.repeat(scoring.idf(self.spec, counts.astype(np.float64), tab.n), counts)
         if self.norm is not None:
             w = scoring.cosine(idf_p, f_all, self.norm[docs])
         else:
             w = scoring.bm25(self.spec, idf_p, f_all, tab.dl[docs], tab.avgdl)
         ends = np.cumsum(counts).tolist()
-        start = 0
-        for (t, _), end in zip(held, ends, strict=True):
+        j = start = 0
+        for t, h in zip(terms, held, strict=True):
+            if not h:
+                self._cache[t] = None
+                continue
+            end = ends[j]
             self._cache[t] = (docs[start:end], w[start:end])
-            start = end
+            start, j = end, j + 1
 
     def postings(
         self, terms: Sequence[str], counts: Sequence[int] | None = None
@@ -202,7 +234,9 @@ def segment_member(store: SegmentReadings, spec: Any, code: int) -> SegmentMembe
     key = ("table", name)
     tab = store.cache.get(key)
     if tab is None:
-        store.check([name])
+        if "checked" not in store.cache:  # every table at once: what a panel reads
+            store.check(store.names)
+            store.cache["checked"] = True
         parts = store.tables(name)
         if parts is None:
             return None

@@ -20,6 +20,16 @@ Layout (inside the index directory)::
     readings/NAME/docs.bin   int32 units, ascending within a term
     readings/NAME/weights.bin    float64 summands (stored as computed: scores read from
                              them are bit-identical to scores from freshly built postings)
+    readings/counts-TOK/     a count table (:class:`StoredCounts`): terms.marisa, ptr.bin
+                             and docs.bin as above, tf.bin (int32 frequencies), lens.bin
+                             (float64 document lengths), gid.bin (int64 ids over the
+                             whole index; empty in a base), lex.bin (int64 code-point
+                             order; empty where no cosine reading needs it) and
+                             hash.bin (uint32 sorted CRC-32 of the terms; empty in a base)
+
+The count tables hold no statistic of the whole collection, so each part of a grown
+index (its base and every segment ``index add`` writes) stores its own, and a reader over
+the parts combines them (:mod:`~presidio_delink.index.segment_readings`).
 
 Readings that belong to another index (its ``meta.json`` changed), whose signature fails,
 or whose files are missing, truncated or (with ``verify``) differ from their checksums are
@@ -36,6 +46,7 @@ import hmac
 import json
 import os
 import shutil
+import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,7 +62,8 @@ from presidio_delink.io import sha256_file
 
 __all__ = [
     "READINGS_DIR", "READINGS_FORMAT", "READINGS_VERSION", "ReadingsStore", "ReadingsWriter",
-    "StoredCounts", "StoredPostings", "lex_order", "open_readings", "write_counts",
+    "StoredCounts", "StoredPostings", "lex_order", "open_readings", "term_hashes",
+    "write_counts",
     "write_reading",
 ]
 
@@ -64,7 +76,7 @@ READINGS_VERSION = 1
 _FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "weights.bin": "<f8"}
 #: A count table's files (see :class:`StoredCounts`).
 _COUNT_FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "tf.bin": "<i4",
-                "lens.bin": "<f8", "gid.bin": "<i8", "lex.bin": "<i8"}
+                "lens.bin": "<f8", "gid.bin": "<i8", "lex.bin": "<i8", "hash.bin": "<u4"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,8 @@ class StoredCounts:
             or None where it is the local id (a base).
         lex: a permutation of the postings, by document then by the term's code
             points (the order a TF-IDF norm is summed in), or None when not stored.
+        hashes: the terms' :func:`term_hashes`, sorted (a segment's: a query asks
+            its trie only for the terms whose hash it holds), or None (a base).
     """
 
     terms: Any
@@ -110,6 +124,13 @@ class StoredCounts:
     lens: np.ndarray
     gid: np.ndarray | None
     lex: np.ndarray | None
+    hashes: np.ndarray | None = None
+
+
+def term_hashes(terms: Sequence[str]) -> np.ndarray:
+    """CRC-32 of each term's UTF-8 (uint32): a filter in front of a segment's trie."""
+    return np.fromiter((zlib.crc32(t.encode("utf-8")) for t in terms), dtype=np.uint32,
+                       count=len(terms))
 
 
 def lex_order(terms: Sequence[str], t_of: np.ndarray, d_of: np.ndarray) -> np.ndarray:
@@ -276,7 +297,8 @@ def write_counts(
     empty = np.empty(0)
     arrays = {"ptr.bin": new_ptr, "docs.bin": new_docs, "tf.bin": np.asarray(tf)[src],
               "lens.bin": lens, "gid.bin": empty if gid is None else gid,
-              "lex.bin": empty if perm is None else perm}
+              "lex.bin": empty if perm is None else perm,
+              "hash.bin": empty if gid is None else np.sort(term_hashes(by_id))}
     for fname, arr in arrays.items():
         write_private(d / fname, np.ascontiguousarray(arr, dtype=_COUNT_FILES[fname]).tobytes())
     return {
@@ -350,12 +372,12 @@ class ReadingsStore:
             got = StoredPostings(terms, arr["ptr.bin"], arr["docs.bin"], arr["weights.bin"])
             ok = ok and len(got.weights) == n_post
         else:
-            gid, lex = arr["gid.bin"], arr["lex.bin"]
+            gid, lex, hashes = arr["gid.bin"], arr["lex.bin"], arr["hash.bin"]
             got = StoredCounts(terms, arr["ptr.bin"], arr["docs.bin"], arr["tf.bin"],
                                arr["lens.bin"], gid if len(gid) else None,
-                               lex if len(lex) else None)
+                               lex if len(lex) else None, hashes if len(hashes) else None)
             ok = (ok and len(got.tf) == n_post and len(gid) in (0, rec["n_terms"])
-                  and len(lex) in (0, n_post))
+                  and len(lex) in (0, n_post) and len(hashes) == len(gid))
         if not ok:
             raise IndexFormatError(f"{d}: stored reading does not match readings.json")
         return got, rec

@@ -17,7 +17,9 @@ runs build their readings in the process, and a warning says to run ``index comp
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from presidio_delink.index.readings import ReadingsStore, StoredCounts
@@ -60,9 +62,14 @@ class SegmentReadings:
         return None
 
     def check(self, names: Sequence[str]) -> None:
-        """Check the named count tables of every part (with ``verify``)."""
-        for s in self.stores:
-            s.check([n for n in names if n in self.names])
+        """Check the named count tables of every part (with ``verify``: their checksums,
+        on a few threads, as hashing releases the interpreter lock)."""
+        todo = [(s, n) for s in self.stores if s.verify for n in names if n in self.names]
+        if not todo:
+            return
+        workers = max(1, min(len(todo), os.cpu_count() or 1, 4))
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda sn: sn[0].counts(sn[1]), todo))
 
     def tables(self, name: str) -> list[tuple[StoredCounts, int]] | None:
         """Count table ``name`` of each part with the part's first document (None when a
