@@ -426,7 +426,7 @@ class ReadingsStore:
         return item
 
 
-_FIELD = {f: f.split(".")[0] for f in (*_FILES, *_COUNT_FILES)}
+_FIELD = {f: f.split(".")[0] for f in (*_FILES, *_COUNT_FILES)} | {"hash.bin": "hashes"}
 
 
 def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsStore | None:
