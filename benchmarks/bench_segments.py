@@ -27,7 +27,10 @@ are checked.
    base + segments at most 1.3x the compacted index].  Then start-up: one text with its
    source known against the same text under an unknown id, over the grown index and
    over the compacted one [target: at most 2x].  ``--rounds`` more runs of all three,
-   grown and compacted in turn (a copy of the grown index is kept for them).
+   grown and compacted in turn (a copy of the grown index is kept for them), each
+   followed by the audit alone of the same texts (``Auditor.read`` in a fresh process:
+   the seconds after the index is open, its readings' opening included) [the audit
+   target, without what a grown index costs the rest of ``delink``].
 
 ``--no-checks`` skips the ``check`` runs (steps 3 and 4's check timings).
 
@@ -146,6 +149,41 @@ def delinks(idx: Path, inputs: dict[str, Path], work: Path, tag: str,
             rec[f"delink_known_{tag}_s"] / rec[f"delink_unknown_{tag}_s"], 2)
 
 
+AUDIT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from presidio_delink import NgramIndex
+from presidio_delink.attacks.audit import Auditor
+idx = NgramIndex.load(sys.argv[1])
+t1 = time.perf_counter()
+auditor = Auditor(idx, 2)
+group = dict(zip(idx.doc_ids, idx.doc_groups))
+recs = [json.loads(x) for x in open(sys.argv[2], encoding="utf-8")]
+for r in recs:
+    auditor.read(r["text"], group[r["id"]])
+t2 = time.perf_counter()
+print(json.dumps({"open_s": round(t1 - t0, 3), "audit_s": round(t2 - t1, 3),
+                  "built": list(auditor.ranked._engine.built)}))
+"""
+
+
+def audits(idx: Path, inp: Path, tag: str, rec: dict[str, Any]) -> None:
+    """The audit alone (containment, the 20 ranked readings and the fused reading) of
+    the delink texts with their sources known, in a fresh process: the seconds from the
+    opened index to the last record (opening the readings included), and the readings
+    built in the process (none where they are stored or combined)."""
+    env = dict(os.environ, TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS="")
+    rec[f"audit_{tag}_load"] = load()
+    got = subprocess.run([sys.executable, "-c", AUDIT, str(idx), str(inp)], cwd=REPO, env=env,
+                         capture_output=True, text=True, check=True)
+    out = json.loads(got.stdout.strip().splitlines()[-1])
+    rec[f"audit_{tag}_s"] = out["audit_s"]
+    rec[f"audit_{tag}_open_s"] = out["open_s"]
+    rec[f"audit_{tag}_built"] = len(out["built"])
+    print(tag, "audit", out["audit_s"], "s, open", out["open_s"], "s, built", len(out["built"]),
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "segments")
@@ -254,6 +292,8 @@ def main() -> None:
             for r in range(a.rounds):  # grown and compacted in turn: the load changes
                 delinks(grown, inputs, work, f"{tag}r{r}", rec, startup=True)
                 delinks(idx, inputs, work, f"{tag}cr{r}", rec, startup=True)
+                audits(grown, inputs["delink"], f"{tag}r{r}", rec)
+                audits(idx, inputs["delink"], f"{tag}cr{r}", rec)
             shutil.rmtree(grown, ignore_errors=True)
         save()
         shutil.rmtree(idx)  # keep the work folder small

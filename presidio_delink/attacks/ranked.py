@@ -568,13 +568,15 @@ class RankedAttack:
                     if j >= 0:
                         in_sent[j][ti] = in_sent[j].get(ti, 0) + 1
                 counts = np.asarray([len(x) for x in in_sent], dtype=np.int64)
+                # the whole text first: its terms hold every sentence's, so a reading
+                # that weighs postings when first asked (over segments) reads them once
+                text_scores = self._engine.scores(m, terms, occ)
                 sent_scores = np.zeros((len(bounds), self.index.n_docs))
                 for j, tis in enumerate(in_sent):
                     if tis:
                         sent_scores[j] = self._sentence_scores(
                             m, [terms[ti] for ti in tis], list(tis.values())
                         )
-                text_scores = self._engine.scores(m, terms, occ)
                 per[m] = (text_scores, sent_scores, counts, len(term_ix))
         keys: list[tuple[str, str]] = []
         n_terms: list[int] = []

@@ -91,49 +91,38 @@ class _Table:
                 np.fromiter((len(g[0]) for g in got), np.int64, count=len(got)))
 
     def _read(self, terms: list[str]) -> None:
-        """Read ``terms``' postings from every part at once (a gather per part)."""
-        spans: list[list[tuple[int, int, int]]] = []  # per part: (term, start, stop)
-        n_of = np.zeros(len(terms), dtype=np.int64)
+        """Read ``terms``' postings from every part (one concatenation of slices)."""
+        hits: list[list[tuple[int, int, int]]] = [[] for _ in terms]  # (part, start, stop)
         hashes = None
-        for p, _ in self.parts:
-            mine = []
+        for pi, (p, _) in enumerate(self.parts):
             get, ptr = p.terms.get, p.ptr
             ask: Sequence[int] = range(len(terms))
             if p.hashes is not None:  # a segment: only the terms whose hash it holds
                 if hashes is None:
                     hashes = term_hashes(terms)
                 at = np.minimum(np.searchsorted(p.hashes, hashes), len(p.hashes) - 1)
-                ask = np.flatnonzero(p.hashes[at] == hashes).tolist() if len(p.hashes) else []
+                ask = np.flatnonzero(p.hashes[at] == hashes).tolist()
             for ti in ask:
-                term = terms[ti]
-                t = get(term)
+                t = get(terms[ti])
                 if t is not None:
-                    a, b = int(ptr[t]), int(ptr[t + 1])
-                    mine.append((ti, a, b))
-                    n_of[ti] += b - a
-            spans.append(mine)
-        out_start = np.concatenate(([0], np.cumsum(n_of)))
-        fill = out_start[:-1].copy()  # where each term's next part goes
-        total = int(out_start[-1])
-        docs = np.empty(total, dtype=np.int64)
-        tf = np.empty(total, dtype=np.float64)
-        for (p, off), mine in zip(self.parts, spans, strict=True):
-            if not mine:
-                continue
-            m = np.asarray(mine, dtype=np.int64)
-            tis, starts, lens = m[:, 0], m[:, 1], m[:, 2] - m[:, 1]
-            dest0 = fill[tis]
-            fill[tis] += lens
-            k = int(lens.sum())
-            within = np.arange(k, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-            src = np.repeat(starts, lens) + within
-            dst = np.repeat(dest0, lens) + within
-            docs[dst] = p.docs[src].astype(np.int64) + off
-            tf[dst] = p.tf[src]
+                    hits[ti].append((pi, int(ptr[t]), int(ptr[t + 1])))
+        flat = [h for hs in hits for h in hs]
         cache = self._found
-        for i, term in enumerate(terms):
-            a, b = int(out_start[i]), int(out_start[i + 1])
-            cache[term] = (docs[a:b], tf[a:b]) if b > a else None
+        if not flat:
+            cache.update(dict.fromkeys(terms))
+            return
+        parts = self.parts
+        docs = np.concatenate([parts[pi][0].docs[a:b] for pi, a, b in flat])
+        tf = np.concatenate([parts[pi][0].tf[a:b] for pi, a, b in flat]).astype(np.float64)
+        lens = np.fromiter((b - a for _, a, b in flat), np.int64, count=len(flat))
+        offs = np.fromiter((parts[pi][1] for pi, _, _ in flat), np.int64, count=len(flat))
+        if offs.any():  # a segment's documents follow those of the parts before it
+            docs = docs + np.repeat(offs, lens).astype(docs.dtype)
+        start = 0
+        for term, hs in zip(terms, hits, strict=True):
+            n = sum(b - a for _, a, b in hs)
+            cache[term] = (docs[start:start + n], tf[start:start + n]) if n else None
+            start += n
 
     def df(self) -> np.ndarray:
         """Every term's document frequency over all parts, by id over the whole index."""
