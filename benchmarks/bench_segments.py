@@ -28,9 +28,9 @@ are checked.
    source known against the same text under an unknown id, over the grown index and
    over the compacted one [target: at most 2x].  ``--rounds`` more runs of all three,
    grown and compacted in turn (a copy of the grown index is kept for them), each
-   followed by the audit alone of the same texts (``Auditor.read`` in a fresh process:
-   the seconds after the index is open, its readings' opening included) [the audit
-   target, without what a grown index costs the rest of ``delink``].
+   followed by the audit alone of the same texts, and by the ranked and fused readings
+   alone (:func:`audits`: fresh processes, the seconds after the index is open) [the
+   audit target, without what a grown index costs the rest of ``delink``].
 
 ``--no-checks`` skips the ``check`` runs (steps 3 and 4's check timings).
 
@@ -154,34 +154,45 @@ import json, sys, time
 t0 = time.perf_counter()
 from presidio_delink import NgramIndex
 from presidio_delink.attacks.audit import Auditor
+from presidio_delink.attacks.fused import FusedReading
+from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 idx = NgramIndex.load(sys.argv[1])
 t1 = time.perf_counter()
-auditor = Auditor(idx, 2)
-group = dict(zip(idx.doc_ids, idx.doc_groups))
 recs = [json.loads(x) for x in open(sys.argv[2], encoding="utf-8")]
-for r in recs:
-    auditor.read(r["text"], group[r["id"]])
+group = dict(zip(idx.doc_ids, idx.doc_groups))
+if sys.argv[3] == "audit":
+    auditor = Auditor(idx, 2)
+    for r in recs:
+        auditor.read(r["text"], group[r["id"]])
+    ranked = auditor.ranked
+else:  # the ranked readings and the fused reading alone
+    ranked = RankedAttack(idx, k=2, members=AUDIT_MEMBERS)
+    fused = FusedReading.shipped()
+    for r in recs:
+        fused.rank(ranked.scores(r["text"]), ranked.group_ordinal(group[r["id"]]))
 t2 = time.perf_counter()
-print(json.dumps({"open_s": round(t1 - t0, 3), "audit_s": round(t2 - t1, 3),
-                  "built": list(auditor.ranked._engine.built)}))
+print(json.dumps({"open_s": round(t1 - t0, 3), "s": round(t2 - t1, 3),
+                  "built": list(ranked._engine.built)}))
 """
 
 
 def audits(idx: Path, inp: Path, tag: str, rec: dict[str, Any]) -> None:
-    """The audit alone (containment, the 20 ranked readings and the fused reading) of
-    the delink texts with their sources known, in a fresh process: the seconds from the
-    opened index to the last record (opening the readings included), and the readings
+    """The audit alone of the delink texts with their sources known, each in a fresh
+    process, timed from the opened index to the last record: ``audit`` (containment,
+    the 20 ranked readings and the fused reading: ``Auditor.read``) and ``readings``
+    (the ranked and fused readings alone, opening them included); and the readings
     built in the process (none where they are stored or combined)."""
     env = dict(os.environ, TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS="")
-    rec[f"audit_{tag}_load"] = load()
-    got = subprocess.run([sys.executable, "-c", AUDIT, str(idx), str(inp)], cwd=REPO, env=env,
-                         capture_output=True, text=True, check=True)
-    out = json.loads(got.stdout.strip().splitlines()[-1])
-    rec[f"audit_{tag}_s"] = out["audit_s"]
-    rec[f"audit_{tag}_open_s"] = out["open_s"]
-    rec[f"audit_{tag}_built"] = len(out["built"])
-    print(tag, "audit", out["audit_s"], "s, open", out["open_s"], "s, built", len(out["built"]),
-          flush=True)
+    for mode in ("audit", "readings"):
+        rec[f"{mode}_{tag}_load"] = load()
+        got = subprocess.run([sys.executable, "-c", AUDIT, str(idx), str(inp), mode],
+                             cwd=REPO, env=env, capture_output=True, text=True, check=True)
+        out = json.loads(got.stdout.strip().splitlines()[-1])
+        rec[f"{mode}_{tag}_s"] = out["s"]
+        rec[f"{mode}_{tag}_open_s"] = out["open_s"]
+        rec[f"{mode}_{tag}_built"] = len(out["built"])
+        print(tag, mode, out["s"], "s, open", out["open_s"], "s, built", len(out["built"]),
+              flush=True)
 
 
 def main() -> None:

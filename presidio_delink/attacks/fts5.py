@@ -34,8 +34,9 @@ demand (:meth:`Engine.fts5_search`), and the tests check that both give the same
 Cost.  A member the index stores (:mod:`presidio_delink.index.readings`, written by
 ``index build`` through :mod:`~presidio_delink.attacks.readings`) is memory-mapped: nothing
 is built; over an index with added segments, a document member is scored from the parts'
-stored counts (:mod:`~presidio_delink.attacks.segment_scores`).  Any other member is built once per index and process when a panel first holds
-it (panels share them): the collection's words once, their terms under each FTS5 tokenizer
+stored counts (:mod:`~presidio_delink.attacks.segment_scores`).  Any other member is
+built once per index and process when a panel first holds it (panels share them): the
+collection's words once, their terms under each FTS5 tokenizer
 (one insert of the distinct words), and one sort of its (term, document) pairs; the word
 and character n-grams across words by a Python pass over every document's words.  That
 is minutes on TAB for the audit's panel (``benchmarks/results/bench_living_index.md``).

@@ -22,7 +22,7 @@ import numpy as np
 
 from presidio_delink.index.readings import lex_order
 
-__all__ = ["bm25", "cosine", "cosine_norms", "idf", "lex_order"]
+__all__ = ["bm25", "cosine", "cosine_norms", "idf", "lex_order", "sorted_norms"]
 
 
 class Spec(Protocol):
@@ -70,6 +70,10 @@ def cosine_norms(
 ) -> np.ndarray:
     """Each unit's TF-IDF vector length, its terms summed in ``order`` (a permutation of
     the postings: :func:`lex_order`)."""
-    dw = (1.0 + np.log(f)) * idf_p
-    sq = dw * dw
-    return np.sqrt(np.bincount(d_of[order], weights=sq[order], minlength=n))
+    return sorted_norms((1.0 + np.log(f))[order], idf_p[order], d_of[order], n)
+
+
+def sorted_norms(lf: np.ndarray, idf_p: np.ndarray, d_of: np.ndarray, n: int) -> np.ndarray:
+    """:func:`cosine_norms` of postings already in summing order, given ``1 + ln f``."""
+    dw = lf * idf_p
+    return np.sqrt(np.bincount(d_of, weights=dw * dw, minlength=n))

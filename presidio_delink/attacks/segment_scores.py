@@ -146,11 +146,8 @@ class _Table:
             for p, _ in self.parts:
                 if p.lex is None:
                     raise ValueError("count table stored without its code-point order")
-                t_of = np.repeat(np.arange(len(p.ptr) - 1), np.diff(p.ptr))
-                gid = p.gid[t_of] if p.gid is not None else t_of
-                pieces.append(scoring.cosine_norms(
-                    idf_g[gid], np.asarray(p.tf, dtype=np.float64), p.docs, p.lex,
-                    len(p.lens)))
+                docs, gid, lf = p.lex
+                pieces.append(scoring.sorted_norms(lf, idf_g[gid], docs, len(p.lens)))
             got = self._norms[key] = np.concatenate(pieces)
         return got
 

@@ -23,9 +23,11 @@ Layout (inside the index directory)::
     readings/counts-TOK/     a count table (:class:`StoredCounts`): terms.marisa, ptr.bin
                              and docs.bin as above, tf.bin (int32 frequencies), lens.bin
                              (float64 document lengths), gid.bin (int64 ids over the
-                             whole index; empty in a base), lex.bin (int64 code-point
-                             order; empty where no cosine reading needs it) and
-                             hash.bin (uint32 sorted CRC-32 of the terms; empty in a base)
+                             whole index; empty in a base), hash.bin (uint32 sorted
+                             CRC-32 of the terms; empty in a base), and the postings in
+                             code-point order (lexdocs.bin int32, lexgid.bin int64,
+                             lexlf.bin float64 ``1 + ln tf``; empty where no cosine
+                             reading needs them)
 
 The count tables hold no statistic of the whole collection, so each part of a grown
 index (its base and every segment ``index add`` writes) stores its own, and a reader over
@@ -76,7 +78,8 @@ READINGS_VERSION = 1
 _FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "weights.bin": "<f8"}
 #: A count table's files (see :class:`StoredCounts`).
 _COUNT_FILES = {"terms.marisa": None, "ptr.bin": "<i8", "docs.bin": "<i4", "tf.bin": "<i4",
-                "lens.bin": "<f8", "gid.bin": "<i8", "lex.bin": "<i8", "hash.bin": "<u4"}
+                "lens.bin": "<f8", "gid.bin": "<i8", "hash.bin": "<u4", "lexdocs.bin": "<i4",
+                "lexgid.bin": "<i8", "lexlf.bin": "<f8"}
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,9 @@ class StoredCounts:
         gid: each local term's id over the whole index (the base's ids, then each
             segment's range in order; a term an earlier part holds has that part's id),
             or None where it is the local id (a base).
-        lex: a permutation of the postings, by document then by the term's code
-            points (the order a TF-IDF norm is summed in), or None when not stored.
+        lex: the postings by document, then by the term's code points (the order a
+            TF-IDF norm is summed in): their documents, their terms' ids over the whole
+            index and ``1 + ln tf``; None when not stored.
         hashes: the terms' :func:`term_hashes`, sorted (a segment's: a query asks
             its trie only for the terms whose hash it holds), or None (a base).
     """
@@ -123,7 +127,7 @@ class StoredCounts:
     tf: np.ndarray
     lens: np.ndarray
     gid: np.ndarray | None
-    lex: np.ndarray | None
+    lex: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     hashes: np.ndarray | None = None
 
 
@@ -290,15 +294,18 @@ def write_counts(
     for t, i in zip(terms, trie_ids(trie, terms).tolist(), strict=True):
         by_id[i] = t
     gid = link(by_id) if link is not None else None
-    perm = None
+    new_tf = np.asarray(tf)[src]
+    empty = np.empty(0)
+    arrays = {"ptr.bin": new_ptr, "docs.bin": new_docs, "tf.bin": new_tf,
+              "lens.bin": lens, "gid.bin": empty if gid is None else gid,
+              "hash.bin": empty if gid is None else np.sort(term_hashes(by_id)),
+              "lexdocs.bin": empty, "lexgid.bin": empty, "lexlf.bin": empty}
     if lex:
         t_of = np.repeat(np.arange(len(terms), dtype=np.int64), np.diff(new_ptr))
         perm = lex_order(by_id, t_of, new_docs)
-    empty = np.empty(0)
-    arrays = {"ptr.bin": new_ptr, "docs.bin": new_docs, "tf.bin": np.asarray(tf)[src],
-              "lens.bin": lens, "gid.bin": empty if gid is None else gid,
-              "lex.bin": empty if perm is None else perm,
-              "hash.bin": empty if gid is None else np.sort(term_hashes(by_id))}
+        arrays["lexdocs.bin"] = new_docs[perm]
+        arrays["lexgid.bin"] = (t_of if gid is None else gid[t_of])[perm]
+        arrays["lexlf.bin"] = (1.0 + np.log(new_tf.astype(np.float64)))[perm]
     for fname, arr in arrays.items():
         write_private(d / fname, np.ascontiguousarray(arr, dtype=_COUNT_FILES[fname]).tobytes())
     return {
@@ -372,12 +379,13 @@ class ReadingsStore:
             got = StoredPostings(terms, arr["ptr.bin"], arr["docs.bin"], arr["weights.bin"])
             ok = ok and len(got.weights) == n_post
         else:
-            gid, lex, hashes = arr["gid.bin"], arr["lex.bin"], arr["hash.bin"]
+            gid, hashes = arr["gid.bin"], arr["hash.bin"]
+            lex = (arr["lexdocs.bin"], arr["lexgid.bin"], arr["lexlf.bin"])
             got = StoredCounts(terms, arr["ptr.bin"], arr["docs.bin"], arr["tf.bin"],
                                arr["lens.bin"], gid if len(gid) else None,
-                               lex if len(lex) else None, hashes if len(hashes) else None)
+                               lex if len(lex[0]) else None, hashes if len(hashes) else None)
             ok = (ok and len(got.tf) == n_post and len(gid) in (0, rec["n_terms"])
-                  and len(lex) in (0, n_post) and len(hashes) == len(gid))
+                  and {len(x) for x in lex} in ({0}, {n_post}) and len(hashes) == len(gid))
         if not ok:
             raise IndexFormatError(f"{d}: stored reading does not match readings.json")
         return got, rec
@@ -414,9 +422,7 @@ class ReadingsStore:
                 if fname == "terms.marisa":
                     digest = sha256_file(d / fname)
                 else:  # hashed from the mapped pages: what is read is checked
-                    arr = getattr(item, _FIELD[fname])
-                    if arr is None:
-                        arr = np.empty(0)
+                    arr = _field(item, fname)
                     digest = hashlib.sha256(np.ascontiguousarray(arr).data.cast("B")).hexdigest()
                 if digest != want["sha256"]:
                     raise IndexFormatError(
@@ -427,6 +433,16 @@ class ReadingsStore:
 
 
 _FIELD = {f: f.split(".")[0] for f in (*_FILES, *_COUNT_FILES)} | {"hash.bin": "hashes"}
+_LEX = ("lexdocs.bin", "lexgid.bin", "lexlf.bin")
+
+
+def _field(item: StoredPostings | StoredCounts, fname: str) -> np.ndarray:
+    """The mapped array of file ``fname`` (an empty one where not stored)."""
+    if fname in _LEX:
+        lex = getattr(item, "lex", None)
+        return np.empty(0) if lex is None else lex[_LEX.index(fname)]
+    got = getattr(item, _FIELD[fname])
+    return np.empty(0) if got is None else got
 
 
 def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsStore | None:
