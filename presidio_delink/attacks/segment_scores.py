@@ -92,37 +92,45 @@ class _Table:
 
     def _read(self, terms: list[str]) -> None:
         """Read ``terms``' postings from every part (one concatenation of slices)."""
-        hits: list[list[tuple[int, int, int]]] = [[] for _ in terms]  # (part, start, stop)
+        found = []  # per part: (term indices, starts, stops)
         hashes = None
-        for pi, (p, _) in enumerate(self.parts):
-            get, ptr = p.terms.get, p.ptr
-            ask: Sequence[int] = range(len(terms))
+        for p, _ in self.parts:
+            ask = np.arange(len(terms))
             if p.hashes is not None:  # a segment: only the terms whose hash it holds
                 if hashes is None:
                     hashes = term_hashes(terms)
                 at = np.minimum(np.searchsorted(p.hashes, hashes), len(p.hashes) - 1)
-                ask = np.flatnonzero(p.hashes[at] == hashes).tolist()
-            for ti in ask:
-                t = get(terms[ti])
-                if t is not None:
-                    hits[ti].append((pi, int(ptr[t]), int(ptr[t + 1])))
-        flat = [h for hs in hits for h in hs]
+                ask = np.flatnonzero(p.hashes[at] == hashes)
+            get = p.terms.get
+            ids = [get(terms[i]) for i in ask.tolist()]
+            held = np.fromiter((i is not None for i in ids), dtype=bool, count=len(ids))
+            tid = np.fromiter((i for i in ids if i is not None), dtype=np.int64)
+            found.append((ask[held], p.ptr[tid], p.ptr[tid + 1]))
+        ti = np.concatenate([f[0] for f in found])
+        pi = np.repeat(np.arange(len(found)), [len(f[0]) for f in found])
+        order = np.lexsort((pi, ti))  # by term, then part
+        ti, pi = ti[order], pi[order]
+        starts = np.concatenate([f[1] for f in found])[order].tolist()
+        stops = np.concatenate([f[2] for f in found])[order].tolist()
         cache = self._found
-        if not flat:
+        if not len(ti):
             cache.update(dict.fromkeys(terms))
             return
         parts = self.parts
-        docs = np.concatenate([parts[pi][0].docs[a:b] for pi, a, b in flat])
-        tf = np.concatenate([parts[pi][0].tf[a:b] for pi, a, b in flat]).astype(np.float64)
-        lens = np.fromiter((b - a for _, a, b in flat), np.int64, count=len(flat))
-        offs = np.fromiter((parts[pi][1] for pi, _, _ in flat), np.int64, count=len(flat))
+        spans = list(zip(pi.tolist(), starts, stops, strict=True))
+        docs = np.concatenate([parts[q][0].docs[a:b] for q, a, b in spans])
+        tf = np.concatenate([parts[q][0].tf[a:b] for q, a, b in spans])
+        lens = np.asarray(stops, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
+        offs = np.asarray([parts[q][1] for q in range(len(parts))], dtype=np.int64)[pi]
         if offs.any():  # a segment's documents follow those of the parts before it
             docs = docs + np.repeat(offs, lens).astype(docs.dtype)
+        f = tf.astype(np.float64)
+        per = np.bincount(ti, weights=lens, minlength=len(terms)).astype(np.int64)
+        ends = np.cumsum(per).tolist()
         start = 0
-        for term, hs in zip(terms, hits, strict=True):
-            n = sum(b - a for _, a, b in hs)
-            cache[term] = (docs[start:start + n], tf[start:start + n]) if n else None
-            start += n
+        for term, end in zip(terms, ends, strict=True):
+            cache[term] = (docs[start:end], f[start:end]) if end > start else None
+            start = end
 
     def df(self) -> np.ndarray:
         """Every term's document frequency over all parts, by id over the whole index."""
