@@ -241,3 +241,15 @@ def test_fresh_cosine_weights_match_brute_force(tmp_path: Path) -> None:
         norm = np.sqrt(sum(v * v for v in vec.values()))
         want = sum(np.log(n / df[t]) * vec[t] / norm for t in qterms if t in vec)
         assert got[d] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_a_small_cache_gives_the_same_scores(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Postings dropped from the memory of a reading over segments are read again."""
+    from presidio_delink.attacks import segment_scores
+
+    monkeypatch.setattr(segment_scores, "CACHE_POSTINGS", 5)
+    docs = _corpus(12, 12)
+    grown = NgramIndex.load(_grow(tmp_path, docs, [7, 9]))
+    assert isinstance(grown.readings, SegmentReadings)
+    _same_scores(_fresh(tmp_path, docs), grown, _queries(docs), AUDIT_MEMBERS)

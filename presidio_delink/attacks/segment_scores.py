@@ -40,9 +40,9 @@ from presidio_delink.index.segment_readings import COUNTS_PREFIX, SegmentReading
 
 __all__ = ["SegmentMember", "segment_member", "table_name", "table_spec"]
 
-#: Terms whose weighted postings a member remembers (the least recent are dropped all at
-#: once past it).
-TERM_CACHE = 400_000
+#: Postings a reading (and, apart, each tokenisation) remembers for the terms it has
+#: read: past it, all are dropped at once before the next read (about 12 bytes each).
+CACHE_POSTINGS = 2_000_000
 
 
 def table_name(spec: Any) -> str:
@@ -68,6 +68,7 @@ class _Table:
         self._norms: dict[tuple[str, str], np.ndarray] = {}
         self._df: np.ndarray | None = None
         self._found: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._held = 0  # postings in _found
 
     def gather(self, terms: Sequence[str]) -> tuple[list[bool], np.ndarray, np.ndarray,
                                                      np.ndarray]:
@@ -77,8 +78,9 @@ class _Table:
         one's number of postings.  A term's postings are read once and remembered, as
         every reading of this tokenisation asks for the same terms."""
         cache = self._found
-        if len(cache) + len(terms) > TERM_CACHE:
+        if self._held > CACHE_POSTINGS:
             cache.clear()
+            self._held = 0
         new = [t for t in dict.fromkeys(terms) if t not in cache]
         if new:
             self._read(new)
@@ -125,6 +127,7 @@ class _Table:
         if offs.any():  # a segment's documents follow those of the parts before it
             docs = docs + np.repeat(offs, lens).astype(docs.dtype)
         f = tf.astype(np.float64)
+        self._held += len(f)
         per = np.bincount(ti, weights=lens, minlength=len(terms)).astype(np.int64)
         ends = np.cumsum(per).tolist()
         start = 0
@@ -171,12 +174,15 @@ class SegmentMember:
         self.spec = spec
         self.norm = table.norms(spec) if spec.model == "cosine" else None
         self._cache: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._held = 0  # postings in _cache
 
     def _fill(self, terms: Sequence[str]) -> None:
         tab = self.table
         held, docs, f_all, counts = tab.gather(terms)
-        if len(self._cache) + len(terms) > TERM_CACHE:
+        if self._held > CACHE_POSTINGS:
             self._cache.clear()
+            self._held = 0
+        self._held += len(docs)
         idf_p = np.repeat(scoring.idf(self.spec, counts.astype(np.float64), tab.n), counts)
         if self.norm is not None:
             w = scoring.cosine(idf_p, f_all, self.norm[docs])
