@@ -39,6 +39,7 @@ from presidio_delink.index.readings import (
     ReadingsWriter,
     StoredCounts,
     open_readings,
+    term_hashes,
     write_counts,
     write_reading,
 )
@@ -165,10 +166,11 @@ def _build_one(member: str) -> tuple[str, dict[str, Any]]:
 
 def store_segment_counts(segment: NgramIndex, before: NgramIndex) -> bool:
     """Store the count tables of ``segment`` (an index over one added batch, not yet
-    listed) in its folder, each term linked to its id over ``before`` (the index it is
-    added to) and the segment: what lets runs read the grown index's readings without
-    building them.  Signed with the segment's key.  Returns False, storing nothing, when
-    a part of ``before`` has no count tables (run ``index compact`` to store them)."""
+    listed, whose folder its writer fsyncs whole before listing it) in its folder, each
+    term linked to its id over ``before`` (the index it is added to) and the segment:
+    what lets runs read the grown index's readings without building them.  Signed with
+    the segment's key.  Returns False, storing nothing, when a part of ``before`` has no
+    count tables (run ``index compact`` to store them)."""
     parts = list(getattr(before, "segments", None) or [before])
     stores = [p.readings for p in parts]
     tables = count_tables()
@@ -182,7 +184,8 @@ def store_segment_counts(segment: NgramIndex, before: NgramIndex) -> bool:
         got[name] = [h for h in have if h is not None]
     eng = Engine(segment)
     writer = ReadingsWriter(segment.directory, segment.key, {
-        "code": READINGS_CODE, "n_docs": segment.n_docs, "n_groups": eng.n_groups})
+        "code": READINGS_CODE, "n_docs": segment.n_docs, "n_groups": eng.n_groups},
+        durable=False)  # the segment's folder is fsync'ed whole before it is listed
     try:
         for name, (first, lex) in tables.items():
             writer.add_counts(name, table_spec(ALL_MEMBERS[first], READINGS_CODE),
@@ -197,19 +200,28 @@ def store_segment_counts(segment: NgramIndex, before: NgramIndex) -> bool:
 def _linker(parts: list[StoredCounts]) -> Any:
     """Ids over the whole index for a new part's terms: an earlier part's id for a term
     it holds (the first such part), else the new part's range (after every earlier
-    part's) plus the term's local id."""
+    part's) plus the term's local id.  An earlier segment's trie is asked only for the
+    terms whose hash it holds."""
     start = sum(len(p.ptr) - 1 for p in parts)
 
     def link(terms: list[str]) -> np.ndarray:
-        out = np.empty(len(terms), dtype=np.int64)
-        for i, t in enumerate(terms):
-            g = -1
-            for p in parts:
-                j = p.terms.get(t)
-                if j is not None:
-                    g = j if p.gid is None else int(p.gid[j])
-                    break
-            out[i] = start + i if g < 0 else g
+        out = np.arange(start, start + len(terms), dtype=np.int64)
+        todo = np.arange(len(terms))
+        hashes = term_hashes(terms) if len(parts) > 1 else None
+        for p in parts:
+            if not len(todo):
+                break
+            ask = todo
+            if p.hashes is not None and hashes is not None:
+                h = hashes[todo]
+                at = np.minimum(np.searchsorted(p.hashes, h), len(p.hashes) - 1)
+                ask = todo[p.hashes[at] == h]
+            get = p.terms.get
+            ids = [get(terms[i]) for i in ask.tolist()]
+            hit = np.fromiter((j is not None for j in ids), dtype=bool, count=len(ids))
+            local = np.fromiter((j for j in ids if j is not None), dtype=np.int64)
+            out[ask[hit]] = local if p.gid is None else p.gid[local]
+            todo = np.setdiff1d(todo, ask[hit], assume_unique=True)
         return out
 
     return link

@@ -166,10 +166,14 @@ class ReadingsWriter:
             stored in ``readings.json`` and given back by :attr:`ReadingsStore.extra`.
     """
 
-    def __init__(self, index_dir: Path, key: bytes | None, extra: dict[str, Any]) -> None:
+    def __init__(self, index_dir: Path, key: bytes | None, extra: dict[str, Any],
+                 durable: bool = True) -> None:
         self.index_dir = Path(index_dir)
         self.key = key
         self.extra = extra
+        #: False: count tables' arrays are written without an fsync each (for a folder
+        #: its writer fsyncs whole before it is listed: a segment's)
+        self.durable = durable
         # one writer at a time (the lock goes with the process, killed or not); what a
         # killed writer left is removed
         # created 0600 like every file of the index (it holds nothing, but says who writes)
@@ -199,7 +203,7 @@ class ReadingsWriter:
                    link: Any = None) -> None:
         """Store one count table (see :func:`write_counts`)."""
         self.record(name, write_counts(self.tmp, name, spec, terms, ptr, docs, tf, lens,
-                                       lex=lex, link=link))
+                                       lex=lex, link=link, durable=self.durable))
 
     def record(self, name: str, rec: dict[str, Any]) -> None:
         """Count a reading :func:`write_reading` wrote into :attr:`tmp` (another process
@@ -278,12 +282,14 @@ def _by_trie(d: Path, terms: list[str], ptr: np.ndarray) -> tuple[Any, np.ndarra
 def write_counts(
     folder: Path, name: str, spec: list[Any], terms: list[str], ptr: np.ndarray,
     docs: np.ndarray, tf: np.ndarray, lens: np.ndarray, *, lex: bool, link: Any = None,
+    durable: bool = True,
 ) -> dict[str, Any]:
     """Write one count table (:class:`StoredCounts`) into ``folder/name`` and return its
     record: ``terms[i]``'s postings are ``ptr[i]:ptr[i+1]`` of ``docs`` and ``tf``;
     ``lens`` per document.  ``lex``: store the code-point order (:func:`lex_order`).
     ``link``: given the terms in trie-id order, their ids over the whole index (None:
-    the local ids, as for a base)."""
+    the local ids, as for a base).  ``durable``: fsync each array file (else the caller
+    fsyncs the folder)."""
     if "/" in name or name.startswith(".") or not name:
         raise ValueError(f"bad reading name {name!r}")
     d = folder / name
@@ -307,7 +313,13 @@ def write_counts(
         arrays["lexgid.bin"] = (t_of if gid is None else gid[t_of])[perm]
         arrays["lexlf.bin"] = (1.0 + np.log(new_tf.astype(np.float64)))[perm]
     for fname, arr in arrays.items():
-        write_private(d / fname, np.ascontiguousarray(arr, dtype=_COUNT_FILES[fname]).tobytes())
+        data = np.ascontiguousarray(arr, dtype=_COUNT_FILES[fname]).tobytes()
+        if durable:
+            write_private(d / fname, data)
+        else:  # created 0600 like every file of the index; its folder is fsync'ed whole
+            fd = os.open(d / fname, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
     return {
         "spec": spec,
         "n_terms": len(terms),
