@@ -404,7 +404,8 @@ class Engine:
     def _stored(self, member: str) -> _Member | None:
         store = getattr(self.index, "readings", None)
         if isinstance(store, SegmentReadings):  # over segments: scored from their counts
-            return segment_member(store, ALL_MEMBERS[member], READINGS_CODE)  # type: ignore
+            got = segment_member(store, ALL_MEMBERS[member], READINGS_CODE, self.group_of)
+            return got  # type: ignore[return-value]
         if store is None or store.spec(member) != stored_spec(member):
             return None
         p = store.get(member)
@@ -563,11 +564,11 @@ class Engine:
         ``qtf`` member times its ``counts`` entry)."""
         m = self.members[member]
         mult = counts if counts is not None and ALL_MEMBERS[member].qtf else None
+        if m.unit_of is not None:
+            doc = int(m.unit_of[doc])
         if not isinstance(m, _Member):  # over segments
             return [float(w[docs == doc].sum()) * (mult[j] if mult is not None else 1)
                     for j, (docs, w) in enumerate(m.postings([t]) for t in terms)]
-        if m.unit_of is not None:
-            doc = int(m.unit_of[doc])
         out = []
         for t in terms:
             i = m.term_ids.get(t)

@@ -56,12 +56,11 @@ STORED_MEMBERS: tuple[str, ...] = tuple(
 def count_tables(members: Sequence[str] = STORED_MEMBERS) -> dict[str, tuple[str, bool]]:
     """The count tables that let ``members`` be read over segments: table name ->
     (a member of that tokenisation, whether a TF-IDF cosine member reads it, so that
-    its terms' code-point order is stored too).  Group readings have none."""
+    its terms' code-point order is stored too).  A group reading reads the table of its
+    tokenisation too (its documents' counts, summed per group when a query is scored)."""
     out: dict[str, tuple[str, bool]] = {}
     for m in members:
         spec = ALL_MEMBERS[m]
-        if spec.unit != "doc":
-            continue
         name = table_name(spec)
         first, lex = out.get(name, (m, False))
         out[name] = (first, lex or spec.model == "cosine")

@@ -1,16 +1,18 @@
 """Ranked readings over a grown index, scored from each segment's stored counts.
 
-Definitions.  A reading whose unit is the document (every member of the audit and of the
-fused reading; the protection's *group* members are built in the process) reads the
-count table of its tokenisation (:func:`table_name`) in every part of the index
-(:class:`~presidio_delink.index.segment_readings.SegmentReadings`: the base, then each
-added segment, documents in order).  Over all parts:
+Definitions.  A reading reads the count table of its tokenisation (:func:`table_name`)
+in every part of the index (:class:`~presidio_delink.index.segment_readings.
+SegmentReadings`: the base, then each added segment, documents in order).  Over all
+parts:
 
 * ``N`` is the documents of all parts; a document's length is its part's;
   ``avgdl`` is their mean (an exact sum of integers, so the fresh build's float);
 * a term's ``df`` is the sum of its document counts in the parts (parts hold disjoint
   documents); its postings are each part's, shifted to the part's first document, in
   part order (so ascending, as a fresh build's);
+* a *group* reading (BM25 over a group as one document) sums its documents' counts and
+  lengths per group when a query is scored, and a term's ``df`` is its number of groups,
+  so a group with documents in several segments counts once;
 * a TF-IDF cosine document's norm is summed over its terms in their code-point order
   (the part stores that order), with every term's ``df`` over all parts (each part's
   terms carry their id over the whole index, so the sum needs no look-up).
@@ -69,6 +71,7 @@ class _Table:
         self._df: np.ndarray | None = None
         self._found: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
         self._held = 0  # postings in _found
+        self._groups: tuple[np.ndarray, float, int] | None = None
 
     def gather(self, terms: Sequence[str]) -> tuple[list[bool], np.ndarray, np.ndarray,
                                                      np.ndarray]:
@@ -135,6 +138,15 @@ class _Table:
             cache[term] = (docs[start:end], f[start:end]) if end > start else None
             start = end
 
+    def group_lengths(self, group_of: np.ndarray) -> tuple[np.ndarray, float, int]:
+        """Each group's length (its documents' summed), their mean and the groups."""
+        got = self._groups
+        if got is None:
+            n = int(group_of.max()) + 1 if len(group_of) else 0
+            dl = np.bincount(group_of, weights=self.dl, minlength=n).astype(np.float64)
+            got = self._groups = (dl, dl.sum() / n if n else 0.0, n)
+        return got
+
     def df(self) -> np.ndarray:
         """Every term's document frequency over all parts, by id over the whole index."""
         if self._df is None:
@@ -167,12 +179,13 @@ class SegmentMember:
     """A reading's postings over every part, weighted when a query asks for a term; the
     engine queries it as it queries a stored or built reading (``postings``)."""
 
-    unit_of = None  # a document is its own unit
-
-    def __init__(self, table: _Table, spec: Any) -> None:
+    def __init__(self, table: _Table, spec: Any, group_of: np.ndarray | None = None) -> None:
         self.table = table
         self.spec = spec
         self.norm = table.norms(spec) if spec.model == "cosine" else None
+        #: a group reading's unit of each document (the engine scores units, and gives
+        #: each document its unit's score); None: a document is its own unit
+        self.unit_of = group_of if spec.unit == "group" else None
         self._cache: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
         self._held = 0  # postings in _cache
 
@@ -183,11 +196,16 @@ class SegmentMember:
             self._cache.clear()
             self._held = 0
         self._held += len(docs)
-        idf_p = np.repeat(scoring.idf(self.spec, counts.astype(np.float64), tab.n), counts)
+        if self.unit_of is not None:  # postings per group, as a fresh build counts them
+            held, docs, f_all, counts = self._by_group(held, docs, f_all, counts)
+            dl, avgdl, n = tab.group_lengths(self.unit_of)
+        else:
+            dl, avgdl, n = tab.dl, tab.avgdl, tab.n
+        idf_p = np.repeat(scoring.idf(self.spec, counts.astype(np.float64), n), counts)
         if self.norm is not None:
             w = scoring.cosine(idf_p, f_all, self.norm[docs])
         else:
-            w = scoring.bm25(self.spec, idf_p, f_all, tab.dl[docs], tab.avgdl)
+            w = scoring.bm25(self.spec, idf_p, f_all, dl[docs], avgdl)
         ends = np.cumsum(counts).tolist()
         j = start = 0
         for t, h in zip(terms, held, strict=True):
@@ -197,6 +215,18 @@ class SegmentMember:
             end = ends[j]
             self._cache[t] = (docs[start:end], w[start:end])
             start, j = end, j + 1
+
+    def _by_group(self, held: list[bool], docs: np.ndarray, f: np.ndarray, counts: np.ndarray
+                  ) -> tuple[list[bool], np.ndarray, np.ndarray, np.ndarray]:
+        """Documents' postings summed per group: each term's groups ascending, with
+        their frequencies summed and each term's number of groups (its df)."""
+        assert self.unit_of is not None
+        n_groups = int(self.unit_of.max()) + 1 if len(self.unit_of) else 1
+        term = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        keys, inv = np.unique(term * n_groups + self.unit_of[docs], return_inverse=True)
+        tf = np.bincount(inv.ravel(), weights=f, minlength=len(keys))
+        per = np.bincount(keys // n_groups, minlength=len(counts)).astype(np.int64)
+        return held, (keys % n_groups).astype(np.int64), tf, per
 
     def postings(
         self, terms: Sequence[str], counts: Sequence[int] | None = None
@@ -222,11 +252,12 @@ class SegmentMember:
         return np.concatenate([g[0] for g, _ in keep]), w
 
 
-def segment_member(store: SegmentReadings, spec: Any, code: int) -> SegmentMember | None:
+def segment_member(store: SegmentReadings, spec: Any, code: int,
+                   group_of: np.ndarray | None = None) -> SegmentMember | None:
     """The reading of ``spec`` over the parts of ``store`` (None when it cannot be read
-    from their counts: a group reading, or a table a part lacks or stored by other
-    code)."""
-    if spec.unit != "doc":
+    from their counts: a table a part lacks or stored by other code, or a group
+    reading that is not BM25 or without ``group_of``, each document's group ordinal)."""
+    if spec.unit == "group" and (spec.model != "bm25" or group_of is None):
         return None
     name = table_name(spec)
     if store.spec(name) != table_spec(spec, code):
@@ -245,4 +276,4 @@ def segment_member(store: SegmentReadings, spec: Any, code: int) -> SegmentMembe
         tab = store.cache[key] = _Table(parts, store.n_docs)
     elif spec.model == "cosine" and any(p.lex is None for p, _ in tab.parts):
         return None
-    return SegmentMember(tab, spec)
+    return SegmentMember(tab, spec, group_of)
