@@ -367,17 +367,18 @@ class Tokenizer:
                 merged.append((a, b))
         return merged
 
-    def _chunks(self, text: str) -> Iterator[tuple[int, str | None]]:
-        """Chunks of ``text`` (already stripped) with their offsets, in order.
+    def _chunks(self, text: str, fold: str) -> Iterator[tuple[int, str | None]]:
+        """Chunks of ``text`` (already stripped) with their offsets, in order, as word
+        model ``fold`` cuts them.
 
         A chunk of ``""`` marks breaking punctuation; ``None`` marks a placeholder or the
         end of the text (always a boundary).  Generated, not listed: a list of them costs
         many bytes a character of text (``benchmarks/results/bench_delink_scale.md``).
         """
         pos = 0
-        keep = self.fold in _FINE_WORDS
-        dash = self.fold == "folded-dash"
-        every = self.fold == "surface"
+        keep = fold in _FINE_WORDS
+        dash = fold == "folded-dash"
+        every = fold == "surface"
         for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
             if a > pos:
                 for m in _SCANNER.finditer(text, pos, a):
@@ -432,7 +433,7 @@ class Tokenizer:
         if got is not None:
             return got
         stripped, omap = self._strip(text)
-        chunks = self._chunks(stripped)
+        chunks = self._chunks(stripped, fold)
         fine = fold not in _FOLDED
         casefold = fold != "case"
         nfc = fold != "accent"

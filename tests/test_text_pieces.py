@@ -32,10 +32,13 @@ def _read_in_full(tok: Tokenizer, text: str) -> list[tuple[list[object], bool]]:
        st.sampled_from(["folded-dash", "surface"]), st.booleans())
 def test_cut_pieces_are_the_model_read_in_full(text: str, fold: str, cross: bool) -> None:
     tok = Tokenizer(fold=fold, break_on_punctuation=not cross)
+    base = Tokenizer(fold="folded" if fold == "folded-dash" else "fine")
     full = _read_in_full(tok, text)
+    base_full = _read_in_full(base, text)
     _PIECES.clear()
     assert tok.pieces(text) == full
     assert tok.pieces(text) == full  # from the cache
+    assert base.pieces(text) == base_full  # the pieces it was cut from, as the base reads them
 
 
 @pytest.mark.parametrize(("text", "expected"), [
