@@ -313,6 +313,7 @@ def write_postings(
 
 
 MAX_LAYERS = 4
+Hits = tuple[tuple[int, int], ...]  # (length, handle) of stored word-prefixes of a key
 LAYER_SHIFT = 40  # a handle is ``depth << LAYER_SHIFT | kid``
 KID_MASK = (1 << LAYER_SHIFT) - 1
 
@@ -347,8 +348,9 @@ class Layered:
             raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
         self.tag = self.depth << LAYER_SHIFT
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
-        self._memo: dict[str, list[tuple[int, int]]] | None = None  # set when a child comes
+        self._memo: dict[str, Hits] | None = None  # set when a child comes
         self._tomb: bytes | None = None
+        self._heads: tuple[set[str], set[str]] | None = None  # see _own_heads
         if parent is not None and parent._memo is None:
             parent._memo = {}
 
@@ -366,22 +368,72 @@ class Layered:
             return None if self.own.df_of(kid) == 0 else self.tag | kid
         return self.parent.get(key) if self.parent is not None else None
 
-    def prefix_hits(self, key: str) -> list[tuple[int, int]]:
+    #: Own entries up to which a layer over a parent keeps the first words of its keys
+    #: (:meth:`_own_heads`); a layer with more walks its own trie for every key.
+    HEADS_MAX = 200_000
+
+    def _own_heads(self) -> tuple[set[str], set[str]]:
+        """This layer's own one-word keys, and the first two words of its longer keys
+        (tombstones included), built on first use; two empty sets when the layer holds
+        more than :attr:`HEADS_MAX` entries or is stored in full.
+
+        A stored key that is a word-prefix of a query is the query's first word or
+        starts with its first two words, so a query meeting neither set has no own hit:
+        its hits are the parent's, without a walk of this layer's trie (a view stored
+        over another mostly holds the other's keys)."""
+        got = self._heads
+        if got is None:
+            ones: set[str] = set()
+            twos: set[str] = set()
+            if self.parent is not None and len(self.own.df8) <= self.HEADS_MAX:
+                for key in self.own.trie.iterkeys():
+                    i = key.find(" ")
+                    if i < 0:
+                        ones.add(key)
+                    else:
+                        j = key.find(" ", i + 1)
+                        twos.add(key if j < 0 else key[:j])
+            got = self._heads = (ones, twos)
+        return got
+
+    def _own_hits(self, key: str) -> list[tuple[int, int]]:
+        """``(length, trie id)`` of this layer's own keys (tombstones included) that are
+        word-prefixes of ``key``, shortest first."""
+        ones, twos = self._heads or self._own_heads()
+        if ones or twos:
+            i = key.find(" ")
+            if i < 0:
+                if key not in ones:
+                    return []
+            else:
+                j = key.find(" ", i + 1)
+                if key[:i] not in ones and (key if j < 0 else key[:j]) not in twos:
+                    return []
+        n = len(key)
+        return [
+            (lp, kid)
+            for p, kid in self.own.trie.iter_prefixes_with_ids(key)
+            if (lp := len(p)) == n or key[lp] == " "
+        ]
+
+    def differs(self, key: str) -> bool:
+        """Whether this layer's own entries change the parent's prefix hits of ``key``
+        (an own key or tombstone is a word-prefix of it); when not, :meth:`prefix_hits`
+        of ``key`` is the parent's, entry for entry."""
+        return self.parent is None or bool(self._own_hits(key))
+
+    def prefix_hits(self, key: str) -> Hits:
         """``(length, handle)`` of the stored keys that are word-prefixes of ``key``,
-        shortest first."""
+        shortest first (a tuple of tuples of ints: once the collector has seen it, it no
+        longer tracks it, so that the memo costs its full collections nothing)."""
         memo = self._memo
         if memo is not None:
             got = memo.get(key)
             if got is not None:
                 return got
-        n = len(key)
-        own = [
-            (lp, kid)
-            for p, kid in self.own.trie.iter_prefixes_with_ids(key)
-            if (lp := len(p)) == n or key[lp] == " "
-        ]
+        own = self._own_hits(key)
         if self.parent is None:
-            got = own
+            got = tuple(own)
         else:
             got = self.parent.prefix_hits(key)
             if own:
@@ -400,14 +452,14 @@ class Layered:
                     if not tomb[kid]:
                         merged.append((lp, tag | kid))
                 merged.extend(got[i:])
-                got = merged
+                got = tuple(merged)
         if memo is not None:
             if len(memo) >= self.MEMO_KEYS:
                 memo.clear()
             memo[key] = got
         return got
 
-    def walk(self, key: str, extends: str | None = None) -> list[tuple[int, int]]:
+    def walk(self, key: str, extends: str | None = None) -> Hits:
         """:meth:`prefix_hits`, the detector's hot path.
 
         ``extends``: a key of which ``key`` is a word-prefix, walked just before (the same
@@ -421,7 +473,7 @@ class Layered:
                 if key != extends:
                     n = len(key)
                     if got and got[-1][0] > n:
-                        got = [e for e in got if e[0] <= n]
+                        got = tuple([e for e in got if e[0] <= n])
                     # Kept for a view stored over this one that walks the same key next
                     # (``fine`` over ``folded``: mostly the same words on one text).
                     if len(memo) >= self.MEMO_KEYS:

@@ -160,6 +160,36 @@ class ViewIndex:
             layer = layer.parent
         return False
 
+    def over(self, other: ViewIndex) -> bool:
+        """Whether this view is stored directly over ``other`` in every partition, both
+        plain views (a view over several segments walks otherwise)."""
+        return (
+            type(self) is ViewIndex
+            and type(other) is ViewIndex
+            and len(self.parts) == len(other.parts)
+            and all(a.parent is b for a, b in zip(self.parts, other.parts, strict=True))
+        )
+
+    def differing(self, other: ViewIndex, keys: Sequence[str]) -> list[int] | None:
+        """The positions of ``keys`` (queries, none empty) whose prefix walk in this view
+        can differ from ``other``'s: where this view's own entries hold a word-prefix of
+        the key.  Every other position has the same stored hits (same handles, hence
+        the same document frequencies and groups) in both views.  None when this view is
+        not stored directly over ``other`` in every partition, or either is not a plain
+        view (a view over several segments walks otherwise)."""
+        if not self.over(other):
+            return None
+        parts = self.parts
+        if len(parts) == 1:
+            return [q for q, key in enumerate(keys) if parts[0].differs(key)]
+        part_no = self.part_no
+        out = []
+        for q, key in enumerate(keys):
+            cut = key.find(" ")
+            if parts[part_no(key if cut < 0 else key[:cut])].differs(key):
+                out.append(q)
+        return out
+
     def part_no(self, first_word: str) -> int:
         if self._n_parts == 1:
             return 0
