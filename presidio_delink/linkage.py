@@ -363,7 +363,8 @@ def _flag_views(
             hi = min(n, lo + WINDOW)
             walked: dict[str, list[str]] = {}
             for view in group:
-                keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
+                keys, lengths = (shared.queries if n <= WINDOW else _queries)(
+                    reading.words, ends[view.name], lo, hi, mx)
 
                 def walk(ks: list[str], ls: list[int], whole: bool, view: ViewIndex = view,
                          walked: dict[str, list[str]] = walked) -> Lows:

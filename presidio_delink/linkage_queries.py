@@ -132,7 +132,21 @@ class Shared:
     recur)."""
 
     def __init__(self) -> None:
-        self.walked: list[tuple[ViewIndex, dict[str, int], Lows]] = []
+        self.walked: list[tuple[ViewIndex, list[str], dict[str, int], Lows]] = []
+        self.made: list[tuple[list[str], list[int], int, int, list[str], list[int]]] = []
+
+    def queries(
+        self, words: list[str], ends: list[int], lo: int, hi: int, mx: int
+    ) -> tuple[list[str], list[int]]:
+        """:func:`_queries`, the same lists again for the same words and segments (the
+        readings of ``folded`` and ``folded-dash``, or of ``accent`` and ``folded``, are
+        mostly one)."""
+        for w, e, a, b, keys, lengths in self.made:
+            if a == lo and b == hi and e == ends and w == words:
+                return keys, lengths
+        keys, lengths = _queries(words, ends, lo, hi, mx)
+        self.made.append((words, ends, lo, hi, keys, lengths))
+        return keys, lengths
 
     def lows(
         self,
@@ -145,10 +159,11 @@ class Shared:
         a view walked before where they agree; ``walk(keys, lengths, whole)`` walks the
         others (``whole``: all the queries, so that the walk may use ``extends``)."""
         got = None
-        for other, o_keys, o_lows in self.walked:
+        for other, o_list, o_keys, o_lows in self.walked:
             if not view.over(other):
                 continue
-            src = [o_keys.get(key, -1) for key in keys]
+            src = (list(range(len(keys))) if o_list is keys
+                   else [o_keys.get(key, -1) for key in keys])
             same = [q for q, i in enumerate(src) if i >= 0]
             diff = view.differing(other, [keys[q] for q in same])
             if diff is None:
@@ -163,7 +178,7 @@ class Shared:
             break
         if got is None:
             got = walk(keys, lengths, True)
-        self.walked.append((view, dict(zip(keys, range(len(keys)), strict=True)), got))
+        self.walked.append((view, keys, dict(zip(keys, range(len(keys)), strict=True)), got))
         return got
 
 

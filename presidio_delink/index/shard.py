@@ -350,7 +350,6 @@ class Layered:
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
         self._memo: dict[str, Hits] | None = None  # set when a child comes
         self._tomb: bytes | None = None
-        self._heads: tuple[set[str], set[str]] | None = None  # see _own_heads
         if parent is not None and parent._memo is None:
             parent._memo = {}
 
@@ -368,47 +367,9 @@ class Layered:
             return None if self.own.df_of(kid) == 0 else self.tag | kid
         return self.parent.get(key) if self.parent is not None else None
 
-    #: Own entries up to which a layer over a parent keeps the first words of its keys
-    #: (:meth:`_own_heads`); a layer with more walks its own trie for every key.
-    HEADS_MAX = 200_000
-
-    def _own_heads(self) -> tuple[set[str], set[str]]:
-        """This layer's own one-word keys, and the first two words of its longer keys
-        (tombstones included), built on first use; two empty sets when the layer holds
-        more than :attr:`HEADS_MAX` entries or is stored in full.
-
-        A stored key that is a word-prefix of a query is the query's first word or
-        starts with its first two words, so a query meeting neither set has no own hit:
-        its hits are the parent's, without a walk of this layer's trie (a view stored
-        over another mostly holds the other's keys)."""
-        got = self._heads
-        if got is None:
-            ones: set[str] = set()
-            twos: set[str] = set()
-            if self.parent is not None and len(self.own.df8) <= self.HEADS_MAX:
-                for key in self.own.trie.iterkeys():
-                    i = key.find(" ")
-                    if i < 0:
-                        ones.add(key)
-                    else:
-                        j = key.find(" ", i + 1)
-                        twos.add(key if j < 0 else key[:j])
-            got = self._heads = (ones, twos)
-        return got
-
     def _own_hits(self, key: str) -> list[tuple[int, int]]:
         """``(length, trie id)`` of this layer's own keys (tombstones included) that are
         word-prefixes of ``key``, shortest first."""
-        ones, twos = self._heads or self._own_heads()
-        if ones or twos:
-            i = key.find(" ")
-            if i < 0:
-                if key not in ones:
-                    return []
-            else:
-                j = key.find(" ", i + 1)
-                if key[:i] not in ones and (key if j < 0 else key[:j]) not in twos:
-                    return []
         n = len(key)
         return [
             (lp, kid)
