@@ -173,6 +173,9 @@ class Shared:
             todo = [q for q, i in enumerate(src) if i < 0]
             if len(todo) == len(keys):
                 break
+            if not todo and o_list is keys:
+                got = o_lows  # the same queries, the same answers
+                break
             sub = walk([keys[q] for q in todo], [lengths[q] for q in todo], False)
             got = _merged(o_lows, src, sub, todo)
             break

@@ -384,6 +384,9 @@ class Tokenizer:
                 for m in _SCANNER.finditer(text, pos, a):
                     chunk = m.group(1)
                     if chunk:
+                        if chunk.isalnum():  # one word, no mark to cut at (most chunks)
+                            yield m.start(), chunk
+                            continue
                         for off, sub in split_chunk(chunk, keep, every):
                             if off:
                                 yield m.start() + off - 1, ""

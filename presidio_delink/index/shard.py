@@ -381,7 +381,14 @@ class Layered:
         """Whether this layer's own entries change the parent's prefix hits of ``key``
         (an own key or tombstone is a word-prefix of it); when not, :meth:`prefix_hits`
         of ``key`` is the parent's, entry for entry."""
-        return self.parent is None or bool(self._own_hits(key))
+        if self.parent is None:
+            return True
+        n = len(key)
+        for p in self.own.trie.prefixes(key):  # no id, no tuple: only whether one is there
+            lp = len(p)
+            if lp == n or key[lp] == " ":
+                return True
+        return False
 
     def prefix_hits(self, key: str) -> Hits:
         """``(length, handle)`` of the stored keys that are word-prefixes of ``key``,
