@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -88,6 +89,7 @@ from presidio_delink.text import Token
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
 
 MAX_ARITY = 3
+_span_of = itemgetter(0, 1)  # (start, end) of a (start, end, flagged) triple
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ class LinkageReport:
 
     def spans(self) -> list[tuple[int, int, Flagged]]:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""
-        return sorted(((a, b, f) for f in self.flagged for a, b in f.spans), key=lambda x: x[:2])
+        return sorted(((a, b, f) for f in self.flagged for a, b in f.spans), key=_span_of)
 
     def places(self, text: str) -> list[dict[str, Any]]:
         """``check``'s record of each flagged place of ``text`` (the analysed text): one
@@ -352,7 +354,7 @@ def _flag_views(
     shared = Shared()  # the walks of the views, for views stored over them (one window)
     for group in _by_model(views).values():
         # one reading for the word model (the first view's tokenizer, as ever)
-        reading = _Reading.of(group[0].tokenizer, text)
+        reading = shared.reading(group[0].tokenizer, text)
         if n_words is None and any(v.tokenizer == index.tokenizer for v in group):
             n_words = len(reading.tokens)
         ends = {v.name: reading.seg_ends(not v.tokenizer.break_on_punctuation) for v in group}

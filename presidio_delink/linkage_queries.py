@@ -43,10 +43,14 @@ class _Reading:
 
     @classmethod
     def of(cls, tok: Tokenizer, text: str) -> _Reading:
+        return cls.of_pieces(tok.pieces(text))
+
+    @classmethod
+    def of_pieces(cls, pieces: list[tuple[list[Token], bool]]) -> _Reading:
         tokens: list[Token] = []
         ends: list[int] = []
         hard: list[bool] = []
-        for seg, closed in tok.pieces(text):
+        for seg, closed in pieces:
             tokens += seg
             ends.append(len(tokens))
             hard.append(closed)
@@ -134,6 +138,20 @@ class Shared:
     def __init__(self) -> None:
         self.walked: list[tuple[ViewIndex, list[str], dict[str, int], Lows]] = []
         self.made: list[tuple[list[str], list[int], int, int, list[str], list[int]]] = []
+        self.read: list[tuple[list[tuple[list[Token], bool]], _Reading]] = []
+
+    def reading(self, tok: Tokenizer, text: str) -> _Reading:
+        """:meth:`_Reading.of`, the same reading again for the same pieces (word models
+        that read a text alike share them: see :meth:`~presidio_delink.text.Tokenizer.pieces`);
+        a reading of more than ``WINDOW`` words is not kept."""
+        pieces = tok.pieces(text)
+        for p, got in self.read:
+            if p is pieces:
+                return got
+        got = _Reading.of_pieces(pieces)
+        if len(got.words) <= WINDOW:
+            self.read.append((pieces, got))
+        return got
 
     def queries(
         self, words: list[str], ends: list[int], lo: int, hi: int, mx: int
