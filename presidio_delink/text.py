@@ -445,7 +445,9 @@ class Tokenizer:
         word_re = _FINE_WORD_RE if fold in _FINE_WORDS else _WORD_RE
         out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
-        cache: dict[str, list[tuple[str, int, int]]] = {}
+        cache = _PARTS.setdefault(fold, {})  # chunk -> its words, across texts
+        if len(cache) > _PARTS_MAX:
+            cache.clear()
         for start, chunk in chunks:
             if not chunk:
                 if cur:
@@ -481,7 +483,7 @@ class Tokenizer:
                         for w in _WORD_RE.finditer(chunk)
                         for n in fold_word(w.group())
                     ]
-                cache[chunk] = parts
+                cache[chunk] = parts = tuple(parts)  # of tuples: untracked once seen
             # tuple.__new__: Token's own __new__ is a Python function (one frame a word)
             if omap is None:
                 cur += [_new(Token, (n, start + a, start + b)) for n, a, b in parts]
@@ -621,6 +623,10 @@ TOKENIZER_VERSION = "delink-text-6"
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
 _STRIPS: dict[tuple[str], tuple[str, list[int] | None]] = {}
+# Each word model's chunks read before, with their words and offsets (about 100 bytes
+# each; cleared when full)
+_PARTS: dict[str, dict[str, Any]] = {}
+_PARTS_MAX = 50_000
 # The word models whose pieces are another's cut further (``presidio_delink.text_pieces``)
 _CUT_FROM = {"folded-dash": "folded", "surface": "fine"}
 
