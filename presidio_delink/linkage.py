@@ -345,9 +345,13 @@ def _flag_views(
 
     One word model at a time, ``WINDOW`` positions at a time: the queries of a window are
     built, walked (:func:`_link_lows`) and dropped, keeping only the positions
-    whose shortest query below ``k`` is found in some document; a word model's tokens are
-    dropped once its views are done.  The answers are those of one walk of the whole text
-    (a query reads only its own segment's words)."""
+    whose shortest query below ``k`` is found in some document; a longer text's tokens of
+    a word model are dropped once its views are done.  The answers are those of one walk of
+    the whole text (a query reads only its own segment's words).  A text of one window
+    keeps, for the check, what its views have in common
+    (:class:`~presidio_delink.linkage_queries.Shared`): one reading of the same pieces, one
+    list of the same queries, and a view stored over another walks only the queries where
+    its own entries can change the other's answers."""
     found: dict[str, list[Flagged]] = {}
     cut = _group_cut(index, k)
     n_words = None
