@@ -21,19 +21,20 @@ text_st = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPS)), max
 corpus_st = st.lists(text_st, min_size=2, max_size=8)
 
 
-def flagged(rep) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def]
+def flagged(rep) -> list[tuple[object, ...]]:
     return sorted((f.view, f.key, f.spans, f.df, f.docs, f.groups) for f in rep.flagged)
 
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=corpus_st, query=st.lists(text_st, min_size=1, max_size=3).map(" ".join),
-       k=st.integers(2, 3), grouped=st.booleans())
+       k=st.integers(2, 3), grouped=st.booleans(), n_parts=st.sampled_from([1, 3]))
 def test_all_views_at_once_equal_each_view_alone(tmp_path_factory, texts, query, k,
-                                                 grouped) -> None:  # type: ignore[no-untyped-def]
+                                                 grouped, n_parts) -> None:
     docs = [(f"d{i}", t, f"g{i // 2}") if grouped else (f"d{i}", t)
             for i, t in enumerate(texts)]
-    idx = NgramIndex.build(docs, tmp_path_factory.mktemp("s") / "i", max_n=4)
+    idx = NgramIndex.build(docs, tmp_path_factory.mktemp("s") / "i", max_n=4, n_parts=n_parts)
+    assert all(len(v.parts) == n_parts for v in idx.views.values())
     together = analyze(idx, query, k=k)
     alone = [f for name in idx.views for f in analyze(idx, query, k=k, views=[name]).flagged]
     assert flagged(together) == sorted((f.view, f.key, f.spans, f.df, f.docs, f.groups)

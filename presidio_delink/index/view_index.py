@@ -191,13 +191,7 @@ class ViewIndex:
         parts = self.parts
         if len(parts) == 1:
             return [q for q, key in enumerate(keys) if parts[0].differs(key)]
-        part_no = self.part_no
-        out = []
-        for q, key in enumerate(keys):
-            cut = key.find(" ")
-            if parts[part_no(key if cut < 0 else key[:cut])].differs(key):
-                out.append(q)
-        return out
+        return [q for q, key in enumerate(keys) if self.part(key.split(" ", 1)[0]).differs(key)]
 
     def part_no(self, first_word: str) -> int:
         if self._n_parts == 1:
