@@ -25,8 +25,10 @@ each answer's ``source_ranks`` compared too).
 Usage::
 
     python benchmarks/bench_service.py [--duration 60] [--clients 16] [--workers 2]
-        [--samples] [--known] [--check-only] [--json OUT]
+        [--samples] [--known] [--check-only | --in-process] [--json OUT]
 
+``--in-process`` measures only the CPU of ``analyze`` in the benchmark's own process (no
+CLI, no server): 10 warm-up checks, then every document twice, ``time.process_time``.
 ``--check-only`` runs steps 1 to 3 for ``check`` alone. Run by another build's interpreter
 (``/other/.venv/bin/python benchmarks/bench_service.py --check-only``), it measures that
 build's library (``library`` in the output), for an A/B in turn on the same machine.
@@ -213,6 +215,27 @@ def places(spans: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
                   for s in spans)
 
 
+def in_process(idx: Path, docs: list[dict[str, str]], k: int = 2, warm: int = 10
+               ) -> dict[str, Any]:
+    """The CPU of a check in this process, without the server: the index loaded once,
+    ``warm`` checks first, then every document checked twice in turn (the first pass is
+    the one to compare: the second finds the walks of the first in the index's memos),
+    ``time.process_time`` around each pass."""
+    from presidio_delink.index import NgramIndex
+    from presidio_delink.linkage import analyze
+
+    index = NgramIndex.load(idx)
+    for d in docs[:warm]:
+        analyze(index, d["text"], k=k)
+    out: dict[str, Any] = {"k": k, "warm_up_checks": warm, "documents": len(docs)}
+    for name in ("first_pass", "second_pass"):
+        c0 = time.process_time()
+        for d in docs:
+            analyze(index, d["text"], k=k)
+        out[f"{name}_cpu_ms_per_check"] = round(1000 * (time.process_time() - c0) / len(docs), 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=60.0, help="seconds per route")
@@ -226,6 +249,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--check-only", action="store_true",
                     help="only /check (and the CLI's check): an A/B of two builds, run in turn")
+    ap.add_argument("--in-process", action="store_true",
+                    help="only the CPU of analyze() in this process (no CLI, no server)")
     a = ap.parse_args()
     a.work = a.work.resolve()  # the run changes into it (below)
     a.json = a.json.resolve() if a.json else None
@@ -249,6 +274,14 @@ def main() -> None:
     idx, docs = setup(a.work, a.samples, a.known)
     docs = docs[: a.docs] if a.docs else docs
     row["documents"] = len(docs)
+    if a.in_process:
+        row["in_process"] = in_process(idx, docs)
+        row["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
+                                             text=True).stdout.strip()
+        print(json.dumps(row, indent=1))
+        if a.json:
+            a.json.write_text(json.dumps(row, indent=1) + "\n")
+        return
     print(f"{len(docs)} documents; CLI runs ...", file=sys.stderr)
     cli = cli_runs(idx, docs, a.work, a.workers, a.tag, a.check_only)
     row["cli"] = {k: v for k, v in cli.items() if k not in ("checks", "records")}

@@ -56,10 +56,10 @@ Algorithm and complexity (``u = |U|``, ``N`` documents, ``w = N/64`` words of a 
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
+from itertools import chain
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -76,11 +76,20 @@ from presidio_delink.index.view_index import (
     lows_in_groups,
     rows_in_groups,
 )
-from presidio_delink.text import Token, Tokenizer
+from presidio_delink.linkage_queries import (
+    WINDOW,
+    Shared,
+    _by_model,
+    _extended,
+    _queries,
+    _Reading,
+)
+from presidio_delink.text import Token
 
 __all__ = ["Combination", "Evidence", "Flagged", "LinkageReport", "analyze"]
 
 MAX_ARITY = 3
+_span_of = itemgetter(0, 1)  # (start, end) of a (start, end, flagged) triple
 
 
 @dataclass(frozen=True)
@@ -209,7 +218,7 @@ class LinkageReport:
 
     def spans(self) -> list[tuple[int, int, Flagged]]:
         """Every flagged occurrence ``(start, end, flagged)``, sorted by position."""
-        return sorted(((a, b, f) for f in self.flagged for a, b in f.spans), key=lambda x: x[:2])
+        return sorted(((a, b, f) for f in self.flagged for a, b in f.spans), key=_span_of)
 
     def places(self, text: str) -> list[dict[str, Any]]:
         """``check``'s record of each flagged place of ``text`` (the analysed text): one
@@ -328,102 +337,6 @@ def analyze(
     )
 
 
-#: Text positions whose queries an arity-1 check builds and walks at once (fewer than the
-#: index's memo of walked keys, ``Layered.MEMO_KEYS``, so that a view walked over another
-#: finds its keys there).  A query costs about 90 bytes a view, so a long text's queries
-#: never exist all at once.
-WINDOW = 16_384
-
-
-@dataclass
-class _Reading:
-    """One word model's tokens of the text in order, flat, with their words.
-
-    ``ends[p]``: where piece ``p`` (a segment cut at every break, see
-    :meth:`~presidio_delink.text.Tokenizer.pieces`) ends in ``tokens``; ``hard[p]``:
-    whether a placeholder or the end of the text closes it.
-    """
-
-    tokens: list[Token]
-    words: list[str]
-    ends: list[int]
-    hard: list[bool]
-
-    @classmethod
-    def of(cls, tok: Tokenizer, text: str) -> _Reading:
-        tokens: list[Token] = []
-        ends: list[int] = []
-        hard: list[bool] = []
-        for seg, closed in tok.pieces(text):
-            tokens += seg
-            ends.append(len(tokens))
-            hard.append(closed)
-        return cls(tokens, [t.word for t in tokens], ends, hard)
-
-    def seg_ends(self, crosses: bool) -> list[int]:
-        """Where the segments of a view end in ``tokens``: at every piece's end, or, for
-        a view that crosses punctuation, at the hard ones' (as
-        :func:`~presidio_delink.text.join_soft` joins pieces)."""
-        if not crosses:
-            return self.ends
-        out = [e for e, closed in zip(self.ends, self.hard, strict=True) if closed]
-        if self.ends and not self.hard[-1]:
-            out.append(self.ends[-1])
-        return out
-
-
-def _queries(
-    words: list[str], ends: list[int], lo: int, hi: int, mx: int
-) -> tuple[list[str], list[int]]:
-    """The query at each position ``lo..hi-1`` of ``words`` (segments ending at ``ends``):
-    its next (up to) ``mx`` words in its segment, joined by one space, and their number."""
-    keys: list[str] = []
-    lengths: list[int] = []
-    s = bisect.bisect_right(ends, lo)
-    a = lo
-    while a < hi:
-        e = ends[s]
-        b = min(e, hi)
-        ws = words[a : min(e, b + mx - 1)]  # every word a query of a..b-1 reads
-        size = len(ws)
-        joined = " ".join(ws)
-        # cut[j]: where word j ends in `joined` (cut[-1] == -1): word i begins at
-        # cut[i - 1] + 2, and the query at i ends where word min(i + mx, size) - 1 does.
-        cut = list(accumulate(map((1).__add__, map(len, ws)), initial=-1))
-        last = cut[mx : mx + b - a]
-        last += [cut[size]] * (b - a - len(last))
-        keys += [joined[x + 1 : y] for x, y in zip(cut, last, strict=False)]
-        full = max(0, min(b, e - mx + 1) - a)  # queries of mx words
-        lengths += [mx] * full + list(range(e - a - full, e - b, -1))
-        a = b
-        s += 1
-    return keys, lengths
-
-
-def _extended(
-    views: Sequence[ViewIndex], view: ViewIndex, walked: dict[str, list[str]]
-) -> list[str] | None:
-    """For a view that breaks at punctuation, the queries just walked at the same
-    positions in a view of its word model that does not and is stored over it: the walk
-    that one left in this view's memo answers this view's (see ``Layered.walk``)."""
-    if not view.tokenizer.break_on_punctuation:
-        return None
-    for other in views:
-        if other.name in walked and other.stored_over(view) and (
-            other.tokenizer.fold == view.tokenizer.fold
-        ):
-            return walked[other.name]
-    return None
-
-
-def _by_model(views: Sequence[ViewIndex]) -> dict[str, list[ViewIndex]]:
-    """The views grouped by word model, each group's views that cross punctuation first."""
-    groups: dict[str, list[ViewIndex]] = {}
-    for view in sorted(views, key=lambda v: v.tokenizer.break_on_punctuation):
-        groups.setdefault(view.tokenizer.fold, []).append(view)
-    return groups
-
-
 def _flag_views(
     index: NgramIndex, views: Sequence[ViewIndex], text: str, k: int, mx: int
 ) -> tuple[dict[str, list[Flagged]], int | None]:
@@ -432,58 +345,118 @@ def _flag_views(
 
     One word model at a time, ``WINDOW`` positions at a time: the queries of a window are
     built, walked (:func:`_link_lows`) and dropped, keeping only the positions
-    whose shortest query below ``k`` is found in some document; a word model's tokens are
-    dropped once its views are done.  The answers are those of one walk of the whole text
-    (a query reads only its own segment's words)."""
+    whose shortest query below ``k`` is found in some document; a longer text's tokens of
+    a word model are dropped once its views are done.  The answers are those of one walk of
+    the whole text (a query reads only its own segment's words).  A text of one window
+    keeps, for the check, what its views have in common
+    (:class:`~presidio_delink.linkage_queries.Shared`): one reading of the same pieces, one
+    list of the same queries, and a view stored over another walks only the queries where
+    its own entries can change the other's answers."""
     found: dict[str, list[Flagged]] = {}
     cut = _group_cut(index, k)
     n_words = None
+    shared = Shared()  # the walks of the views, for views stored over them (one window)
     for group in _by_model(views).values():
         # one reading for the word model (the first view's tokenizer, as ever)
-        reading = _Reading.of(group[0].tokenizer, text)
+        reading = shared.reading(group[0].tokenizer, text)
         if n_words is None and any(v.tokenizer == index.tokenizer for v in group):
             n_words = len(reading.tokens)
         ends = {v.name: reading.seg_ends(not v.tokenizer.break_on_punctuation) for v in group}
-        # per view: (position, length, df, stored entry or None) of each candidate
-        cands: dict[str, list[tuple[int, int, int, tuple[int, int] | None]]] = {
-            v.name: [] for v in group
-        }
+        # per view and window: the window's answers, and its candidates' positions
+        cands: dict[str, list[tuple[int, Lows, np.ndarray]]] = {v.name: [] for v in group}
         n = len(reading.words)
         for lo in range(0, n, WINDOW):
             hi = min(n, lo + WINDOW)
             walked: dict[str, list[str]] = {}
             for view in group:
-                keys, lengths = _queries(reading.words, ends[view.name], lo, hi, mx)
-                walk = KeyWalk(keys, lengths, k, _extended(views, view, walked))
-                lows = _link_lows(index, view, walk, cut)
+                keys, lengths = (shared.queries if n <= WINDOW else _queries)(
+                    reading.words, ends[view.name], lo, hi, mx)
+
+                def walk(ks: list[str], ls: list[int], whole: bool, view: ViewIndex = view,
+                         walked: dict[str, list[str]] = walked) -> Lows:
+                    ext = _extended(views, view, walked) if whole else None
+                    return _link_lows(index, view, KeyWalk(ks, ls, k, ext), cut)
+
+                lows = (shared.lows(view, keys, lengths, walk) if n <= WINDOW
+                        else walk(keys, lengths, True))
                 walked[view.name] = keys
                 at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
-                cands[view.name] += [
-                    (lo + q, good + 1, d, lows.entry(q))
-                    for q, good, d in zip(
-                        at.tolist(), lows.good[at].tolist(), lows.df[at].tolist(), strict=True
-                    )
-                ]
+                cands[view.name].append((lo, lows, at))
         for view in group:
-            cs = cands.pop(view.name)
-            seg_of = np.searchsorted(
-                np.asarray(ends[view.name], dtype=np.int64),
-                np.asarray([c[0] for c in cs], dtype=np.int64),
-                side="right",
-            ).tolist()
-            flagged: dict[str, Acc] = {}
-            where: dict[str, tuple[int, int] | None] = {}
-            i = 0
-            while i < len(cs):  # one segment's candidates at a time
-                j = i + 1
-                while j < len(cs) and seg_of[j] == seg_of[i]:
-                    j += 1
-                _add_minimal(flagged, where, reading.tokens, reading.words, cs[i:j])
-                i = j
-            _set_docs(index, view, flagged, where)
-            found[view.name] = _results(view, flagged)
+            found[view.name] = _flag_minimal(index, view, reading, cands.pop(view.name))
         del reading
     return found, n_words
+
+
+def _flag_minimal(
+    index: NgramIndex, view: ViewIndex, reading: _Reading,
+    windows: list[tuple[int, Lows, np.ndarray]],
+) -> list[Flagged]:
+    """Arity 1: one view's flagged N-grams from the answers of its windows (``(first
+    position, answers, positions of its candidates)``): the minimal candidates, those
+    containing no other (:func:`_add_minimal`), grouped by key.
+
+    A candidate at ``i`` of ``n`` words contains another exactly when a later candidate
+    ends at or before ``i + n``: one that starts later and lies in the same segment (a
+    candidate of a later segment ends past this segment's end), so one running minimum of
+    the later candidates' ends over the whole text decides it."""
+    if not windows:
+        return []
+    pos = np.concatenate([lo + at for lo, _, at in windows])
+    length = np.concatenate([lows.good[at] + 1 for _, lows, at in windows])
+    ends = pos + length
+    later = np.empty_like(ends)
+    if len(ends):
+        later[:-1] = np.minimum.accumulate(ends[::-1])[::-1][1:]
+        later[-1] = ends[-1] + 1
+    keep = ends < later
+    tokens, words = reading.tokens, reading.words
+    by_key: dict[str, list[Any]] = {}  # key -> [n, spans, entry]
+    start = 0
+    for _lo, lows, at in windows:
+        sel = np.flatnonzero(keep[start : start + len(at)])
+        entry = lows.entry
+        for q, i, n in zip(at[sel].tolist(), pos[start + sel].tolist(),
+                           length[start + sel].tolist(), strict=True):
+            key = " ".join(words[i : i + n])
+            span = (tokens[i].start, tokens[i + n - 1].end)
+            got = by_key.get(key)
+            if got is None:
+                by_key[key] = [n, [span], entry(q)]
+            else:
+                got[1].append(span)
+                if got[2] is None:
+                    got[2] = entry(q)
+        start += len(at)
+    docs = [
+        view.docs_at(e) if e is not None else tuple(view.lookup(key.split(" ")).tolist())
+        for key, (_, _, e) in by_key.items()
+    ]
+    groups = _groups(index, docs)
+    name = view.name
+    return [
+        _flagged(
+            key=key, n=n, df=len(d), arity=1,
+            spans=(spans[0],) if len(spans) == 1 else tuple(sorted(set(spans))),
+            partners=(), docs=d, view=name, groups=g or len(d),
+        )
+        for (key, (n, spans, _)), d, g in zip(by_key.items(), docs, groups, strict=True)
+    ]
+
+
+def _groups(index: NgramIndex, docs: list[tuple[int, ...]]) -> list[int]:
+    """The number of distinct groups of each document list (its length when the
+    collection has no groups), all counted in one vectorised step."""
+    group_of = index.group_of
+    if group_of is None or not docs:
+        return [len(d) for d in docs]
+    sizes = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    flat = np.fromiter(chain.from_iterable(docs), dtype=np.int64, count=int(sizes.sum()))
+    n = len(group_of)
+    seg = np.repeat(np.arange(len(docs), dtype=np.int64), sizes)
+    pairs = distinct(seg * n + group_of[flat])  # (list, group) pairs
+    out: list[int] = np.bincount(pairs // n, minlength=len(docs)).tolist()
+    return out
 
 
 def _group_cut(index: NgramIndex, k: int) -> GroupCut | None:

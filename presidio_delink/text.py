@@ -24,15 +24,22 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from presidio_delink.confusables import latin, table_version
 from presidio_delink.errors import ConfigError
+from presidio_delink.text_pieces import (
+    apply_breaks,
+    cut_at_dashes,
+    cut_at_marks,
+    iter_ngrams,
+    join_soft,
+)
 
 __all__ = ["DEFAULT_MAX_N", "DEFAULT_PLACEHOLDERS", "FOLDS", "Token", "Tokenizer", "fold_word",
            "normalize_word"]
@@ -360,22 +367,26 @@ class Tokenizer:
                 merged.append((a, b))
         return merged
 
-    def _chunks(self, text: str) -> Iterator[tuple[int, str | None]]:
-        """Chunks of ``text`` (already stripped) with their offsets, in order.
+    def _chunks(self, text: str, fold: str) -> Iterator[tuple[int, str | None]]:
+        """Chunks of ``text`` (already stripped) with their offsets, in order, as word
+        model ``fold`` cuts them.
 
         A chunk of ``""`` marks breaking punctuation; ``None`` marks a placeholder or the
         end of the text (always a boundary).  Generated, not listed: a list of them costs
         many bytes a character of text (``benchmarks/results/bench_delink_scale.md``).
         """
         pos = 0
-        keep = self.fold in _FINE_WORDS
-        dash = self.fold == "folded-dash"
-        every = self.fold == "surface"
+        keep = fold in _FINE_WORDS
+        dash = fold == "folded-dash"
+        every = fold == "surface"
         for a, b in [*self.placeholder_spans(text), (len(text), len(text))]:
             if a > pos:
                 for m in _SCANNER.finditer(text, pos, a):
                     chunk = m.group(1)
                     if chunk:
+                        if chunk.isalnum():  # one word, no mark to cut at (most chunks)
+                            yield m.start(), chunk
+                            continue
                         for off, sub in split_chunk(chunk, keep, every):
                             if off:
                                 yield m.start() + off - 1, ""
@@ -408,6 +419,15 @@ class Tokenizer:
         fold = self.fold
         if fold == "accent" and _reads_as_folded(text):
             fold = "folded"  # the same tokens, read once for both word models
+        elif fold in _CUT_FROM and self._strip(text)[1] is None:
+            key = (fold, self.placeholders, text)
+            got = _PIECES.get(key)
+            if got is None:  # another model's pieces cut further (see text_pieces)
+                base = self._pieces(text, _CUT_FROM[fold])
+                got = (cut_at_dashes(text, base, DASHES) if fold == "folded-dash"
+                       else cut_at_marks(text, base))
+                _remember(_PIECES, key, got)
+            return got
         return self._pieces(text, fold)
 
     def _pieces(self, text: str, fold: str) -> list[tuple[list[Token], bool]]:
@@ -416,7 +436,7 @@ class Tokenizer:
         if got is not None:
             return got
         stripped, omap = self._strip(text)
-        chunks = self._chunks(stripped)
+        chunks = self._chunks(stripped, fold)
         fine = fold not in _FOLDED
         casefold = fold != "case"
         nfc = fold != "accent"
@@ -425,7 +445,9 @@ class Tokenizer:
         word_re = _FINE_WORD_RE if fold in _FINE_WORDS else _WORD_RE
         out: list[tuple[list[Token], bool]] = []
         cur: list[Token] = []
-        cache: dict[str, list[tuple[str, int, int]]] = {}
+        cache = _PARTS.setdefault(fold, {})  # chunk -> its words, across texts
+        if len(cache) > _PARTS_MAX:
+            cache.clear()
         for start, chunk in chunks:
             if not chunk:
                 if cur:
@@ -461,7 +483,7 @@ class Tokenizer:
                         for w in _WORD_RE.finditer(chunk)
                         for n in fold_word(w.group())
                     ]
-                cache[chunk] = parts
+                cache[chunk] = parts = tuple(parts)  # of tuples: untracked once seen
             # tuple.__new__: Token's own __new__ is a Python function (one frame a word)
             if omap is None:
                 cur += [_new(Token, (n, start + a, start + b)) for n, a, b in parts]
@@ -601,6 +623,12 @@ TOKENIZER_VERSION = "delink-text-6"
 _PIECES: dict[tuple[str, tuple[str, ...], str], list[tuple[list[Token], bool]]] = {}
 _REGIONS: dict[tuple[tuple[str, ...], str], list[list[tuple[str, str]]]] = {}
 _STRIPS: dict[tuple[str], tuple[str, list[int] | None]] = {}
+# Each word model's chunks read before, with their words and offsets (about 100 bytes
+# each; cleared when full)
+_PARTS: dict[str, dict[str, Any]] = {}
+_PARTS_MAX = 50_000
+# The word models whose pieces are another's cut further (``presidio_delink.text_pieces``)
+_CUT_FROM = {"folded-dash": "folded", "surface": "fine"}
 
 
 # The tokenisation caches: the last 8 results, of about 1 M characters of distinct text in all
@@ -656,37 +684,3 @@ def _regions(tok: Tokenizer, stripped: str) -> list[list[tuple[str, str]]]:
         _REGIONS.clear()
         _REGIONS[key] = got
     return got
-
-
-_T = TypeVar("_T")
-
-
-def join_soft(pieces: Iterable[tuple[list[_T], bool]]) -> list[list[_T]]:
-    """Pieces (see :meth:`Tokenizer.pieces`: each with whether a hard break closes it)
-    joined across soft breaks: the segments of a view that crosses punctuation."""
-    segs: list[list[_T]] = []
-    cur: list[_T] = []
-    for seg, hard in pieces:
-        cur += seg
-        if hard:
-            segs.append(cur)
-            cur = []
-    if cur:
-        segs.append(cur)
-    return segs
-
-
-def apply_breaks(marked: list[int], break_on_punctuation: bool) -> list[int]:
-    """Word ids with both kinds of break (see :meth:`Tokenizer.encode_marked`) as one
-    break mode's ids, ``-1`` closing each segment."""
-    if break_on_punctuation:
-        return [-1 if i == -2 else i for i in marked]
-    return [i for i in marked if i != -2]
-
-
-def iter_ngrams(seg: Sequence[Token], max_n: int) -> Iterator[tuple[str, int, int]]:
-    """Yield ``(key, start, end)`` of every N-gram of one segment."""
-    words = [t.word for t in seg]
-    for i in range(len(seg)):
-        for n in range(1, min(max_n, len(seg) - i) + 1):
-            yield " ".join(words[i : i + n]), seg[i].start, seg[i + n - 1].end

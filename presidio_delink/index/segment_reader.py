@@ -164,6 +164,25 @@ class SegmentedView(ViewIndex):
         out = np.concatenate(got).astype(np.int64, copy=False)
         return out if self._ordered else np.sort(out)
 
+    def group_count(self, words: Sequence[str], group_of: list[int]) -> int:
+        """:meth:`lookup`'s documents' distinct groups, counted without building its
+        array: a walked segment's stored key read as its remembered tuple of documents
+        (:meth:`~presidio_delink.index.shard.Layered.docs_of`)."""
+        if not words or len(words) > self.max_n:
+            return super().group_count(words, group_of)
+        key = " ".join(words)
+        found: set[int] = set()
+        for s in self._walked:
+            part = self.segs[s].part(words[0])
+            h = part.get(key)
+            base = self._base_list[s]
+            docs = (part.docs_of(h) if h is not None
+                    else self._seg_lookup(s, words, key).tolist())
+            found.update(group_of[base + d] for d in docs)
+        if len(self._walked) < len(self.segs):
+            found.update(group_of[d] for d in self._table().get(key, ()))
+        return len(found)
+
     def df_words(self, words: Sequence[str]) -> int:
         if not words:
             return 0

@@ -313,6 +313,7 @@ def write_postings(
 
 
 MAX_LAYERS = 4
+Hits = tuple[tuple[int, int], ...]  # (length, handle) of stored word-prefixes of a key
 LAYER_SHIFT = 40  # a handle is ``depth << LAYER_SHIFT | kid``
 KID_MASK = (1 << LAYER_SHIFT) - 1
 
@@ -347,7 +348,7 @@ class Layered:
             raise IndexFormatError(f"{own.directory}: views stored more than {MAX_LAYERS} deep")
         self.tag = self.depth << LAYER_SHIFT
         self.layers: tuple[Partition, ...] = (*(parent.layers if parent else ()), own)
-        self._memo: dict[str, list[tuple[int, int]]] | None = None  # set when a child comes
+        self._memo: dict[str, Hits] | None = None  # set when a child comes
         self._tomb: bytes | None = None
         if parent is not None and parent._memo is None:
             parent._memo = {}
@@ -366,22 +367,41 @@ class Layered:
             return None if self.own.df_of(kid) == 0 else self.tag | kid
         return self.parent.get(key) if self.parent is not None else None
 
-    def prefix_hits(self, key: str) -> list[tuple[int, int]]:
+    def _own_hits(self, key: str) -> list[tuple[int, int]]:
+        """``(length, trie id)`` of this layer's own keys (tombstones included) that are
+        word-prefixes of ``key``, shortest first."""
+        n = len(key)
+        return [
+            (lp, kid)
+            for p, kid in self.own.trie.iter_prefixes_with_ids(key)
+            if (lp := len(p)) == n or key[lp] == " "
+        ]
+
+    def differs(self, key: str) -> bool:
+        """Whether this layer's own entries change the parent's prefix hits of ``key``
+        (an own key or tombstone is a word-prefix of it); when not, :meth:`prefix_hits`
+        of ``key`` is the parent's, entry for entry."""
+        if self.parent is None:
+            return True
+        n = len(key)
+        for p in self.own.trie.prefixes(key):  # no id, no tuple: only whether one is there
+            lp = len(p)
+            if lp == n or key[lp] == " ":
+                return True
+        return False
+
+    def prefix_hits(self, key: str) -> Hits:
         """``(length, handle)`` of the stored keys that are word-prefixes of ``key``,
-        shortest first."""
+        shortest first (a tuple of tuples of ints: once the collector has seen it, it no
+        longer tracks it, so that the memo costs its full collections nothing)."""
         memo = self._memo
         if memo is not None:
             got = memo.get(key)
             if got is not None:
                 return got
-        n = len(key)
-        own = [
-            (lp, kid)
-            for p, kid in self.own.trie.iter_prefixes_with_ids(key)
-            if (lp := len(p)) == n or key[lp] == " "
-        ]
+        own = self._own_hits(key)
         if self.parent is None:
-            got = own
+            got = tuple(own)
         else:
             got = self.parent.prefix_hits(key)
             if own:
@@ -400,14 +420,14 @@ class Layered:
                     if not tomb[kid]:
                         merged.append((lp, tag | kid))
                 merged.extend(got[i:])
-                got = merged
+                got = tuple(merged)
         if memo is not None:
             if len(memo) >= self.MEMO_KEYS:
                 memo.clear()
             memo[key] = got
         return got
 
-    def walk(self, key: str, extends: str | None = None) -> list[tuple[int, int]]:
+    def walk(self, key: str, extends: str | None = None) -> Hits:
         """:meth:`prefix_hits`, the detector's hot path.
 
         ``extends``: a key of which ``key`` is a word-prefix, walked just before (the same
@@ -421,7 +441,7 @@ class Layered:
                 if key != extends:
                     n = len(key)
                     if got and got[-1][0] > n:
-                        got = [e for e in got if e[0] <= n]
+                        got = tuple([e for e in got if e[0] <= n])
                     # Kept for a view stored over this one that walks the same key next
                     # (``fine`` over ``folded``: mostly the same words on one text).
                     if len(memo) >= self.MEMO_KEYS:

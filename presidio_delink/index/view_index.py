@@ -94,6 +94,15 @@ class GroupCut:
     group_of: np.ndarray
     settled: int
     known: dict[Partition, dict[int, int]] = field(default_factory=dict, compare=False)
+    _list: list[int] | None = field(default=None, compare=False, repr=False)
+
+    def group_list(self) -> list[int]:
+        """``group_of`` as a list (a few documents' groups are read faster from it)."""
+        got = self._list
+        if got is None:
+            got = self.group_of.tolist()
+            object.__setattr__(self, "_list", got)  # a cache: the cut itself is unchanged
+        return got
 
 
 @dataclass
@@ -160,6 +169,30 @@ class ViewIndex:
             layer = layer.parent
         return False
 
+    def over(self, other: ViewIndex) -> bool:
+        """Whether this view is stored directly over ``other`` in every partition, both
+        plain views (a view over several segments walks otherwise)."""
+        return (
+            type(self) is ViewIndex
+            and type(other) is ViewIndex
+            and len(self.parts) == len(other.parts)
+            and all(a.parent is b for a, b in zip(self.parts, other.parts, strict=True))
+        )
+
+    def differing(self, other: ViewIndex, keys: Sequence[str]) -> list[int] | None:
+        """The positions of ``keys`` (queries, none empty) whose prefix walk in this view
+        can differ from ``other``'s: where this view's own entries hold a word-prefix of
+        the key.  Every other position has the same stored hits (same handles, hence
+        the same document frequencies and groups) in both views.  None when this view is
+        not stored directly over ``other`` in every partition, or either is not a plain
+        view (a view over several segments walks otherwise)."""
+        if not self.over(other):
+            return None
+        parts = self.parts
+        if len(parts) == 1:
+            return [q for q, key in enumerate(keys) if parts[0].differs(key)]
+        return [q for q, key in enumerate(keys) if self.part(key.split(" ", 1)[0]).differs(key)]
+
     def part_no(self, first_word: str) -> int:
         if self._n_parts == 1:
             return 0
@@ -211,6 +244,11 @@ class ViewIndex:
         if h is not None:
             return part.df_of(h)
         return len(self.lookup(words))
+
+    def group_count(self, words: Sequence[str], group_of: list[int]) -> int:
+        """In how many distinct groups (``group_of``: each document's) the N-gram
+        ``words`` occurs; meant for N-grams in a few documents."""
+        return len({group_of[d] for d in self.lookup(words).tolist()})
 
     def df_keys(self, keys: Sequence[str]) -> np.ndarray:
         """Bulk document frequency of normalised keys (words joined by one space); repeated
@@ -620,11 +658,11 @@ def cut_by_lookup(
     ``below`` in groups: each such prefix looked up again by its words (a cut row has no
     entry).  What :meth:`ViewIndex._group_cut` computes from a walk's handles."""
     below = walk.below
+    group_of = groups.group_list()  # the documents looked up are fewer than `settled`
     for q, row in enumerate(rows):
         for n, d in enumerate(row):
             if below <= d < groups.settled:
-                docs = view.lookup(walk.keys[q].split(" ")[: n + 1])
-                g = len(distinct(groups.group_of[docs]))
+                g = view.group_count(walk.keys[q].split(" ")[: n + 1], group_of)
                 if g < below:
                     row[n] = g
                     del row[n + 1 :]
