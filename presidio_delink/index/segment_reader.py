@@ -442,9 +442,10 @@ def _ngrams(view: ViewIndex, d: int) -> set[str]:
 
 class SegmentedIndex(NgramIndex):
     """Several segments (index directories over disjoint documents, with the same
-    settings) read as one index; see the module docstring.  Stored readings are not used
-    (their statistics are the first segment's): runs build them in the process until
-    ``index compact`` writes one index again."""
+    settings) read as one index; see the module docstring.  Its ``readings`` are set by
+    :func:`~presidio_delink.index.segments.open_index` from the count tables each part
+    stores (:mod:`~presidio_delink.index.segment_readings`), or left None where a part
+    lacks them: runs then build them in the process until ``index compact``."""
 
     def __init__(self, directory: Path, segments: Sequence[NgramIndex], key: bytes | None):
         segs = list(segments)
@@ -516,7 +517,10 @@ class SegmentedIndex(NgramIndex):
                 for s, p in zip(self.segments, per, strict=True)
             ],
             "bytes_on_disk": size,
-            "readings": None,  # not used over several segments: run `index compact`
+            # combined from each part's count tables (None: a part lacks them)
+            "readings": None if self.readings is None else {
+                "n_tables": len(self.readings.names), "combined_over_segments": True,
+            },
         }
 
 
