@@ -17,15 +17,20 @@ from presidio_delink.generalise import name_span
 
 __all__ = [
     "FIXED_EXPRESSIONS",
+    "NAME_WORD",
     "cased",
     "fixed_expression",
     "head_stands_for",
     "in_name",
+    "name_word_in",
     "next_word",
     "widened_span",
 ]
 
 _WORD_RE = re.compile(r"\w+")
+NAME_WORD = "a word of a name"
+"""The audit's reason for a run redacted because a word of it is capitalised inside its
+sentence (:func:`name_word_in`)."""
 #: Phrases whose words are not used in their own sense: none of their words gets a
 #: lexicon candidate (:func:`fixed_expression`).  Read in the benchmark's outputs, and
 #: the like of them in judgments.
@@ -65,6 +70,16 @@ def in_name(text: str, start: int) -> bool:
         return False
     before = text[max(0, start - 80) : start].rstrip(" \t")
     return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
+
+
+def name_word_in(text: str, start: int, end: int) -> bool:
+    """Whether a word of ``text[start:end]`` is capitalised inside its sentence
+    (:func:`in_name`): a word of a name or title.  The sentence rewriter is not asked for
+    such a run: a restated sentence changes it the way a common noun's synonym would
+    (read: ``Minister of Defense`` -> ``Minister of military``, ``Economic and Financial
+    Crimes Commission`` -> ``law and Financial Crimes Commission``), and a name with one
+    word changed names someone else."""
+    return any(in_name(text, m.start()) for m in _WORD_RE.finditer(text, start, end))
 
 
 def widened_span(text: str, start: int, end: int) -> tuple[int, int] | None:
