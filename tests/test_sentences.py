@@ -465,3 +465,31 @@ def test_a_word_of_a_name_is_redacted_not_restated(
              for s in json.loads(re.search(r"^Replace: (.*)$", r, re.M).group(1))]  # type: ignore[union-attr]
     assert not {a.original for a in named} & set(asked)
     assert all(not any(ch[:1].isupper() for ch in s.split()[1:]) for s in asked)
+
+
+def test_a_pronoun_is_not_restated() -> None:
+    from presidio_delink.candidates.context import NAME_WORD, PRONOUN, unrestatable
+
+    t = "He complained that his cell was cold. The Remand Centre replied."
+    assert unrestatable(t, 0, 2) == PRONOUN  # a sentence's first word: no name, a pronoun
+    assert unrestatable(t, t.index("his"), t.index("his") + 8) == PRONOUN  # "his cell"
+    assert unrestatable(t, t.index("Centre"), t.index("Centre") + 6) == NAME_WORD
+    assert unrestatable(t, t.index("cold"), t.index("cold") + 4) is None
+    assert unrestatable(t, t.index("that"), t.index("that") + 4) is None  # not "hat"
+
+
+def test_a_run_with_a_pronoun_is_redacted_not_named(
+    sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
+) -> None:
+    from presidio_delink.candidates.context import PERSONAL_PRONOUNS, PRONOUN
+
+    w = _Writer(_drop_first)
+    res = DelinkLoop(sample_index, k=2, rewriter=w, rewrite="sentences").run(
+        short_doc(sample_deid)
+    )
+    assert res.text is not None
+    held = [a for a in res.audit if a.reason == PRONOUN]
+    assert held and all(a.replacement == "[REDACTED]" for a in held)  # "their unjustified"
+    asked = [s for r in w.requests
+             for s in json.loads(re.search(r"^Replace: (.*)$", r, re.M).group(1))]  # type: ignore[union-attr]
+    assert asked and not any(set(s.casefold().split()) & PERSONAL_PRONOUNS for s in asked)
