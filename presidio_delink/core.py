@@ -505,7 +505,7 @@ class DelinkLoop(Rewriting):
         for (sa, sb), new_sentence in sorted(written.items()):
             inner = [r for r in rs if sa <= r.start < sb]
             edits.append(self._sentence_edit(text, sa, sb, new_sentence, inner, info,
-                                             pass_no, res))
+                                             pass_no, res, answers))
             if fresh is not None:
                 fresh.append(edits[-1])
             for r in inner:
@@ -563,13 +563,16 @@ class DelinkLoop(Rewriting):
         info: dict[tuple[int, int], Any],
         pass_no: int,
         res: DelinkResult,
+        cheap: Answers | None = None,
     ) -> tuple[int, int, str]:
         """The edit writing ``text[sa:sb]`` as ``new``: the span from its first changed
         word to its last (:func:`~presidio_delink.sentences.align.changed_span`); each
         changed block of the word alignment is one audit entry (method ``"sentence"``, or
         ``"redacted"`` for a named phrase the answer kept and the step redacted), its
         flagged N-gram the first one of a run it overlaps (else of the sentence's first
-        run), and its old words count as rewritten (or redacted)."""
+        run), and its old words count as rewritten (or redacted).  A block that is a run
+        of ``inner`` given the answer the cheap steps gave it (``cheap``: shown so in the
+        request, and kept) is audited as theirs (``"candidate"``, ``"generalised"``)."""
         from presidio_delink.sentences.align import changed_span, changes
 
         old = text[sa:sb]
@@ -584,7 +587,10 @@ class DelinkLoop(Rewriting):
             # a named phrase the answer kept, redacted in it (SentenceStep): a redaction,
             # also where the block holds other changes ("Mrs Price" -> "Mrs. [REDACTED]")
             method = "redacted" if REDACTED in ch.new else SENTENCE
-            if method == SENTENCE:
+            given, why = (cheap or {}).get((a, b), (None, None))
+            if method == SENTENCE and given == ch.new:
+                method = audit_method(why)
+            if method != "redacted":
                 res.words_rewritten += ch.n_words
             else:
                 res.words_redacted += ch.n_words
@@ -602,7 +608,7 @@ class DelinkLoop(Rewriting):
                     end=b,
                     view=f.view if f else "",
                     groups=f.groups if f else 0,
-                    source="llm" if method == SENTENCE else None,
+                    source=audit_source(method, res.choices.get((a, b))),
                 )
             )
         return sa + span[0], sa + span[1], span[2]

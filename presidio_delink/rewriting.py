@@ -216,10 +216,15 @@ class Rewriting:
         those runs named; a verified answer replaces the whole sentence.  A sentence that
         overlaps ``skip`` (sentences already written again), holds a run across its
         bounds or is longer than :data:`MAX_SENTENCE_CHARS` is not asked."""
+        from presidio_delink.candidates.context import unrestatable
         from presidio_delink.sentences.rewrite import SentenceStep, jobs
 
         if not self.writes_sentences():
             return {}
+        for r in rs:  # a word of a name, or a pronoun, is redacted, not restated
+            why = unrestatable(text, r.start, r.end)
+            if why is not None and answers.get((r.start, r.end), (None, None))[0] is None:
+                answers[(r.start, r.end)] = (REDACTED, why)
         todo = jobs(text, rs, answers, skip, MAX_SENTENCE_CHARS)
         if not todo:
             return {}

@@ -194,8 +194,10 @@ def replaced(sentence: str, spans: list[str], by: str = "that matter") -> str:
 
 
 def short_doc(sample_deid: list[tuple[str, str]]) -> str:
+    """The sample's facts, whose flagged runs are mostly common words: the runs of its
+    procedure are words of names, which are redacted, not restated (``name_word_in``)."""
     text = sample_deid[0][1]
-    return text[: text.index(".", 1200) + 1]
+    return text[text.index("THE FACTS") :]
 
 
 def test_a_good_rewrite_is_accepted_and_audited(
@@ -336,8 +338,10 @@ def test_an_echo_is_refused_by_the_index(sample_index: NgramIndex, sample_deid) 
     loop = DelinkLoop(sample_index, k=2, rewriter=w, rewrite="sentences")
     res = loop.run(text)
     assert res.text is not None
-    # kept phrases are redacted in the echo (its only change): no sentence rewrite
+    # kept phrases are redacted in the echo (its only change): no sentence rewrite; the
+    # cheap steps' answers it shows and keeps are audited as theirs
     assert not [a for a in res.audit if a.method == "sentence"]
+    assert any(a.method == "candidate" for a in res.audit)
     assert res.refusals.get("sentence: keeps a phrase to replace", 0) >= 1
     assert not analyze(sample_index, res.text, k=2).linkable
     # the index check alone refuses it too
@@ -427,3 +431,65 @@ def test_a_named_word_deleted_by_an_accepted_answer_is_redacted(
     assert got == {(0, len(shown)): "This case was assigned to the recently formed Second "
                                     "Section ([REDACTED] 52 § 1)."}
     assert res.refusals["sentence: accepted with deleted phrases redacted"] == 1
+
+
+def test_name_word_in_reads_capitals_inside_a_sentence() -> None:
+    from presidio_delink.candidates.context import name_word_in
+
+    t = "He met the Minister of Defense. Defense was cut by the minister."
+    at = t.index("Defense")
+    assert name_word_in(t, at, at + len("Defense"))
+    assert name_word_in(t, t.index("of Def"), at + 3)  # a run holding one such word
+    first = t.index("Defense was")  # a sentence's first word is not a name's
+    assert not name_word_in(t, first, first + len("Defense"))
+    assert not name_word_in(t, t.index("met"), t.index("met") + 3)
+
+
+def test_a_word_of_a_name_is_redacted_not_restated(
+    sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
+) -> None:
+    # the sample's procedure: its flagged runs are mostly words of names ("the European
+    # Commission of Human Rights", "Rule 26"); none is named to the writer, each is
+    # redacted with its reason, and the rest still goes to the writer
+    from presidio_delink.candidates.context import NAME_WORD, name_word_in
+
+    text = sample_deid[0][1]
+    text = text[: text.index("THE FACTS")]
+    w = _Writer(lambda s, spans, again: replaced(s, spans))
+    res = Delinker(sample_index, k=2, rewriter=w, rewrite="sentences", passes=1).delink(text)
+    assert res.text is not None and not analyze(sample_index, res.text, k=2).linkable
+    named = [a for a in res.audit if a.reason == NAME_WORD]
+    assert named and all(a.replacement == "[REDACTED]" for a in named)
+    assert all(name_word_in(text, a.start, a.end) for a in named)
+    asked = [s for r in w.requests
+             for s in json.loads(re.search(r"^Replace: (.*)$", r, re.M).group(1))]  # type: ignore[union-attr]
+    assert not {a.original for a in named} & set(asked)
+    assert all(not any(ch[:1].isupper() for ch in s.split()[1:]) for s in asked)
+
+
+def test_a_pronoun_is_not_restated() -> None:
+    from presidio_delink.candidates.context import NAME_WORD, PRONOUN, unrestatable
+
+    t = "He complained that his cell was cold. The Remand Centre replied."
+    assert unrestatable(t, 0, 2) == PRONOUN  # a sentence's first word: no name, a pronoun
+    assert unrestatable(t, t.index("his"), t.index("his") + 8) == PRONOUN  # "his cell"
+    assert unrestatable(t, t.index("Centre"), t.index("Centre") + 6) == NAME_WORD
+    assert unrestatable(t, t.index("cold"), t.index("cold") + 4) is None
+    assert unrestatable(t, t.index("that"), t.index("that") + 4) is None  # not "hat"
+
+
+def test_a_run_with_a_pronoun_is_redacted_not_named(
+    sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
+) -> None:
+    from presidio_delink.candidates.context import PERSONAL_PRONOUNS, PRONOUN
+
+    w = _Writer(_drop_first)
+    res = DelinkLoop(sample_index, k=2, rewriter=w, rewrite="sentences").run(
+        short_doc(sample_deid)
+    )
+    assert res.text is not None
+    held = [a for a in res.audit if a.reason == PRONOUN]
+    assert held and all(a.replacement == "[REDACTED]" for a in held)  # "their unjustified"
+    asked = [s for r in w.requests
+             for s in json.loads(re.search(r"^Replace: (.*)$", r, re.M).group(1))]  # type: ignore[union-attr]
+    assert asked and not any(set(s.casefold().split()) & PERSONAL_PRONOUNS for s in asked)

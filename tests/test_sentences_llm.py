@@ -22,7 +22,8 @@ def test_sentences_mode_with_smollm2(
     engine: EmbeddedRewriter, sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
 ) -> None:
     text = sample_deid[0][1]
-    text = text[: text.index(".", 600) + 1]
+    start = text.index("THE FACTS")  # runs of common words: the procedure's are names
+    text = text[start : text.index(".", start + 600) + 1]
     calls = engine.usage.calls
     res = Delinker(sample_index, k=2, rewriter=engine, rewrite="sentences", passes=1).delink(text)
     assert res.text is not None and not res.failed

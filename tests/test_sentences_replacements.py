@@ -218,3 +218,51 @@ def test_a_splice_still_found_keeps_its_other_rewrites(sample_index: NgramIndex)
                          lambda t, a, b, ignore=(): ["He was subsequently"])
     assert step2.write(shown, [_job(shown, "Ankara police station", "gendarmerie")], [],
                        res2) == {}
+
+
+def test_a_splice_found_by_a_kept_named_word_redacts_that_word() -> None:
+    # the answer changes words outside the named phrases (refused, then spliced back) and
+    # keeps the named function word "they", which the fact check allows (a function word
+    # may come back elsewhere); the index still finds the sentence by it: it is redacted,
+    # and the rewrite of the other phrase is kept
+    from presidio_delink.text import Tokenizer
+
+    shown = "The applicants said that they were sued in respect of the property."
+    new = "The applicants stated that they were taken to court in respect of the property."
+    w = _Answer(f"Replacements: they = they; sued = taken to court\nSentence: {new}")
+
+    def links(t: str, a: int, b: int, ignore: object = ()) -> list[str]:
+        return ["that they were"] if "that they were" in t[a:b] else []
+
+    res = _res(shown)
+    step = SentenceStep(w, Tokenizer(), links)
+    got = step.write(shown, [_job(shown, "they", "sued")], [], res)
+    assert got == {(0, len(shown)): "The applicants said that [REDACTED] were taken to court "
+                                    "in respect of the property."}
+    assert res.refusals["sentence: accepted spliced"] == 1
+    # a kept named word that is in no found phrase is left: still refused
+    res2 = _res(shown)
+    step2 = SentenceStep(w, Tokenizer(),
+                         lambda t, a, b, ignore=(): ["applicants said that"])
+    assert step2.write(shown, [_job(shown, "they", "sued")], [], res2) == {}
+
+
+def test_a_splice_is_redacted_phrase_by_phrase_until_nothing_links() -> None:
+    # each redaction leaves another phrase as what links: "they" (kept), then the new words
+    # of "sued"; the rewrite of "property" is kept once nothing links
+    from presidio_delink.text import Tokenizer
+
+    shown = "The applicants said that they were sued in respect of the property."
+    new = "The applicants stated that they were taken to court in respect of the land."
+    w = _Answer(f"Sentence: {new}")
+
+    def links(t: str, a: int, b: int, ignore: object = ()) -> list[str]:
+        return [f for f in ("that they were", "taken to court in") if f in t[a:b]][:1]
+
+    res = _res(shown)
+    got = SentenceStep(w, Tokenizer(), links).write(
+        shown, [_job(shown, "they", "sued", "property")], [], res
+    )
+    assert got == {(0, len(shown)): "The applicants said that [REDACTED] were [REDACTED] in "
+                                    "respect of the land."}
+    assert res.refusals["sentence: accepted spliced"] == 1

@@ -17,15 +17,30 @@ from presidio_delink.generalise import name_span
 
 __all__ = [
     "FIXED_EXPRESSIONS",
+    "NAME_WORD",
+    "PRONOUN",
     "cased",
     "fixed_expression",
     "head_stands_for",
     "in_name",
+    "name_word_in",
     "next_word",
+    "pronoun_in",
+    "unrestatable",
     "widened_span",
 ]
 
 _WORD_RE = re.compile(r"\w+")
+NAME_WORD = "a word of a name"
+"""The audit's reason for a run redacted because a word of it is capitalised inside its
+sentence (:func:`name_word_in`)."""
+PRONOUN = "a personal pronoun"
+"""The audit's reason for a run redacted because a word of it is a personal pronoun
+(:func:`pronoun_in`)."""
+#: Personal and possessive pronouns: each stands for a party of the text.
+_PRONOUNS = ("i me my mine we us our ours you your yours he him his she her hers it its they "
+             "them their theirs himself herself itself themselves")
+PERSONAL_PRONOUNS = frozenset(_PRONOUNS.split())
 #: Phrases whose words are not used in their own sense: none of their words gets a
 #: lexicon candidate (:func:`fixed_expression`).  Read in the benchmark's outputs, and
 #: the like of them in judgments.
@@ -65,6 +80,33 @@ def in_name(text: str, start: int) -> bool:
         return False
     before = text[max(0, start - 80) : start].rstrip(" \t")
     return bool(before) and before[-1] not in ".!?:;\n\"'“‘"
+
+
+def name_word_in(text: str, start: int, end: int) -> bool:
+    """Whether a word of ``text[start:end]`` is capitalised inside its sentence
+    (:func:`in_name`): a word of a name or title.  The sentence rewriter is not asked for
+    such a run: a restated sentence changes it the way a common noun's synonym would
+    (read: ``Minister of Defense`` -> ``Minister of military``, ``Economic and Financial
+    Crimes Commission`` -> ``law and Financial Crimes Commission``), and a name with one
+    word changed names someone else."""
+    return any(in_name(text, m.start()) for m in _WORD_RE.finditer(text, start, end))
+
+
+def pronoun_in(text: str, start: int, end: int) -> bool:
+    """Whether a word of ``text[start:end]`` is a personal or possessive pronoun
+    (:data:`PERSONAL_PRONOUNS`).  The sentence rewriter is not asked for such a run: any
+    other word there names another party (read: ``He complained that he was`` -> ``They
+    complained that he was``)."""
+    return any(m.group(0).casefold() in PERSONAL_PRONOUNS
+               for m in _WORD_RE.finditer(text, start, end))
+
+
+def unrestatable(text: str, start: int, end: int) -> str | None:
+    """Why the sentence rewriter is not asked to restate ``text[start:end]``
+    (:data:`NAME_WORD`, :data:`PRONOUN`), else None: the run is redacted instead."""
+    if name_word_in(text, start, end):
+        return NAME_WORD
+    return PRONOUN if pronoun_in(text, start, end) else None
 
 
 def widened_span(text: str, start: int, end: int) -> tuple[int, int] | None:

@@ -56,6 +56,11 @@ log = logging.getLogger(__name__)
 #: Why :meth:`SentenceStep.verify` refuses an answer the index still links.
 FOUND = "can still be found"
 
+#: Most rounds of redacting the named phrases a spliced answer keeps, or that the index
+#: still finds it by, before it is refused (:meth:`SentenceStep._spliced`): a phrase's
+#: redaction can leave the next phrase as what links.
+SPLICE_ROUNDS = 4
+
 #: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
 _ENDS = ".!?;:"
 
@@ -356,18 +361,20 @@ class SentenceStep:
                 return None, "a deleted phrase not found"
             pair = part
         verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
-        if verdict.reason == KEPT:
-            part = _kept_redacted(pair[0], pair[1], verdict.words)
-            if part is None:
-                return None, KEPT
+        for _round in range(SPLICE_ROUNDS):  # each round redacts at least one named phrase
+            if verdict.reason == KEPT:
+                part = _kept_redacted(pair[0], pair[1], verdict.words)
+                if part is None:
+                    return None, KEPT
+            elif verdict.reason == FOUND:
+                part = _found_redacted(pair[0], pair[1], verdict.words)
+                if part is None:
+                    break
+                log.debug("splice %r: found %s, those phrases redacted", pair[1], verdict.words)
+            else:
+                break
             pair = part
             verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
-        if verdict.reason == FOUND:
-            part = _found_redacted(pair[0], pair[1], verdict.words)
-            if part is not None:
-                log.debug("splice %r: found %s, those rewrites redacted", pair[1], verdict.words)
-                pair = part
-                verdict = self.verify(text, pair[0], pair[1], forbidden, vocabulary)
         if not verdict.ok:
             log.debug("splice %r refused: %s", pair[1], verdict.note())
             return None, verdict.reason or ""
@@ -494,18 +501,26 @@ def _kept_redacted(job: Job, answer: str, phrases: Sequence[str]) -> tuple[Job, 
 def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job, str] | None:
     """``job`` and the spliced ``sentence`` with each changed block that shares a word with
     a phrase the index still ``found`` given back its input words, and the named phrases
-    in those blocks redacted (:func:`_kept_redacted`): a spliced sentence whose new words
-    for one phrase still link keeps its other rewrites (the checks then run again).  None
+    in those blocks redacted (:func:`_kept_redacted`), as is each named phrase the answer
+    left unchanged whose words all lie in a found phrase: a spliced sentence whose new
+    words for one phrase, or whose kept one, still link keeps its other rewrites (the
+    checks then run again).  None
     when no such block holds a named phrase, when every named phrase would be redacted
     (nothing rewritten left), or when the blocks do not rebuild
     ``sentence`` exactly (an insertion the input's spacing cannot hold)."""
     hit = {w for f in found for w in re.findall(r"\w+", f.casefold())}
     shown = job.shown
+    blocks = changes(shown, sentence)
+    # a named phrase the answer left as it was, every word of it in a found phrase: its
+    # words are what still links ("in which they were", the named "they" kept)
+    stayed = [shown[a:b] for a, b in job.spans
+              if not any(a < max(c.end, c.start + 1) and c.start < b for c in blocks)
+              and set(re.findall(r"\w+", shown[a:b].casefold())) <= hit]
     kept_all: list[str] = []
     out: list[str] = []
     back: list[str] = []
     pos = 0
-    for ch in changes(shown, sentence):
+    for ch in blocks:
         named = [shown[a:b] for a, b in job.spans if a < max(ch.end, ch.start + 1) and ch.start < b]
         kept_all += [shown[pos : ch.start], ch.new]
         out.append(shown[pos : ch.start])
@@ -515,9 +530,10 @@ def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job,
         else:
             out.append(ch.new)
         pos = ch.end
+    back += stayed
     if not back or "".join(kept_all) + shown[pos:] != sentence:
         return None
-    if len(set(back)) >= len(job.spans):
+    if len(set(back)) >= len(set(shown[a:b] for a, b in job.spans)):
         return None  # nothing rewritten would be left: the fallback redacts them anyway
     return _kept_redacted(job, "".join(out) + shown[pos:], list(dict.fromkeys(back)))
 
