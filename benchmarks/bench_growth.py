@@ -91,7 +91,7 @@ def _rss_of(p: subprocess.Popen[bytes]) -> float:
     return _RUSAGE.pop(p.pid, float("nan"))
 
 
-class _Popen(subprocess.Popen):  # type: ignore[type-arg]
+class _Popen(subprocess.Popen):
     """A Popen that reaps its child with ``os.wait4`` to keep the child's own rusage."""
 
     def _try_wait(self, wait_flags: int) -> tuple[int, int]:
@@ -306,7 +306,7 @@ def main() -> None:
     up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     res: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": commit, "uptime_before": up,
     }
     print(f"{res['command']}\n{res['date']} commit {commit}\nuptime: {up}", flush=True)
