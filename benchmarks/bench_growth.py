@@ -10,8 +10,11 @@ Collections come from ``benchmarks/synthetic.py`` (seed 0, streamed to JSONL).
    stored (``index build --readings``).  Then ``delink --llm none`` of one short document
    whose source is in both collections (``syn:0``, the same text: the audit runs), in a
    fresh process, ``--rounds`` times, alternating the two indexes.  The start-up is the
-   process's wall time minus the record's own ``seconds`` (the document's delinking and
-   audit) [target: the two at most 1.5x apart]; the whole wall time is printed too.
+   process's wall time minus the record's own ``seconds`` (its rewriting: the audit is
+   not in it) [target: the two at most 1.5x apart]; the whole wall time is printed too.
+   Beside each run, the library's side in a fresh process (:data:`STEPS`): opening the
+   index, and a first and a second audit of the text; the set-up done once a process is
+   the opening plus what the first audit costs over the second.
 2. ``add``: collections of ``--add-base-words`` (default 1e6 and 1e7 words, the
    generator's default mean of 700 words a document; the smaller one is the larger's
    first documents), built without readings (``--no-readings``: at 1e7 words the
