@@ -74,6 +74,7 @@ from presidio_delink.attacks.fts5 import (
     STOP_WORDS,
     engine,
 )
+from presidio_delink.attacks.scoring import kth_largest
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
@@ -283,7 +284,7 @@ class PanelScores:
         k = self.attack.k
         g = self.group_scores
         s1 = g.max(axis=1) if g.shape[1] else np.zeros(len(g))
-        sk = np.partition(g, -k, axis=1)[:, -k] if g.shape[1] >= k else np.zeros(len(g))
+        sk = kth_largest(g, k) if g.shape[1] >= k else np.zeros(len(g))
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(s1 > 0, (s1 - sk) / np.where(s1 > 0, s1, 1.0), 0.0)
         out.setflags(write=False)

@@ -77,3 +77,19 @@ def sorted_norms(lf: np.ndarray, idf_p: np.ndarray, d_of: np.ndarray, n: int) ->
     """:func:`cosine_norms` of postings already in summing order, given ``1 + ln f``."""
     dw = lf * idf_p
     return np.sqrt(np.bincount(d_of, weights=dw * dw, minlength=n))
+
+
+def kth_largest(g: np.ndarray, k: int) -> np.ndarray:
+    """The ``k``-th largest value of each row of ``g`` (``k <= g.shape[1]``), exactly
+    ``np.partition(g, -k, axis=1)[:, -k]``.  A row of group scores is mostly zeros, on
+    which numpy's partition is about 30 times slower than on spread values (1.3 s against
+    0.04 s on 40 rows of 1e5 groups): where no score is negative, each row's positive
+    scores alone are partitioned, and a row with fewer than ``k`` of them has 0 there."""
+    if g.size == 0 or g.min() < 0:
+        return np.partition(g, -k, axis=1)[:, -k]
+    out = np.zeros(len(g), dtype=g.dtype)
+    for i, row in enumerate(g):
+        v = row[row > 0]
+        if len(v) >= k:
+            out[i] = np.partition(v, len(v) - k)[len(v) - k]
+    return out
