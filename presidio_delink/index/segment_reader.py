@@ -406,17 +406,15 @@ class SegmentedView(ViewIndex):
                 g = 0  # a single index over all documents does not store it
             row.append(g)
             if g < below:
-                if g:  # flagged: keep its documents for the look-up that follows
-                    key_m = " ".join(words[:m])
-                    s0 = self._walked[0]
-                    parts = []
-                    if m <= exact or found is not None:
-                        own = found if found is not None else self._seg_lookup(s0, words[:m])
-                        parts.append(own + int(self.bases[s0]))
+                if g and found is not None:
+                    # flagged, and found by matching words: keep its documents for the
+                    # look-up that follows (one the segment stores is read from there
+                    # as cheaply as here, and most flagged ones are never looked up)
+                    parts = [found + int(self.bases[self._walked[0]])]
                     if small:
                         parts.append(np.asarray(small, dtype=np.int64))
                     got = np.concatenate(parts).astype(np.int64, copy=False)
-                    self._memo[key_m] = got if self._ordered else np.sort(got)
+                    self._memo[" ".join(words[:m])] = got if self._ordered else np.sort(got)
                 break
         return row
 
