@@ -231,11 +231,18 @@ class SegmentedView(ViewIndex):
         if len(self._memo) > 100_000:
             self._memo.clear()
         out: list[list[int]] = []
+        entries: list[tuple[int, int] | None] = []
         rows0, last0 = seg_rows[walked[0]] if n_walked == 1 else ([], [])
+        if hits is not None:
+            hl, start, part = hits.handles, hits.start.tolist(), hits.part.tolist()
         for q, key in enumerate(keys):
             n = lengths[q]
             if n_walked == 1:
-                out.append(self._row_one(key, n, rows0[q], bool(last0[q]), below, table))
+                row1, own = self._row_one(key, n, rows0[q], bool(last0[q]), below, table)
+                out.append(row1)
+                # flagged where the walked segment alone stores it: its stored entry
+                entries.append((part[q], hl[start[q] + len(row1) - 1])
+                               if own and hits is not None else None)
                 continue
             words = key.split(" ")
             # per walked segment: its stored prefixes' values, and from where it is 0
@@ -296,7 +303,7 @@ class SegmentedView(ViewIndex):
                         self._memo[prefix] = np.sort(out_m) if len(parts) > 1 else out_m
                     break
             out.append(row)
-        entries: list[tuple[int, int] | None] = [None] * len(out)
+            entries.append(None)
         if groups is not None:
             self._cut_in_groups(keys, lengths, below, out, entries, groups, hits)
         return out, entries
@@ -366,9 +373,11 @@ class SegmentedView(ViewIndex):
     def _row_one(
         self, key: str, n: int, r: list[int], tomb: bool, below: int,
         table: dict[str, list[int]],
-    ) -> list[int]:
+    ) -> tuple[list[int], bool]:
         """:meth:`walk_keys`'s row of one query with one walked segment, from that
-        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone)."""
+        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone), and
+        whether its last value is flagged (below ``below``, not 0) with all its documents
+        in a key the walked segment stores (none in the small segments)."""
         exact = len(r) if tomb or r[-1] != 0 else len(r) - 1  # values r[:exact] are exact
         zero_from = len(r) if tomb else (n + 1 if exact else 1)
         words = key.split(" ")
@@ -397,7 +406,7 @@ class SegmentedView(ViewIndex):
                     # of its documents and in none of the small segments, so a single
                     # index does not store w[:m].
                     row.append(0)
-                    break
+                    return row, False
                 found = self._seg_lookup(self._walked[0], words[:m])
                 g += len(found)
                 if not len(found):
@@ -415,8 +424,8 @@ class SegmentedView(ViewIndex):
                         parts.append(np.asarray(small, dtype=np.int64))
                     got = np.concatenate(parts).astype(np.int64, copy=False)
                     self._memo[" ".join(words[:m])] = got if self._ordered else np.sort(got)
-                break
-        return row
+                return row, bool(g) and m <= exact and not small
+        return row, False
 
     def _under_two(self, words: list[str], table: dict[str, list[int]]) -> bool:
         """Whether ``df_words(words) < 2`` with one walked segment (``table``: the small
@@ -447,9 +456,13 @@ class SegmentedView(ViewIndex):
         return Lows.of_rows(*self.walk_keys(keys, lengths, below, groups=groups), below)
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
-        raise IndexFormatError(
-            "a walk over several segments returns no stored entries; look the N-gram up"
-        )
+        """Documents of a walk's entry: one names a key the first segment stores, whose
+        ordinals are global (a walk gives one only where no other segment holds it)."""
+        if self._walked != [0]:
+            raise IndexFormatError(
+                "a walk over several large segments returns no stored entries; look the "
+                "N-gram up")
+        return self.segs[0].docs_at(entry)
 
     def iter_keys(self) -> Iterator[tuple[str, int]]:
         """Keys stored in any segment, each once, with its document frequency over all."""
