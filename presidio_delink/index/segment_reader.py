@@ -103,8 +103,8 @@ class SegmentedView(ViewIndex):
                 if not self._counted[s]:
                     continue
                 base = int(self.bases[s])
-                for d in range(_n_docs(v)):
-                    for key in _ngrams(v, d):
+                for d, words in enumerate(_all_doc_words(v)):
+                    for key in _ngrams(words, v.max_n):
                         lst = got.get(key)
                         if lst is None:
                             got[key] = [base + d]
@@ -552,12 +552,32 @@ def _n_docs(view: ViewIndex) -> int:
     return int(view.docs.starts[-1] + len(view.docs.doc_starts[-1]) - 1)
 
 
-def _ngrams(view: ViewIndex, d: int) -> set[str]:
-    """Every N-gram key (1..max_n words) of document ``d`` of one segment's view."""
+def _all_doc_words(view: ViewIndex) -> Iterator[list[str | None]]:
+    """Each document's words of one segment's view, as ``ViewIndex._doc_words`` gives
+    them (None where the view breaks), each distinct word id restored once."""
+    docs = view.docs
+    v = docs.n_vocab
+    cross = not view.tokenizer.break_on_punctuation
+    n = _n_docs(view)
+    ids = [docs.doc_ids(d).tolist() for d in range(n)]
+    known: dict[int, str] = {}
+    for t in {t for doc in ids for t in doc if t < v}:
+        known[t] = docs.word(t)
+    for doc in ids:
+        out: list[str | None] = []
+        for t in doc:
+            if t < v:
+                out.append(known[t])
+            elif (t == v or not cross) and out and out[-1] is not None:
+                out.append(None)
+        yield out
+
+
+def _ngrams(words: list[str | None], mx: int) -> set[str]:
+    """Every N-gram key (1..``mx`` words) of one document's words (None: a break)."""
     got: set[str] = set()
     seg: list[str] = []
-    mx = view.max_n
-    for w in [*view._doc_words(d), None]:
+    for w in [*words, None]:
         if w is not None:
             seg.append(w)
             continue
