@@ -411,7 +411,10 @@ class SegmentedView(ViewIndex):
                 g += len(found)
                 if not len(found):
                     zero_from = m
-            if m >= 2 and g == 1 and self._under_two(words[1:m], table):
+            # (A key the walked segment stores with df >= 1 has every proper sub-N-gram
+            # in >= 2 of its documents: so has one index over all of them.)
+            if (m >= 2 and g == 1 and not (m <= exact and r[m - 1])
+                    and self._under_two(words[1:m], table)):
                 g = 0  # a single index over all documents does not store it
             row.append(g)
             if g < below:
