@@ -34,6 +34,13 @@ are checked.
 
 ``--no-checks`` skips the ``check`` runs (steps 3 and 4's check timings).
 
+``--speed GROWN COMPACTED`` only times two existing indexes against each other (a base
+plus segments, and the same documents in one index: a fresh build, whose files a
+``compact`` reproduces), in ``--rounds`` alternating rounds: ``check`` k = 2 on the 127
+texts and k = 5 arity 2 on ``--k5-texts`` (outputs compared byte for byte), the audit
+and the readings alone (:func:`audits`), and, in the first round, ``delink --llm none``
+of the ``--delink-docs`` texts (records compared but for ``seconds`` and ``made_by``).
+
 Every step's wall time and the load before it (``/proc/loadavg``) are recorded: the
 machine is shared, so read the ratios of runs made close together.
 
@@ -195,6 +202,36 @@ def audits(idx: Path, inp: Path, tag: str, rec: dict[str, Any]) -> None:
               flush=True)
 
 
+def speed(grown: Path, compacted: Path, inputs: dict[str, Path], work: Path,
+          rec: dict[str, Any], rounds: int) -> None:
+    """``--speed``: alternating rounds over ``grown`` and ``compacted`` (see the module
+    docstring); the summed seconds of each and their ratio."""
+    for r in range(rounds):
+        for tag, idx in ((f"grown{r}", grown), (f"compacted{r}", compacted)):
+            for name, args in CHECKS.items():
+                out = work / f"speed-{tag}-{name}.jsonl"
+                rec[f"check_{name}_{tag}_load"] = load()
+                rec[f"check_{name}_{tag}_s"] = cli("check", idx, inputs[name], out, args, (0, 1))
+                print(tag, name, rec[f"check_{name}_{tag}_s"], "s, load",
+                      rec[f"check_{name}_{tag}_load"], flush=True)
+            audits(idx, inputs["delink"], tag, rec)
+            if r == 0:
+                out = work / f"speed-{tag}-delink.jsonl"
+                rec[f"delink_{tag}_s"] = cli("delink", idx, inputs["delink"], out, DELINK, (0, 3))
+        for name in CHECKS:
+            rec[f"check_{name}_identical_{r}"] = (
+                (work / f"speed-grown{r}-{name}.jsonl").read_bytes()
+                == (work / f"speed-compacted{r}-{name}.jsonl").read_bytes())
+    rec["delink_identical"] = (records(work / "speed-grown0-delink.jsonl")
+                               == records(work / "speed-compacted0-delink.jsonl"))
+    for what in [f"check_{n}" for n in CHECKS] + ["audit", "readings"]:
+        g = sum(rec[f"{what}_grown{r}_s"] for r in range(rounds))
+        c = sum(rec[f"{what}_compacted{r}_s"] for r in range(rounds))
+        rec[f"{what}_ratio"] = round(g / c, 2)
+        print(what, "grown", round(g, 2), "s, compacted", round(c, 2), "s:", rec[f"{what}_ratio"],
+              "x", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "_work" / "segments")
@@ -207,6 +244,8 @@ def main() -> None:
                     help="skip the check runs (steps 3 and the check timings of 4)")
     ap.add_argument("--rounds", type=int, default=2,
                     help="alternating delink timings, grown against compacted (last batch)")
+    ap.add_argument("--speed", type=Path, nargs=2, metavar=("GROWN", "COMPACTED"),
+                    help="only time check and the audit over two existing indexes")
     a = ap.parse_args()
     os.environ["TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"] = ""
     import ranked_adversaries as ra
@@ -237,6 +276,11 @@ def main() -> None:
               "known": write("tab_gold_1.jsonl", gold[:1]),
               "unknown": write("tab_gold_1_unknown.jsonl",
                                [dict(gold[0], id="new:" + gold[0]["id"])])}
+    if a.speed:
+        speed(a.speed[0], a.speed[1], inputs, work, rec, a.rounds)
+        save()
+        print(json.dumps(rec, indent=1))
+        return
     cut = len(docs) * 9 // 10
     settings = dict(max_n=8, group_regex=ra.GROUP_RE.pattern)
     rec.update(n_docs=len(docs), n_base=cut, n_added=len(docs) - cut, k5_texts=a.k5_texts,

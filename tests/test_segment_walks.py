@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from presidio_delink import NgramIndex
-from presidio_delink.index import add_documents
-from presidio_delink.index import segment_reader
+from presidio_delink.index import add_documents, segment_reader
 from presidio_delink.index.segment_reader import SegmentedIndex
 from presidio_delink.index.view_index import KeyWalk, group_cut, rows_in_groups
 from presidio_delink.text import Tokenizer
