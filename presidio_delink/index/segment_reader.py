@@ -30,9 +30,7 @@ others are small), a walk keeps that segment's hits.  A prefix it stores that no
 segment holds has its documents there alone: its group count is that segment's, counted
 for all such prefixes of a walk at once from their stored entries, as one index counts
 its own (:meth:`ViewIndex._group_counts`); any other prefix is looked up by its words.  A
-flagged N-gram of that kind is returned with its stored entry, so that its documents are
-read from there, not looked up again.  And where the walked segment stores ``w[:m]`` (df
->= 1), every proper sub-N-gram is in >= 2 of its documents, so ``w[1:m]`` needs no test.
+flagged N-gram of that kind keeps its stored entry: its documents are read from there.
 
 **Word ids.**  :meth:`SegmentedView.doc_word_ids` numbers words over all segments: the
 first segment's ids as they are, then each word the first segment lacks after them, so
