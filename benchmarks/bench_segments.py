@@ -34,6 +34,13 @@ are checked.
 
 ``--no-checks`` skips the ``check`` runs (steps 3 and 4's check timings).
 
+``--speed GROWN COMPACTED`` only times two existing indexes against each other (a base
+plus segments, and the same documents in one index: a fresh build, whose files a
+``compact`` reproduces), in ``--rounds`` alternating rounds: ``check`` k = 2 on the 127
+texts and k = 5 arity 2 on ``--k5-texts`` (outputs compared byte for byte), the audit
+and the readings alone (:func:`audits`), and, in the first round, ``delink --llm none``
+of the ``--delink-docs`` texts (records compared but for ``seconds`` and ``made_by``).
+
 Every step's wall time and the load before it (``/proc/loadavg``) are recorded: the
 machine is shared, so read the ratios of runs made close together.
 
@@ -52,6 +59,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -80,15 +88,25 @@ def timed(rec: dict[str, Any], name: str, fn: Any, *args: Any, **kw: Any) -> Any
     return out
 
 
+LAST_CPU = [0.0]  # the CPU seconds (user + system) of the last cli() run
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def cli(cmd: str, idx: Path, inp: Path, out: Path, args: list[str], ok: tuple[int, ...]) -> float:
-    """One CLI run in a fresh process: its wall seconds."""
+    """One CLI run in a fresh process: its wall seconds (its CPU seconds in LAST_CPU)."""
     env = dict(os.environ, TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS="")
+    cpu = _children_cpu()
     t = time.perf_counter()
     got = subprocess.run([sys.executable, "-m", "presidio_delink", cmd, "--index", str(idx),
                           *args, str(inp), "-o", str(out)], cwd=REPO, env=env,
                          capture_output=True, text=True)
     if got.returncode not in ok:
         raise SystemExit(f"{cmd} failed ({got.returncode}): {got.stderr[-2000:]}")
+    LAST_CPU[0] = round(_children_cpu() - cpu, 2)
     return round(time.perf_counter() - t, 2)
 
 
@@ -158,6 +176,7 @@ from presidio_delink.attacks.fused import FusedReading
 from presidio_delink.attacks.ranked import AUDIT_MEMBERS, RankedAttack
 idx = NgramIndex.load(sys.argv[1])
 t1 = time.perf_counter()
+c1 = time.process_time()
 recs = [json.loads(x) for x in open(sys.argv[2], encoding="utf-8")]
 group = dict(zip(idx.doc_ids, idx.doc_groups))
 if sys.argv[3] == "audit":
@@ -172,6 +191,7 @@ else:  # the ranked readings and the fused reading alone
         fused.rank(ranked.scores(r["text"]), ranked.group_ordinal(group[r["id"]]))
 t2 = time.perf_counter()
 print(json.dumps({"open_s": round(t1 - t0, 3), "s": round(t2 - t1, 3),
+                  "cpu_s": round(time.process_time() - c1, 3),
                   "built": list(ranked._engine.built)}))
 """
 
@@ -189,10 +209,43 @@ def audits(idx: Path, inp: Path, tag: str, rec: dict[str, Any]) -> None:
                              cwd=REPO, env=env, capture_output=True, text=True, check=True)
         out = json.loads(got.stdout.strip().splitlines()[-1])
         rec[f"{mode}_{tag}_s"] = out["s"]
+        rec[f"{mode}_{tag}_cpu_s"] = out["cpu_s"]
         rec[f"{mode}_{tag}_open_s"] = out["open_s"]
         rec[f"{mode}_{tag}_built"] = len(out["built"])
         print(tag, mode, out["s"], "s, open", out["open_s"], "s, built", len(out["built"]),
               flush=True)
+
+
+def speed(grown: Path, compacted: Path, inputs: dict[str, Path], work: Path,
+          rec: dict[str, Any], rounds: int) -> None:
+    """``--speed``: alternating rounds over ``grown`` and ``compacted`` (see the module
+    docstring); the summed seconds of each and their ratio."""
+    for r in range(rounds):
+        for tag, idx in ((f"grown{r}", grown), (f"compacted{r}", compacted)):
+            for name, args in CHECKS.items():
+                out = work / f"speed-{tag}-{name}.jsonl"
+                rec[f"check_{name}_{tag}_load"] = load()
+                rec[f"check_{name}_{tag}_s"] = cli("check", idx, inputs[name], out, args, (0, 1))
+                rec[f"check_{name}_{tag}_cpu_s"] = LAST_CPU[0]
+                print(tag, name, rec[f"check_{name}_{tag}_s"], "s, cpu", LAST_CPU[0], "s, load",
+                      rec[f"check_{name}_{tag}_load"], flush=True)
+            audits(idx, inputs["delink"], tag, rec)
+            if r == 0:
+                out = work / f"speed-{tag}-delink.jsonl"
+                rec[f"delink_{tag}_s"] = cli("delink", idx, inputs["delink"], out, DELINK, (0, 3))
+        for name in CHECKS:
+            rec[f"check_{name}_identical_{r}"] = (
+                (work / f"speed-grown{r}-{name}.jsonl").read_bytes()
+                == (work / f"speed-compacted{r}-{name}.jsonl").read_bytes())
+    rec["delink_identical"] = (records(work / "speed-grown0-delink.jsonl")
+                               == records(work / "speed-compacted0-delink.jsonl"))
+    for what in [f"check_{n}" for n in CHECKS] + ["audit", "readings"]:
+        for unit in ("s", "cpu_s"):
+            g = sum(rec[f"{what}_grown{r}_{unit}"] for r in range(rounds))
+            c = sum(rec[f"{what}_compacted{r}_{unit}"] for r in range(rounds))
+            rec[f"{what}_ratio_{unit}"] = round(g / c, 2)
+            print(what, unit, "grown", round(g, 2), "compacted", round(c, 2), ":",
+                  rec[f"{what}_ratio_{unit}"], "x", flush=True)
 
 
 def main() -> None:
@@ -207,6 +260,8 @@ def main() -> None:
                     help="skip the check runs (steps 3 and the check timings of 4)")
     ap.add_argument("--rounds", type=int, default=2,
                     help="alternating delink timings, grown against compacted (last batch)")
+    ap.add_argument("--speed", type=Path, nargs=2, metavar=("GROWN", "COMPACTED"),
+                    help="only time check and the audit over two existing indexes")
     a = ap.parse_args()
     os.environ["TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"] = ""
     import ranked_adversaries as ra
@@ -237,6 +292,11 @@ def main() -> None:
               "known": write("tab_gold_1.jsonl", gold[:1]),
               "unknown": write("tab_gold_1_unknown.jsonl",
                                [dict(gold[0], id="new:" + gold[0]["id"])])}
+    if a.speed:
+        speed(a.speed[0], a.speed[1], inputs, work, rec, a.rounds)
+        save()
+        print(json.dumps(rec, indent=1))
+        return
     cut = len(docs) * 9 // 10
     settings = dict(max_n=8, group_regex=ra.GROUP_RE.pattern)
     rec.update(n_docs=len(docs), n_base=cut, n_added=len(docs) - cut, k5_texts=a.k5_texts,

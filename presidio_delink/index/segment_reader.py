@@ -25,6 +25,13 @@ reports 1 only then.  A segment reports its stored prefixes; past them its frequ
 posting lists, made on first use, so that their look-ups cost one dictionary read (memory:
 some hundred bytes per distinct N-gram of theirs).
 
+**Walks in groups, and entries.**  When the first segment is the only one walked (the
+others are small), a walk keeps that segment's hits.  A prefix it stores that no small
+segment holds has its documents there alone: its group count is that segment's, counted
+for all such prefixes of a walk at once from their stored entries, as one index counts
+its own (:meth:`ViewIndex._group_counts`); any other prefix is looked up by its words.  A
+flagged N-gram of that kind keeps its stored entry: its documents are read from there.
+
 **Word ids.**  :meth:`SegmentedView.doc_word_ids` numbers words over all segments: the
 first segment's ids as they are, then each word the first segment lacks after them, so
 that one word has one id (what the ranked readings count by).
@@ -44,7 +51,15 @@ import numpy as np
 from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import SEGMENTS_FILE, write_private
 from presidio_delink.index.ngram_index import NgramIndex
-from presidio_delink.index.view_index import GroupCut, Lows, ViewIndex
+from presidio_delink.index.view_index import (
+    GroupCut,
+    KeyWalk,
+    Lows,
+    ViewIndex,
+    _Hits,
+    _reads_hits,
+    cut_by_lookup,
+)
 
 COUNTED_WORDS = 30_000
 """A segment of at most this many words is read as a table of its N-grams' postings."""
@@ -53,6 +68,8 @@ _EMPTY = np.empty(0, dtype=np.int64)
 
 class SegmentedView(ViewIndex):
     """One view over several segments' views of the same name (see the module docstring)."""
+
+    CUTS_GROUPS = True  # its walk takes ``groups`` (see view_index._reads_hits)
 
     def __init__(
         self, views: Sequence[ViewIndex], bases: Sequence[int], counted: Sequence[bool]
@@ -93,8 +110,8 @@ class SegmentedView(ViewIndex):
                 if not self._counted[s]:
                     continue
                 base = int(self.bases[s])
-                for d in range(_n_docs(v)):
-                    for key in _ngrams(v, d):
+                for d, words in enumerate(_all_doc_words(v)):
+                    for key in _ngrams(words, v.max_n):
                         lst = got.get(key)
                         if lst is None:
                             got[key] = [base + d]
@@ -204,23 +221,35 @@ class SegmentedView(ViewIndex):
         groups: GroupCut | None = None,
     ) -> tuple[list[list[int]], list[tuple[int, int] | None]]:
         """:meth:`ViewIndex.walk_keys` over every segment (see the module docstring).
-        Entries are None: a flagged N-gram's documents are looked up again.  Rows are in
-        documents: ``groups`` is refused, since the check maps this view's rows to groups
-        by look-up (:func:`~presidio_delink.index.view_index.rows_in_groups`)."""
-        if groups is not None:
-            raise ValueError("a view over segments walks in documents (rows_in_groups)")
+        Entries are None: a flagged N-gram's documents are looked up again.  ``groups``:
+        each row is then cut where a value in ``below..settled - 1`` is below ``below``
+        in groups (:meth:`_cut_in_groups`)."""
         walked = self._walked
         table = self._table() if len(walked) < len(self.segs) else {}
-        seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
+        hits = None
+        seg_rows: dict[int, tuple[list[list[int]], Sequence[object]]]
+        if walked == [0] and _reads_hits(self.segs[0]):
+            # the one walked segment's hits are kept: the group cut reads their handles
+            hits = self.segs[walked[0]]._walk_hits(keys, 1, None)
+            seg_rows = {walked[0]: _rows_of(hits, lengths)}
+        else:
+            seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
         n_walked = len(walked)
         if len(self._memo) > 100_000:
             self._memo.clear()
         out: list[list[int]] = []
+        entries: list[tuple[int, int] | None] = []
         rows0, last0 = seg_rows[walked[0]] if n_walked == 1 else ([], [])
+        if hits is not None:
+            hl, start, part = hits.handles, hits.start.tolist(), hits.part.tolist()
         for q, key in enumerate(keys):
             n = lengths[q]
             if n_walked == 1:
-                out.append(self._row_one(key, n, rows0[q], last0[q] is not None, below, table))
+                row1, own = self._row_one(key, n, rows0[q], bool(last0[q]), below, table)
+                out.append(row1)
+                # flagged where the walked segment alone stores it: its stored entry
+                entries.append((part[q], hl[start[q] + len(row1) - 1])
+                               if own and hits is not None else None)
                 continue
             words = key.split(" ")
             # per walked segment: its stored prefixes' values, and from where it is 0
@@ -281,14 +310,81 @@ class SegmentedView(ViewIndex):
                         self._memo[prefix] = np.sort(out_m) if len(parts) > 1 else out_m
                     break
             out.append(row)
-        return out, [None] * len(out)
+            entries.append(None)
+        if groups is not None:
+            self._cut_in_groups(keys, lengths, below, out, entries, groups, hits)
+        return out, entries
+
+    def _cut_in_groups(
+        self, keys: Sequence[str], lengths: Sequence[int], below: int,
+        rows: list[list[int]], last: list[tuple[int, int] | None], groups: GroupCut,
+        hits: _Hits | None,
+    ) -> None:
+        """Cut ``rows`` in place where a value in ``below..settled - 1`` is below ``below``
+        in groups, as :func:`~presidio_delink.index.view_index.cut_by_lookup` does.
+
+        With one walked segment (``hits``: its walk), a prefix that segment stores and the
+        small segments lack has that segment's documents only, so its group count is the
+        segment's own: those are counted together from the stored entries' handles
+        (:meth:`ViewIndex._group_counts`, one pass per stored layer).  Any other prefix
+        is looked up by its words (:meth:`group_count`), only where its row reaches it."""
+        if hits is None:
+            cut_by_lookup(self, KeyWalk(keys, lengths, below), rows, last, groups)
+            return
+        settled = groups.settled
+        table = self._table() if len(self._walked) < len(self.segs) else {}
+        v0 = self.segs[self._walked[0]]
+        start, count, part = hits.start.tolist(), hits.count.tolist(), hits.part.tolist()
+        dfs = hits.dfs
+        cands: list[tuple[int, int, str, int]] = []  # (query, index in row, key, hit or -1)
+        for q, row in enumerate(rows):
+            words: list[str] | None = None
+            for n, d in enumerate(row):
+                if below <= d < settled:
+                    if words is None:
+                        words = keys[q].split(" ")
+                    key = " ".join(words[: n + 1])
+                    j = start[q] + n
+                    fast = n < count[q] and dfs[j] > 0 and key not in table
+                    cands.append((q, n, key, j if fast else -1))
+        if not cands:
+            return
+        fast_at = [i for i, c in enumerate(cands) if c[3] >= 0]
+        counted: dict[int, int] = {}
+        if fast_at:
+            hl = hits.handles
+            # the walked segment is the first: its ordinals are global, its stored
+            # layers its own (their counts are kept in `known` with the other views')
+            base_cut = GroupCut(groups.group_of, settled, groups.known)
+            got = v0._group_counts(
+                np.fromiter((part[cands[i][0]] for i in fast_at), np.int64, len(fast_at)),
+                np.fromiter((hl[cands[i][3]] for i in fast_at), np.int64, len(fast_at)),
+                base_cut,
+            )
+            counted = dict(zip(fast_at, got.tolist(), strict=True))
+        group_list = groups.group_list()
+        done = -1  # the query last cut: its later candidates are past its end
+        for i, (q, n, key, _) in enumerate(cands):
+            if q == done:
+                continue
+            g = counted.get(i)
+            if g is None:
+                g = self.group_count(key.split(" "), group_list)
+            if g < below:
+                row = rows[q]
+                row[n] = g
+                del row[n + 1 :]
+                last[q] = None
+                done = q
 
     def _row_one(
         self, key: str, n: int, r: list[int], tomb: bool, below: int,
         table: dict[str, list[int]],
-    ) -> list[int]:
+    ) -> tuple[list[int], bool]:
         """:meth:`walk_keys`'s row of one query with one walked segment, from that
-        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone)."""
+        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone), and
+        whether its last value is flagged (below ``below``, not 0) with all its documents
+        in a key the walked segment stores (none in the small segments)."""
         exact = len(r) if tomb or r[-1] != 0 else len(r) - 1  # values r[:exact] are exact
         zero_from = len(r) if tomb else (n + 1 if exact else 1)
         words = key.split(" ")
@@ -317,28 +413,47 @@ class SegmentedView(ViewIndex):
                     # of its documents and in none of the small segments, so a single
                     # index does not store w[:m].
                     row.append(0)
-                    break
+                    return row, False
                 found = self._seg_lookup(self._walked[0], words[:m])
                 g += len(found)
                 if not len(found):
                     zero_from = m
-            if m >= 2 and g == 1 and self.df_words(words[1:m]) < 2:
+            # (A key the walked segment stores with df >= 1 has every proper sub-N-gram
+            # in >= 2 of its documents: so has one index over all of them.)
+            if (m >= 2 and g == 1 and not (m <= exact and r[m - 1])
+                    and self._under_two(words[1:m], table)):
                 g = 0  # a single index over all documents does not store it
             row.append(g)
             if g < below:
-                if g:  # flagged: keep its documents for the look-up that follows
-                    key_m = " ".join(words[:m])
-                    s0 = self._walked[0]
-                    parts = []
-                    if m <= exact or found is not None:
-                        own = found if found is not None else self._seg_lookup(s0, words[:m])
-                        parts.append(own + int(self.bases[s0]))
+                if g and found is not None:
+                    # flagged, and found by matching words: keep its documents for the
+                    # look-up that follows (one the segment stores is read from there
+                    # as cheaply as here, and most flagged ones are never looked up)
+                    parts = [found + int(self.bases[self._walked[0]])]
                     if small:
                         parts.append(np.asarray(small, dtype=np.int64))
                     got = np.concatenate(parts).astype(np.int64, copy=False)
-                    self._memo[key_m] = got if self._ordered else np.sort(got)
-                break
-        return row
+                    self._memo[" ".join(words[:m])] = got if self._ordered else np.sort(got)
+                return row, bool(g) and m <= exact and not small
+        return row, False
+
+    def _under_two(self, words: list[str], table: dict[str, list[int]]) -> bool:
+        """Whether ``df_words(words) < 2`` with one walked segment (``table``: the small
+        segments'), reading no more than that needs: a key the walked segment does not
+        store is in at most one of its documents, looked up only where it decides."""
+        if len(words) > self.max_n:
+            return self.df_words(words) < 2
+        key = " ".join(words)
+        small = table.get(key)
+        t = len(small) if small else 0
+        if t >= 2:
+            return False
+        s = self._walked[0]
+        part = self.segs[s].part(words[0])
+        h = part.get(key)
+        if h is not None:
+            return part.df_of(h) + t < 2
+        return t == 0 or not len(self._seg_lookup(s, words, key))
 
     def walk_lows(
         self,
@@ -351,9 +466,13 @@ class SegmentedView(ViewIndex):
         return Lows.of_rows(*self.walk_keys(keys, lengths, below, groups=groups), below)
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
-        raise IndexFormatError(
-            "a walk over several segments returns no stored entries; look the N-gram up"
-        )
+        """Documents of a walk's entry: one names a key the first segment stores, whose
+        ordinals are global (a walk gives one only where no other segment holds it)."""
+        if self._walked != [0]:
+            raise IndexFormatError(
+                "a walk over several large segments returns no stored entries; look the "
+                "N-gram up")
+        return self.segs[0].docs_at(entry)
 
     def iter_keys(self) -> Iterator[tuple[str, int]]:
         """Keys stored in any segment, each once, with its document frequency over all."""
@@ -401,6 +520,27 @@ class SegmentedView(ViewIndex):
         return got
 
 
+def _rows_of(h: _Hits, lengths: Sequence[int]) -> tuple[list[list[int]], list[bool]]:
+    """:meth:`ViewIndex.walk_keys`'s rows at threshold 1 from its walk's hits ``h``, and
+    per row whether it ends at a tombstone (there, its entry is not None)."""
+    dfs: list[int] = h.dfs.tolist()
+    rows: list[list[int]] = []
+    tombs: list[bool] = []
+    for n_words, a, c, f in zip(
+        lengths, h.start.tolist(), h.count.tolist(), h.first_low.tolist(), strict=True
+    ):
+        if f >= 0:
+            rows.append(dfs[a : f + 1])
+            tombs.append(True)
+        else:
+            row = dfs[a : a + c]
+            if c < n_words:
+                row.append(0)  # not stored
+            rows.append(row)
+            tombs.append(False)
+    return rows, tombs
+
+
 def _holds(view: ViewIndex, d: int, seq: list[int]) -> bool:
     """Whether document ``d`` of ``view`` holds the word ids ``seq`` in a row (as the
     view reads it: across punctuation in a view that crosses it)."""
@@ -422,12 +562,32 @@ def _n_docs(view: ViewIndex) -> int:
     return int(view.docs.starts[-1] + len(view.docs.doc_starts[-1]) - 1)
 
 
-def _ngrams(view: ViewIndex, d: int) -> set[str]:
-    """Every N-gram key (1..max_n words) of document ``d`` of one segment's view."""
+def _all_doc_words(view: ViewIndex) -> Iterator[list[str | None]]:
+    """Each document's words of one segment's view, as ``ViewIndex._doc_words`` gives
+    them (None where the view breaks), each distinct word id restored once."""
+    docs = view.docs
+    v = docs.n_vocab
+    cross = not view.tokenizer.break_on_punctuation
+    n = _n_docs(view)
+    ids = [docs.doc_ids(d).tolist() for d in range(n)]
+    known: dict[int, str] = {}
+    for t in {t for doc in ids for t in doc if t < v}:
+        known[t] = docs.word(t)
+    for doc in ids:
+        out: list[str | None] = []
+        for t in doc:
+            if t < v:
+                out.append(known[t])
+            elif (t == v or not cross) and out and out[-1] is not None:
+                out.append(None)
+        yield out
+
+
+def _ngrams(words: list[str | None], mx: int) -> set[str]:
+    """Every N-gram key (1..``mx`` words) of one document's words (None: a break)."""
     got: set[str] = set()
     seg: list[str] = []
-    mx = view.max_n
-    for w in [*view._doc_words(d), None]:
+    for w in [*words, None]:
         if w is not None:
             seg.append(w)
             continue

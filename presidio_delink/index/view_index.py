@@ -640,11 +640,12 @@ def group_cut(group_of: np.ndarray | None, max_group_size: int, below: int) -> G
 
 
 def _reads_hits(view: ViewIndex) -> bool:
-    """Whether ``view`` walks its own stored layers (:class:`ViewIndex`'s walk, not an
-    override such as a view over several segments): then its walk maps groups from the
-    handles of its hits; any other view's rows are mapped by :func:`cut_by_lookup`."""
+    """Whether ``view``'s walk takes ``groups``: it walks its own stored layers (maps groups
+    from the handles of its hits), or its class says it cuts rows in groups itself
+    (``CUTS_GROUPS``); any other view's rows are mapped by :func:`cut_by_lookup`."""
     cls = type(view)
-    return cls.walk_keys is ViewIndex.walk_keys and cls.walk_lows is ViewIndex.walk_lows
+    return getattr(cls, "CUTS_GROUPS", False) or (
+        cls.walk_keys is ViewIndex.walk_keys and cls.walk_lows is ViewIndex.walk_lows)
 
 
 def cut_by_lookup(
