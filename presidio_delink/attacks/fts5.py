@@ -331,10 +331,21 @@ class Engine:
     per index and process (see :func:`engine`): panels that share members share their
     postings."""
 
+    @property
+    def index(self) -> NgramIndex:
+        """The engine's index (it is built for one, and only lives as long as it)."""
+        got = self._index()
+        if got is None:
+            raise RuntimeError("the index of this ranked engine is gone")
+        return got
+
     def __init__(self, index: NgramIndex, members: Sequence[str] = ()) -> None:
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.lock = threading.RLock()
-        self.index = index
+        # A weak reference: the engines are kept in a WeakKeyDictionary keyed by the
+        # index, and a value that held its key would keep every index ever audited in
+        # the process alive, with its mapped files open.
+        self._index = weakref.ref(index)
         self.n_docs = index.n_docs
         self.tables: dict[str, str] = {}
         self.term_cache: dict[str, dict[str, tuple[str, ...]]] = {}
