@@ -118,13 +118,9 @@ def build_index(
     out = (
         Path(tempfile.mkdtemp(prefix="delink-index-")) if directory is None else Path(directory)
     )
-    with BuildLock(out) as lock:
-        try:
-            runner = DaskRunner(dask_client) if dask_client is not None else None
-            _build_into(out, docs, settings, specs, toks, grx, progress, workers, runner)
-        except BaseException:
-            lock.clean()
-            raise
+    with BuildLock(out):
+        runner = DaskRunner(dask_client) if dask_client is not None else None
+        _build_into(out, docs, settings, specs, toks, grx, progress, workers, runner)
     return out
 
 
@@ -139,7 +135,7 @@ def build_index_files(
     folds = list(toks)
     out = Path(directory)
     runner = DaskRunner(dask_client)
-    with BuildLock(out) as lock:
+    with BuildLock(out):
         try:
             (out / BUILD_DIR).mkdir(mode=0o700)
             results = runner.map(
@@ -158,9 +154,6 @@ def build_index_files(
             if not col.n_docs:
                 raise InputError("the collection has no documents")
             _finish(out, col, settings, specs, toks, runner, False)
-        except BaseException:
-            lock.clean()
-            raise
         finally:
             shutil.rmtree(out / BUILD_DIR, ignore_errors=True)
     return out
@@ -179,7 +172,7 @@ def build_index_raw(
     ``index compact``, which reads the words back from the segments."""
     specs, toks, _ = settings.plan()
     out = Path(directory)
-    with BuildLock(out) as lock:
+    with BuildLock(out):
         runner: Runner = PoolRunner(workers) if workers > 1 else Runner()
         try:
             (out / BUILD_DIR).mkdir(mode=0o700)
@@ -188,9 +181,6 @@ def build_index_raw(
             if not col.n_docs:
                 raise InputError("the collection has no documents")
             _finish(out, col, settings, specs, toks, runner, False)
-        except BaseException:
-            lock.clean()
-            raise
         finally:
             runner.close()
             shutil.rmtree(out / BUILD_DIR, ignore_errors=True)
@@ -198,8 +188,9 @@ def build_index_raw(
 
 
 class BuildLock:
-    """Exclusive ownership of a build directory; :meth:`clean` removes only what the
-    build created (the directory itself only if the build created it)."""
+    """Exclusive ownership of a build directory.  A build that raises inside it (any
+    exception, an interrupt too) is cleaned up on the way out: :meth:`clean` removes only
+    what the build created, and the directory itself only if the build created it."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -247,6 +238,8 @@ class BuildLock:
             self.held = False
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None and self.held:
+            self.clean()
         self._release()
         if exc[0] is not None and self.created_dir:
             with contextlib.suppress(OSError):

@@ -248,22 +248,18 @@ class NgramIndex:
         out = Path(directory)
         if out.resolve() == self.directory.resolve():
             return out
-        with BuildLock(out) as lock:
-            try:
-                for src in sorted(self.directory.rglob("*")):
-                    rel = src.relative_to(self.directory)
-                    if rel.name == LOCK_FILE:
-                        continue
-                    dst = out / rel
-                    if src.is_dir():
-                        dst.mkdir(mode=0o700, exist_ok=True)
-                    elif rel.name not in (META_FILE, SIG_FILE):
-                        write_private(dst, src.read_bytes())
-                for name in (META_FILE, SIG_FILE):  # last: only a complete copy loads
-                    write_private(out / name, (self.directory / name).read_bytes())
-            except BaseException:
-                lock.clean()
-                raise
+        with BuildLock(out):  # a failed copy is cleaned up as a failed build is
+            for src in sorted(self.directory.rglob("*")):
+                rel = src.relative_to(self.directory)
+                if rel.name == LOCK_FILE:
+                    continue
+                dst = out / rel
+                if src.is_dir():
+                    dst.mkdir(mode=0o700, exist_ok=True)
+                elif rel.name not in (META_FILE, SIG_FILE):
+                    write_private(dst, src.read_bytes())
+            for name in (META_FILE, SIG_FILE):  # last: only a complete copy loads
+                write_private(out / name, (self.directory / name).read_bytes())
         return out
 
     # -- properties -----------------------------------------------------------------
