@@ -31,6 +31,7 @@ __all__ = [
     "atomic_output",
     "check_output_paths",
     "decode_text",
+    "fsync_dir",
     "sha256_file",
     "read_documents",
     "read_many",
@@ -395,15 +396,20 @@ def _atomic_output(path: str | os.PathLike[str], mode: str) -> Iterator[IO[Any]]
     _fsync_dir(target.parent)
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable (best effort: not every platform can open a folder)."""
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
+def fsync_dir(folder: Path) -> None:
+    """Flush ``folder``'s entries to disk, so that a rename in it survives a crash.
+
+    Raises:
+        OSError: the folder cannot be opened or flushed.
+    """
+    dfd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dfd)
-    except OSError:
-        pass
     finally:
         os.close(dfd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable (best effort: not every platform can open a folder)."""
+    with contextlib.suppress(OSError):
+        fsync_dir(folder)

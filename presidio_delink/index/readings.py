@@ -60,7 +60,7 @@ import numpy as np
 from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import META_FILE, file_record, write_private
 from presidio_delink.index.shard import load_trie, map_array, save_trie, trie_ids
-from presidio_delink.io import sha256_file
+from presidio_delink.io import fsync_dir, sha256_file
 
 __all__ = [
     "READINGS_DIR", "READINGS_FORMAT", "READINGS_VERSION", "ReadingsStore", "ReadingsWriter",
@@ -224,13 +224,13 @@ class ReadingsWriter:
         data = json.dumps(meta, indent=1, sort_keys=True).encode("utf-8")
         write_private(self.tmp / READINGS_FILE, data)
         write_private(self.tmp / READINGS_SIG, json.dumps(_signature(data, self.key)).encode())
-        _fsync_dir(self.tmp)
+        fsync_dir(self.tmp)
         final = self.index_dir / READINGS_DIR
         old = self.index_dir / f".{READINGS_DIR}.old-{os.getpid()}"
         if final.exists():
             os.rename(final, old)
         os.rename(self.tmp, final)
-        _fsync_dir(self.index_dir)
+        fsync_dir(self.index_dir)
         if old.exists():
             shutil.rmtree(old)  # a reader that opened it keeps its mapped files
         self._lock.close()
@@ -326,14 +326,6 @@ def write_counts(
         "n_postings": int(new_ptr[-1]),
         "files": {f: file_record(d / f) for f in _COUNT_FILES},
     }
-
-
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ReadingsStore:

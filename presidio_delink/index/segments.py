@@ -73,7 +73,7 @@ from presidio_delink.index.ngram_index import SEGMENTS_OPENER, NgramIndex
 from presidio_delink.index.segment_reader import SegmentedIndex
 from presidio_delink.index.segment_readings import combine
 from presidio_delink.index.shard import FoldDocs
-from presidio_delink.io import sha256_file
+from presidio_delink.io import fsync_dir, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def _write_manifest(root: Path, body: dict[str, Any], key: bytes | None, op: str
         os.close(fd)
     _kill_point(f"{op}:manifest-written")
     os.replace(tmp, root / SEGMENTS_FILE)
-    _fsync_dir(root)
+    fsync_dir(root)
 
 
 # -- opening -----------------------------------------------------------------------------
@@ -308,14 +308,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _fsync_tree(d: Path) -> None:
     for dirpath, _dirs, files in os.walk(d):
         for f in files:
@@ -324,7 +316,7 @@ def _fsync_tree(d: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        _fsync_dir(Path(dirpath))
+        fsync_dir(Path(dirpath))
 
 
 def _clean(root: Path, m: dict[str, Any] | None) -> None:
@@ -432,7 +424,7 @@ def add_documents(
         _fsync_tree(tmp)
         name = _next_name(root, "seg")
         os.rename(tmp, root / name)
-        _fsync_dir(root)
+        fsync_dir(root)
         _kill_point("add:renamed")
         rec = {"dir": name, "meta": sha256_file(root / name / META_FILE),
                "n_docs": len(items)}
@@ -476,7 +468,7 @@ def compact(
         _fsync_tree(tmp)
         name = _next_name(root, "base")
         os.rename(tmp, root / name)
-        _fsync_dir(root)
+        fsync_dir(root)
         _kill_point("compact:renamed")
         body = {"format": MANIFEST_FORMAT, "version": 1, "base": name,
                 "base_meta": sha256_file(root / name / META_FILE), "segments": []}
