@@ -36,6 +36,7 @@ __all__ = [
     "read_documents",
     "read_many",
     "read_many_grouped",
+    "user_cache_dir",
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -48,6 +49,16 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         while block := f.read(1 << 22):
             h.update(block)
     return h.hexdigest()
+
+
+def user_cache_dir() -> Path:
+    """This user's cache folder for the package: ``$PRESIDIO_DELINK_CACHE``, else
+    ``$XDG_CACHE_HOME/presidio-delink``, else ``~/.cache/presidio-delink`` (not created)."""
+    env = os.environ.get("PRESIDIO_DELINK_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "presidio-delink"
 
 
 def decode_text(data: bytes, where: str) -> str:

@@ -35,7 +35,9 @@ the parts combines them (:mod:`~presidio_delink.index.segment_readings`).
 
 Readings that belong to another index (its ``meta.json`` changed), whose signature fails,
 or whose files are missing, truncated or (with ``verify``) differ from their checksums are
-refused by name (:class:`~presidio_delink.errors.IndexFormatError`).  The folder is
+refused by name (:class:`~presidio_delink.errors.IndexFormatError`).  A file this user
+already hashed, and that has not changed since by its size, times and inode, is trusted
+without hashing it again (:mod:`~presidio_delink.index.verified`).  The folder is
 written as a temporary folder, fsync'ed, and renamed into place: a reader sees the old
 readings or the new ones, never a mix.
 """
@@ -48,6 +50,7 @@ import hmac
 import json
 import os
 import shutil
+import time
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +63,7 @@ import numpy as np
 from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import META_FILE, file_record, write_private
 from presidio_delink.index.shard import load_trie, map_array, save_trie, trie_ids
+from presidio_delink.index.verified import RACY_NS, Stamp, VerifiedRecord, stamp
 from presidio_delink.io import fsync_dir, sha256_file
 
 __all__ = [
@@ -334,13 +338,19 @@ class ReadingsStore:
     Every file is mapped when the store opens (cheap: nothing is read), so a process
     that opened the readings keeps them whole even when ``index readings`` swaps in
     new ones; with ``verify`` each reading's files are checked against their SHA-256
-    when it is first read."""
+    when it is first read, unless the verified record (``manifest``: the SHA-256 of the
+    authenticated ``readings.json``; ``key``: the index's) says this user hashed them
+    already and they have not changed since (:mod:`~presidio_delink.index.verified`)."""
 
-    def __init__(self, directory: Path, meta: dict[str, Any], verify: bool) -> None:
+    def __init__(self, directory: Path, meta: dict[str, Any], verify: bool,
+                 key: bytes | None = None, manifest: str | None = None) -> None:
         self.directory = directory
         self.meta = meta
         self.verify = verify
         self.extra: dict[str, Any] = meta["extra"]
+        self._record = (VerifiedRecord.open(directory, manifest, key)
+                        if verify and manifest is not None else None)
+        self._opened_ns = time.time_ns()  # before any file is stamped
         self._mapped = {name: self._map(name, rec) for name, rec in meta["members"].items()}
         self._checked: set[str] = set()
 
@@ -358,16 +368,20 @@ class ReadingsStore:
         rec = self.meta["members"].get(name)
         return None if rec is None else list(rec["spec"])
 
-    def _map(self, name: str, rec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def _map(self, name: str, rec: dict[str, Any]
+             ) -> tuple[Any, dict[str, Any], dict[str, Stamp | None]]:
         d = self.directory / name
+        stamps: dict[str, Stamp | None] = {}
         for fname, want in rec["files"].items():
             p = d / fname
             try:
-                size = p.stat().st_size
+                st = os.stat(p)
             except OSError as exc:
                 raise IndexFormatError(
                     f"{p}: stored reading file missing: {exc.strerror}; store the readings "
                     "again (presidio-delink index readings)") from exc
+            size = st.st_size
+            stamps[fname] = (st.st_dev, st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns)
             if size != want["size"]:
                 raise IndexFormatError(
                     f"{p} does not match readings.json (changed or truncated); store the "
@@ -392,7 +406,9 @@ class ReadingsStore:
                   and {len(x) for x in lex} in ({0}, {n_post}) and len(hashes) == len(gid))
         if not ok:
             raise IndexFormatError(f"{d}: stored reading does not match readings.json")
-        return got, rec
+        if self._record is not None:  # a file that moved while it was mapped: no stamp
+            stamps = {f: s if s == stamp(d / f) else None for f, s in stamps.items()}
+        return got, rec, stamps
 
     def check(self, names: Sequence[str]) -> None:
         """With ``verify``, check the stored ``names`` not checked yet, on a few threads
@@ -403,7 +419,8 @@ class ReadingsStore:
             return
         workers = max(1, min(len(todo), os.cpu_count() or 1, 4))
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(self.get, todo))
+            fresh = list(pool.map(self._verify_item, todo))
+        self._note(fresh)
 
     def get(self, name: str) -> StoredPostings | None:
         """Reading ``name``'s postings (None when not stored)."""
@@ -419,21 +436,48 @@ class ReadingsStore:
         got = self._mapped.get(name)
         if got is None:
             return None
-        item, rec = got
         if self.verify and name not in self._checked:
-            d = self.directory / name
-            for fname, want in rec["files"].items():
-                if fname == "terms.marisa":
-                    digest = sha256_file(d / fname)
-                else:  # hashed from the mapped pages: what is read is checked
-                    arr = _field(item, fname)
-                    digest = hashlib.sha256(np.ascontiguousarray(arr).data.cast("B")).hexdigest()
-                if digest != want["sha256"]:
-                    raise IndexFormatError(
-                        f"{d / fname} does not match readings.json (changed or corrupt); "
-                        "store the readings again (presidio-delink index readings)")
-            self._checked.add(name)
-        return item
+            self._note([self._verify_item(name)])
+        return got[0]
+
+    def _verify_item(self, name: str) -> dict[str, tuple[Stamp, str]]:
+        """Check reading ``name``'s files against their SHA-256 (those the verified
+        record trusts are skipped); what may be recorded as verified now."""
+        item, rec, stamps = self._mapped[name]
+        d = self.directory / name
+        record = self._record
+        fresh: dict[str, tuple[Stamp, str]] = {}
+        for fname, want in rec["files"].items():
+            st = stamps[fname]
+            rel = f"{name}/{fname}"
+            if (record is not None and st is not None and stamp(d / fname) == st
+                    and record.trusted(rel, st, want["sha256"])):
+                continue
+            digest = _file_digest(d, fname, item)
+            if digest != want["sha256"]:
+                raise IndexFormatError(
+                    f"{d / fname} does not match readings.json (changed or corrupt); "
+                    "store the readings again (presidio-delink index readings)")
+            # recorded only if unchanged since its mapping and changed long before it
+            if (record is not None and st is not None and stamp(d / fname) == st
+                    and st[4] < self._opened_ns - RACY_NS):
+                fresh[rel] = (st, digest)
+        self._checked.add(name)
+        return fresh
+
+    def _note(self, fresh: Sequence[dict[str, tuple[Stamp, str]]]) -> None:
+        """Add what was verified now to the record (one write)."""
+        if self._record is not None:
+            self._record.add({k: v for f in fresh for k, v in f.items()})
+
+
+def _file_digest(d: Path, fname: str, item: StoredPostings | StoredCounts) -> str:
+    """SHA-256 of one stored file: an array's from its mapped pages (what is read is
+    checked), the trie's from the file."""
+    if fname == "terms.marisa":
+        return sha256_file(d / fname)
+    arr = _field(item, fname)
+    return hashlib.sha256(np.ascontiguousarray(arr).data.cast("B")).hexdigest()
 
 
 _FIELD = {f: f.split(".")[0] for f in (*_FILES, *_COUNT_FILES)} | {"hash.bin": "hashes"}
@@ -502,4 +546,4 @@ def open_readings(index_dir: Path, key: bytes | None, verify: bool) -> ReadingsS
             raise IndexFormatError(f"{d / READINGS_FILE}: malformed reading {name!r}{redo}")
     if meta["index"] != index_digest(Path(index_dir)):
         raise IndexFormatError(f"{d}: stored readings belong to another index{redo}")
-    return ReadingsStore(d, meta, verify)
+    return ReadingsStore(d, meta, verify, key, hashlib.sha256(data).hexdigest())
