@@ -3,9 +3,8 @@ the checksums of their authenticated ``readings.json``, so that a later process 
 them without reading them again (git's stat cache, applied to checksums).
 
 Hashing every stored reading costs a process that opens an index with ``verify`` a read
-of all of them: at 1e5 documents about 1.1 GB, most of the time before its first
-document and most of its resident memory.  The record spares that read on every run but
-the first.
+of all of them (they are the largest part of an index), before its first document.  The
+record spares that read on every run but the first over the same files.
 
 **What is recorded.** After a file is hashed and found equal to the SHA-256 that
 ``readings.json`` (signed, or HMAC-signed with the index's key) expects, the record
