@@ -185,9 +185,10 @@ class WordNet:
 
     def stands_for(self, old: str, new: str, depth: int = SENSE_DEPTH) -> bool:
         """Whether the word or phrase ``new`` names what ``old`` names, or a class above
-        it, in some sense WordNet gives: the same lemma, a synonym (one synset), or a
+        it, in some sense WordNet gives: the same lemma, a synonym (one synset), a
         hypernym at most ``depth`` levels up (``barrister`` -> ``lawyer``,
-        ``mesothelioma`` -> ``cancer``; an adjective's *similar*).  Sister terms are not:
+        ``mesothelioma`` -> ``cancer``; an adjective's *similar*), or a verb's troponym
+        one level down (``live`` -> ``reside``).  Sister terms are not:
         ``interest`` -> ``fee`` and ``hearing`` -> ``trial`` share a hypernym and name
         other things.  Multi-word phrases are looked up whole (``car chase``), then as
         their last word; every part of speech is tried.  False without the WordNet files
@@ -207,9 +208,13 @@ class WordNet:
                 lx, ly = _lemma(x, pos), _lemma(y, pos)
                 if lx == ly and (self._offsets(lx, pos) or " " not in lx):
                     return True
-                want = set(self._offsets(ly, pos))
-                if want and any(o in want or self._above(pos, o, want, depth)
-                                for o in self._offsets(lx, pos)):
+                want, have = set(self._offsets(ly, pos)), self._offsets(lx, pos)
+                if want and any(o in want or self._above(pos, o, want, depth) for o in have):
+                    return True
+                # a verb's troponym, one level down, is a manner of the same act
+                # (``live`` -> ``reside``, ``ordered`` -> ``directed``); a noun's
+                # hyponym is another thing (``interest`` -> ``fee``, an interest in land)
+                if pos == "v" and any(self._above(pos, o, set(have), 1) for o in want):
                     return True
         return False
 
