@@ -191,8 +191,10 @@ class WordNet:
         one level down (``live`` -> ``reside``).  Sister terms are not:
         ``interest`` -> ``fee`` and ``hearing`` -> ``trial`` share a hypernym and name
         other things.  Multi-word phrases are looked up whole (``car chase``), then as
-        their last word; every part of speech is tried.  False without the WordNet files
-        or for a word WordNet does not hold: nothing vouches for it."""
+        their last word, hyphened ones with the same first parts as their last part
+        (``non-pecuniary`` -> ``non-monetary``); every part of speech is tried.  False
+        without the WordNet files or for a word WordNet does not hold: nothing vouches
+        for it."""
         if self.directory is None:
             return False
         a, b = " ".join(old.lower().split()), " ".join(new.lower().split())
@@ -203,6 +205,10 @@ class WordNet:
         heads = [(a, b)]
         if " " in a or " " in b:
             heads.append((a.rsplit(" ", 1)[-1], b.rsplit(" ", 1)[-1]))
+        x, y = heads[-1]
+        if "-" in x and "-" in y and x.split("-")[:-1] == y.split("-")[:-1]:
+            # compounds WordNet lacks, the same but for their last part
+            heads.append((x.rsplit("-", 1)[-1], y.rsplit("-", 1)[-1]))  # non-pecuniary
         for x, y in heads:
             for pos in ("n", "v", "a", "r"):
                 lx, ly = _lemma(x, pos), _lemma(y, pos)
