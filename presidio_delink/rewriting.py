@@ -241,10 +241,16 @@ class Rewriting:
                 return None, "a word no lexicon offers for it"  # CandidateChooser.vouches
             return self._placed(got, text, r), ""
 
+        wordnet = getattr(self.chooser, "wordnet", None)
+        sense = wordnet.stands_for if wordnet is not None and wordnet.available else None
+        if sense is None:
+            warn = "the LLM's words for named phrases were not checked for sense (no WordNet)"
+            if warn not in res.warnings:
+                res.warnings.append(warn)
         step = SentenceStep(
             self.rewriter, self.tokenizer, self.sentence_links,
             concurrency=self.llm_concurrency, strict=self.strict, vet=vet,
-            changed=[(r.start, r.end) for r in rs],
+            changed=[(r.start, r.end) for r in rs], sense=sense,
         )
         return step.write(text, todo, forbidden, res, lower_words(text))
 

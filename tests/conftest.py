@@ -73,3 +73,13 @@ def analyzer():  # type: ignore[no-untyped-def]
     from presidio_delink.presidio.engines import make_analyzer
 
     return make_analyzer()
+
+
+@pytest.fixture
+def vouch_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sentence step's sense check vouches for every word.  The fake writers answer
+    ``that matter`` for any phrase, which WordNet relates to nothing; the tests that use
+    this check the rest of the step (tests/test_sentence_sense.py checks the sense)."""
+    from presidio_delink.candidates.lexicon import WordNet
+
+    monkeypatch.setattr(WordNet, "stands_for", lambda self, old, new, depth=3: True)

@@ -38,6 +38,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -88,7 +89,7 @@ def snowball_stop(ws: list[str]) -> list[str]:
 _STEM: list[object] = []
 
 
-def _stemmer():  # type: ignore[no-untyped-def]
+def _stemmer() -> Any:
     if not _STEM:
         import Stemmer
 
@@ -140,10 +141,10 @@ class OwnBM25:
         lens = np.zeros(len(units))
         for u, cnt in enumerate(units.values()):
             lens[u] = sum(cnt.values())
-            for t, c in cnt.items():
+            for t, k in cnt.items():
                 rows.append(self.vocab.setdefault(t, len(self.vocab)))
                 cols.append(u)
-                tfs.append(c)
+                tfs.append(k)
         r, c, tf = np.array(rows), np.array(cols), np.array(tfs, dtype=float)
         n = len(units)
         df = np.bincount(r, minlength=len(self.vocab)).astype(float)

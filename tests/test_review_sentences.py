@@ -48,9 +48,13 @@ def delinked(tmp_path_factory, sample_index, sample_deid):
     names, which are redacted, not restated.)"""
     doc_id, text = sample_deid[0]
     text = text[text.index("THE FACTS") :]
-    res = Delinker(sample_index, k=2, rewriter=SentenceWriter(), rewrite="sentences").delink(
-        text, doc_id
-    )
+    from presidio_delink.candidates.lexicon import WordNet
+
+    with pytest.MonkeyPatch.context() as mp:  # "that matter" is vouched for (vouch_all)
+        mp.setattr(WordNet, "stands_for", lambda self, old, new, depth=3: True)
+        res = Delinker(sample_index, k=2, rewriter=SentenceWriter(), rewrite="sentences").delink(
+            text, doc_id
+        )
     assert res.text is not None and any(a.method == "sentence" for a in res.audit)
     folder = tmp_path_factory.mktemp("review-sentences")
     rec = res.to_json()

@@ -201,7 +201,7 @@ def short_doc(sample_deid: list[tuple[str, str]]) -> str:
 
 
 def test_a_good_rewrite_is_accepted_and_audited(
-    sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
+    sample_index: NgramIndex, sample_deid: list[tuple[str, str]], vouch_all: None
 ) -> None:
     w = _Writer(lambda s, spans, again: replaced(s, spans))
     res = Delinker(sample_index, k=2, rewriter=w, rewrite="sentences").delink(
@@ -232,7 +232,7 @@ def _drop_first(s: str, spans: list[str], again: bool) -> str:
 
 
 def test_a_dropped_unnamed_word_is_spliced_back(
-    sample_index: NgramIndex, sample_deid: list[tuple[str, str]]
+    sample_index: NgramIndex, sample_deid: list[tuple[str, str]], vouch_all: None
 ) -> None:
     # every answer drops a word outside the spans: refused, asked again with the refused
     # words named, refused again; then spliced: the named phrases' rewrites kept, the

@@ -28,9 +28,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SENSES", "TOO_GENERAL", "LexCandidate", "WordNet", "inflect", "lemma_of", "wordnet_pos"]
+__all__ = [
+    "SENSES", "SENSE_DEPTH", "TOO_GENERAL", "LexCandidate", "WordNet", "inflect", "lemma_of",
+    "wordnet_pos",
+]
 
 SENSES = 4
+#: Hypernym levels :meth:`WordNet.stands_for` climbs: ``mesothelioma`` -> ``carcinoma``
+#: -> ``cancer``; further up the classes say little (``act``, ``entity``).
+SENSE_DEPTH = 3
 #: Words too general to stand in for another (``accepted`` -> ``had``, ``took``), and
 #: ``too``, WordNet's synonym of ``also`` that before an adjective says "excessively"
 #: (read: "It was also open to" became "It was too [REDACTED] to").
@@ -177,6 +183,65 @@ class WordNet:
                     out[form] = LexCandidate(form, rel, rank)
         return list(out.values())
 
+    def stands_for(self, old: str, new: str, depth: int = SENSE_DEPTH) -> bool:
+        """Whether the word or phrase ``new`` names what ``old`` names, or a class above
+        it, in some sense WordNet gives: the same lemma, a synonym (one synset), a
+        hypernym at most ``depth`` levels up (``barrister`` -> ``lawyer``,
+        ``mesothelioma`` -> ``cancer``; an adjective's *similar*), or a verb's troponym
+        one level down (``live`` -> ``reside``).  Sister terms are not:
+        ``interest`` -> ``fee`` and ``hearing`` -> ``trial`` share a hypernym and name
+        other things.  Multi-word phrases are looked up whole (``car chase``), then as
+        their last word, hyphened ones with the same first parts as their last part
+        (``non-pecuniary`` -> ``non-monetary``); every part of speech is tried.  False
+        without the WordNet files or for a word WordNet does not hold: nothing vouches
+        for it."""
+        if self.directory is None:
+            return False
+        a, b = " ".join(old.lower().split()), " ".join(new.lower().split())
+        if not a or not b:
+            return False
+        if a == b:
+            return True
+        heads = [(a, b)]
+        if " " in a or " " in b:
+            heads.append((a.rsplit(" ", 1)[-1], b.rsplit(" ", 1)[-1]))
+        x, y = heads[-1]
+        if "-" in x and "-" in y and x.split("-")[:-1] == y.split("-")[:-1]:
+            # compounds WordNet lacks, the same but for their last part
+            heads.append((x.rsplit("-", 1)[-1], y.rsplit("-", 1)[-1]))  # non-pecuniary
+        for x, y in heads:
+            for pos in ("n", "v", "a", "r"):
+                lx, ly = _lemma(x, pos), _lemma(y, pos)
+                if lx == ly and (self._offsets(lx, pos) or " " not in lx):
+                    return True
+                want, have = set(self._offsets(ly, pos)), self._offsets(lx, pos)
+                if want and any(o in want or self._above(pos, o, want, depth) for o in have):
+                    return True
+                # a verb's troponym, one level down, is a manner of the same act
+                # (``live`` -> ``reside``, ``ordered`` -> ``directed``); a noun's
+                # hyponym is another thing (``interest`` -> ``fee``, an interest in land)
+                if pos == "v" and any(self._above(pos, o, set(have), 1) for o in want):
+                    return True
+        return False
+
+    def _above(self, pos: str, offset: int, want: set[int], depth: int) -> bool:
+        """Whether a synset of ``want`` is a hypernym of ``offset`` within ``depth``
+        levels (an adjective's *similar* synsets, one level)."""
+        if pos == "r":
+            return False
+        seen, front = {offset}, [offset]
+        for _level in range(1 if pos == "a" else depth):
+            nxt = []
+            for o in front:
+                for h in self._synset(pos, o)[1]:
+                    if h in want:
+                        return True
+                    if h not in seen:
+                        seen.add(h)
+                        nxt.append(h)
+            front = nxt
+        return False
+
     def place_kind(self, name: str) -> str | None:
         """What kind of place the capitalised ``name`` is, where WordNet names it:
         ``"country"`` (``Turkey``: an Asian country), ``"city"`` (``Istanbul``,
@@ -213,6 +278,14 @@ PLACE_KINDS = (
     ("region", frozenset({"region", "area", "island", "peninsula", "province", "district",
                           "county", "territory", "state"})),
 )
+
+
+def _lemma(phrase: str, pos: str) -> str:
+    """``phrase``'s lemma as part of speech ``pos``: a word's (:func:`lemma_of`), a
+    phrase's last word's (``criminal convictions`` -> ``criminal conviction``)."""
+    head, _sp, last = phrase.rpartition(" ")
+    lemma = lemma_of(last, pos) if last.isalpha() else last
+    return f"{head} {lemma}" if head else lemma
 
 
 def _clean(word: str) -> str:

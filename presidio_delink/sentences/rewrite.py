@@ -9,19 +9,24 @@ the runs still to replace named, the sentence before it as context) one request
    word, placeholder, number and negation outside the named spans kept, nothing added;
 2. the answer checks of the phrase rewrites where they apply
    (:func:`~presidio_delink.edits.rejection` on each changed block: no removed PII back);
-3. the index: the text with the new sentence in its place has no linkable phrase that
+3. the sense check, where the step has one (:func:`unvouched`): each new content word
+   written for a named phrase names what a word it replaces names, or a class above it
+   (WordNet: ``barrister`` -> ``lawyer``, not ``interest`` -> ``fee``);
+4. the index: the text with the new sentence in its place has no linkable phrase that
    overlaps it (``links``: the loop's own check, every view, its arity).
 
 A refused answer is asked for again once, the answer and what it lost or added named.  An
 answer refused only for keeping some named phrases is taken with those phrases redacted,
-if it then passes every check (:func:`_kept_redacted`).  An answer refused for what it
-changed outside the named phrases is spliced (:func:`_spliced`): only its changes of the
-named phrases are kept, the rest restored to the input's words, and the checks run again.
-Otherwise the sentence's runs go to the loop's fallback (a redaction).  In an accepted
-sentence, a named phrase the answer deleted outright is put back and redacted
+if it then passes every check (:func:`_kept_redacted`); one refused by the sense check is
+taken with the phrases of its unvouched words redacted (:func:`_found_redacted`), likewise.
+An answer refused for what it changed outside the named phrases is spliced
+(:func:`_spliced`): only its changes of the named phrases are kept, the rest restored to
+the input's words, and the checks run again.  Otherwise the sentence's runs go to the
+loop's fallback (a redaction).  In an accepted sentence, a named phrase the answer deleted
+outright is put back and redacted
 (:func:`~presidio_delink.sentences.align.restore_deleted`): a deletion is a redaction,
-not a rewrite.  Jobs run
-up to ``concurrency`` at once (one engine serialises them; a server pool spreads them).
+not a rewrite.  Jobs run up to ``concurrency`` at once (one engine serialises them; a
+server pool spreads them).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from presidio_delink.edits import REDACTED, rejection, sentence_bounds
+from presidio_delink.edits import FUNCTION_WORDS, REDACTED, rejection, sentence_bounds
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
@@ -49,12 +54,16 @@ from presidio_delink.sentences.prompt import (
 )
 from presidio_delink.text import Tokenizer
 
-__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans"]
+__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans", "unvouched"]
 
 log = logging.getLogger(__name__)
 
 #: Why :meth:`SentenceStep.verify` refuses an answer the index still links.
 FOUND = "can still be found"
+
+#: Why :meth:`SentenceStep.verify` refuses an answer whose new words for a named phrase
+#: nothing vouches for as naming the same thing (:func:`unvouched`).
+SENSE = "names another thing"
 
 #: Most rounds of redacting the named phrases a spliced answer keeps, or that the index
 #: still finds it by, before it is refused (:meth:`SentenceStep._spliced`): a phrase's
@@ -114,6 +123,10 @@ class SentenceStep:
             on the replacements its answer named (:meth:`_from_replacements`).
         changed: the spans of the pass's text that its other edits change (every run it
             plans): a phrase over one of them, outside the sentence, does not refuse it.
+        sense: ``(old, new) -> bool``, whether the words ``new`` name what ``old`` names
+            or a class above it (:meth:`~presidio_delink.candidates.lexicon.WordNet.stands_for`);
+            None checks no sense.  The fact check guards the words outside the named
+            phrases; this guards the words the model writes for them.
     """
 
     def __init__(
@@ -127,6 +140,7 @@ class SentenceStep:
         splice: bool = True,
         vet: Vet | None = None,
         changed: Sequence[tuple[int, int]] = (),
+        sense: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.rewriter = rewriter
         self.tokenizer = tokenizer
@@ -136,6 +150,7 @@ class SentenceStep:
         self.splice = splice
         self.vet = vet
         self.changed = sorted(changed)
+        self.sense = sense
         self._lock = threading.Lock()
 
     def verify(
@@ -146,7 +161,7 @@ class SentenceStep:
         forbidden: Sequence[str] = (),
         vocabulary: Collection[str] = (),
     ) -> Verdict:
-        """Whether ``answer`` may replace ``job``'s sentence in ``text`` (the checks 1-3)."""
+        """Whether ``answer`` may replace ``job``'s sentence in ``text`` (the checks 1-4)."""
         verdict = check_facts(job.shown, answer, job.spans, vocabulary)
         if not verdict.ok:
             return verdict
@@ -156,6 +171,10 @@ class SentenceStep:
             why = rejection(ch.original or ch.new, ch.new, self.tokenizer, forbidden)
             if why is not None and why.startswith("reintroduces"):
                 return Verdict(why, (ch.new,))
+        if self.sense is not None:
+            odd = unvouched(job.shown, answer, job.spans, self.sense)
+            if odd:
+                return Verdict(SENSE, odd)
         if self.links is not None:
             new_text = text[: job.start] + answer + text[job.end :]
             shift = len(answer) - (job.end - job.start)
@@ -247,12 +266,15 @@ class SentenceStep:
                 self._refused(res, verdict)
                 tried.append((answer, verdict))
                 # what the refused answer still gives, before another request
-                if verdict.reason == KEPT:
-                    part = _kept_redacted(job, answer, verdict.words)
+                if verdict.reason in (KEPT, SENSE):
+                    part = (_kept_redacted(job, answer, verdict.words) if verdict.reason == KEPT
+                            else _found_redacted(job, answer, verdict.words))
                     if part is not None and self.verify(
                         text, part[0], part[1], forbidden, vocabulary
                     ).ok:
-                        self._count(res, "accepted with the kept phrases redacted")
+                        self._count(res, "accepted with the kept phrases redacted"
+                                    if verdict.reason == KEPT else
+                                    "accepted with unvouched words redacted")
                         return part
                 got = self._from_replacements(text, job, pairs, forbidden, vocabulary)
                 if got is not None:
@@ -366,7 +388,7 @@ class SentenceStep:
                 part = _kept_redacted(pair[0], pair[1], verdict.words)
                 if part is None:
                     return None, KEPT
-            elif verdict.reason == FOUND:
+            elif verdict.reason in (FOUND, SENSE):
                 part = _found_redacted(pair[0], pair[1], verdict.words)
                 if part is None:
                     break
@@ -500,7 +522,8 @@ def _kept_redacted(job: Job, answer: str, phrases: Sequence[str]) -> tuple[Job, 
 
 def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job, str] | None:
     """``job`` and the spliced ``sentence`` with each changed block that shares a word with
-    a phrase the index still ``found`` given back its input words, and the named phrases
+    a phrase the index still ``found`` (or with the words the sense check did not vouch
+    for: :func:`unvouched`) given back its input words, and the named phrases
     in those blocks redacted (:func:`_kept_redacted`), as is each named phrase the answer
     left unchanged whose words all lie in a found phrase: a spliced sentence whose new
     words for one phrase, or whose kept one, still link keeps its other rewrites (the
@@ -536,6 +559,44 @@ def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job,
     if len(set(back)) >= len(set(shown[a:b] for a, b in job.spans)):
         return None  # nothing rewritten would be left: the fallback redacts them anyway
     return _kept_redacted(job, "".join(out) + shown[pos:], list(dict.fromkeys(back)))
+
+
+def unvouched(
+    shown: str,
+    answer: str,
+    spans: Sequence[tuple[int, int]],
+    sense: Callable[[str, str], bool],
+) -> tuple[str, ...]:
+    """The new content words ``answer`` writes for the named ``spans`` of ``shown`` that
+    ``sense`` does not vouch for, in order: in each changed block over a named phrase,
+    a word that is no function word, no placeholder and no word of ``shown`` (kept words
+    may move), where neither the block's old words as a whole, nor one of its content
+    words, stands for it (``sense(old, new)``), nor the block's old words for its new
+    ones as a whole (``placed in detention`` -> ``held in custody``).  A small model's
+    words for a named phrase read well in place and may name something else (``no
+    interest should be paid`` -> ``no fee``); the fact check never sees them."""
+    own = {w.casefold() for w in _WORDS.findall(shown)}
+    out: list[str] = []
+    for ch in changes(shown, answer):
+        if not any(a < max(ch.end, ch.start + 1) and ch.start < b for a, b in spans):
+            continue
+        new = [w for w in _content(ch.new) if w.casefold() not in own]
+        if not new or sense(ch.original, ch.new):
+            continue
+        olds = [ch.original, *_content(ch.original)]
+        out += [w for w in new if not any(sense(o, w) for o in olds)]
+    return tuple(dict.fromkeys(out))
+
+
+_WORDS = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
+_PLACEHOLDERS = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
+
+
+def _content(text: str) -> list[str]:
+    """The content words of ``text``: words of letters that are no function word (a
+    placeholder's letters are no word)."""
+    return [w for w in _WORDS.findall(_PLACEHOLDERS.sub(" ", text))
+            if w.casefold() not in FUNCTION_WORDS]
 
 
 def _finished(answer: str | None, shown: str) -> str | None:
