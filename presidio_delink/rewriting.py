@@ -217,7 +217,7 @@ class Rewriting:
         overlaps ``skip`` (sentences already written again), holds a run across its
         bounds or is longer than :data:`MAX_SENTENCE_CHARS` is not asked."""
         from presidio_delink.candidates.context import unrestatable
-        from presidio_delink.sentences.rewrite import SentenceStep, jobs
+        from presidio_delink.sentences.rewrite import SentenceStep, jobs, wordnet_sense
 
         if not self.writes_sentences():
             return {}
@@ -241,16 +241,10 @@ class Rewriting:
                 return None, "a word no lexicon offers for it"  # CandidateChooser.vouches
             return self._placed(got, text, r), ""
 
-        wordnet = getattr(self.chooser, "wordnet", None)
-        sense = wordnet.stands_for if wordnet is not None and wordnet.available else None
-        if sense is None:
-            warn = "the LLM's words for named phrases were not checked for sense (no WordNet)"
-            if warn not in res.warnings:
-                res.warnings.append(warn)
         step = SentenceStep(
             self.rewriter, self.tokenizer, self.sentence_links,
             concurrency=self.llm_concurrency, strict=self.strict, vet=vet,
-            changed=[(r.start, r.end) for r in rs], sense=sense,
+            changed=[(r.start, r.end) for r in rs], sense=wordnet_sense(self.chooser, res),
         )
         return step.write(text, todo, forbidden, res, lower_words(text))
 

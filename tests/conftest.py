@@ -12,6 +12,8 @@ os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 # Plain `embedded` is Qwen2.5-Coder-1.5B for users; the tests keep the 135M SmolLM2 (seconds,
 # not minutes, per document). test_llm_qwen.py runs the default model itself.
 os.environ.setdefault("PRESIDIO_DELINK_EMBEDDED_MODEL", "smollm2")
+# the stored readings are hashed on every open in tests: no record in the user's cache
+os.environ.setdefault("PRESIDIO_DELINK_VERIFIED_RECORD", "off")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -54,7 +54,8 @@ from presidio_delink.sentences.prompt import (
 )
 from presidio_delink.text import Tokenizer
 
-__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans", "unvouched"]
+__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans", "unvouched",
+           "wordnet_sense"]
 
 log = logging.getLogger(__name__)
 
@@ -559,6 +560,19 @@ def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job,
     if len(set(back)) >= len(set(shown[a:b] for a, b in job.spans)):
         return None  # nothing rewritten would be left: the fallback redacts them anyway
     return _kept_redacted(job, "".join(out) + shown[pos:], list(dict.fromkeys(back)))
+
+
+def wordnet_sense(chooser: Any, res: DelinkResult) -> Callable[[str, str], bool] | None:
+    """The sense check of the candidates ``chooser``'s WordNet
+    (:meth:`~presidio_delink.candidates.lexicon.WordNet.stands_for`); None, with a warning
+    in ``res``, when there is no chooser or no WordNet files."""
+    wordnet = getattr(chooser, "wordnet", None)
+    if wordnet is not None and wordnet.available:
+        return wordnet.stands_for
+    warn = "the LLM's words for named phrases were not checked for sense (no WordNet)"
+    if warn not in res.warnings:
+        res.warnings.append(warn)
+    return None
 
 
 def unvouched(
