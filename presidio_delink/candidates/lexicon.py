@@ -190,11 +190,11 @@ class WordNet:
         ``mesothelioma`` -> ``cancer``; an adjective's *similar*), or a verb's troponym
         one level down (``live`` -> ``reside``).  Sister terms are not:
         ``interest`` -> ``fee`` and ``hearing`` -> ``trial`` share a hypernym and name
-        other things.  Multi-word phrases are looked up whole (``car chase``), then as
-        their last word, hyphened ones with the same first parts as their last part
-        (``non-pecuniary`` -> ``non-monetary``); every part of speech is tried.  False
-        without the WordNet files or for a word WordNet does not hold: nothing vouches
-        for it."""
+        other things.  Multi-word phrases are looked up whole (``car chase``), then by
+        their last word where ``new`` adds no other word, hyphened ones with the same
+        first parts by their last part (``non-pecuniary`` -> ``non-monetary``); every
+        part of speech is tried.  False without the WordNet files or for a word WordNet
+        does not hold: nothing vouches for it."""
         if self.directory is None:
             return False
         a, b = " ".join(old.lower().split()), " ".join(new.lower().split())
@@ -203,8 +203,13 @@ class WordNet:
         if a == b:
             return True
         heads = [(a, b)]
-        if " " in a or " " in b:
-            heads.append((a.rsplit(" ", 1)[-1], b.rsplit(" ", 1)[-1]))
+        lead_a, _sp, last_a = a.rpartition(" ")
+        lead_b, _sp, last_b = b.rpartition(" ")
+        if (lead_a or lead_b) and lead_b in ("", lead_a):
+            # by the last word only where nothing else is new: ``car chase`` ->
+            # ``pursuit``, ``criminal convictions`` -> ``criminal offences``; not
+            # ``holding`` -> ``refusing to hold``, whose ``refusing`` says the opposite
+            heads.append((last_a, last_b))
         x, y = heads[-1]
         if "-" in x and "-" in y and x.split("-")[:-1] == y.split("-")[:-1]:
             # compounds WordNet lacks, the same but for their last part
