@@ -59,6 +59,11 @@ def test_unvouched_names_the_new_words_of_named_phrases_only() -> None:
     moved = "The Government said that no payment should be made to the applicant."
     assert "made" not in unvouched(shown, moved, spans, WN.stands_for)
     assert unvouched(shown, shown.replace("interest", "[REDACTED]"), spans, WN.stands_for) == ()
+    # a word the input has elsewhere, said once more for a named phrase, is a new word
+    shown = "He was sentenced to prison and was convicted in the case."
+    spans = ((shown.index("convicted"), shown.index("convicted") + len("convicted")),)
+    answer = shown.replace("convicted", "sentenced")
+    assert unvouched(shown, answer, spans, WN.stands_for) == ("sentenced",)
 
 
 class _Writer:

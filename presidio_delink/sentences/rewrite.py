@@ -35,6 +35,7 @@ import logging
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -582,19 +583,23 @@ def unvouched(
     sense: Callable[[str, str], bool],
 ) -> tuple[str, ...]:
     """The new content words ``answer`` writes for the named ``spans`` of ``shown`` that
-    ``sense`` does not vouch for, in order: in each changed block over a named phrase,
-    a word that is no function word, no placeholder and no word of ``shown`` (kept words
-    may move), where neither the block's old words as a whole, nor one of its content
-    words, stands for it (``sense(old, new)``), nor the block's old words for its new
-    ones as a whole (``placed in detention`` -> ``held in custody``).  A small model's
-    words for a named phrase read well in place and may name something else (``no
-    interest should be paid`` -> ``no fee``); the fact check never sees them."""
-    own = {w.casefold() for w in _WORDS.findall(shown)}
+    ``sense`` does not vouch for, in order.  In each changed block over a named phrase, a
+    new word is a content word (no function word, no placeholder) that the answer says
+    more often than ``shown`` does: a word of the input moved is not new, but ``was
+    sentenced ... to be convicted`` -> ``to be sentenced`` says a new thing.  It is
+    vouched for when the block's old words as a whole, or one of its old content words,
+    stand for it (``sense(old, new)``), or the old words stand for the new ones as a
+    whole (``criminal convictions`` -> ``criminal offences``).  A small model's words for
+    a named phrase read well in place and may name something else (``no interest should
+    be paid`` -> ``no fee``); the fact check never sees them."""
+    own = Counter(w.casefold() for w in _WORDS.findall(shown))
+    said = Counter(w.casefold() for w in _WORDS.findall(answer))
     out: list[str] = []
     for ch in changes(shown, answer):
         if not any(a < max(ch.end, ch.start + 1) and ch.start < b for a, b in spans):
             continue
-        new = [w for w in _content(ch.new) if w.casefold() not in own]
+        # a word of the input moved, not one said more often than the input says it
+        new = [w for w in _content(ch.new) if said[w.casefold()] > own[w.casefold()]]
         if not new or sense(ch.original, ch.new):
             continue
         olds = [ch.original, *_content(ch.original)]
