@@ -17,6 +17,7 @@ from itertools import accumulate
 import numpy as np
 
 from presidio_delink.index import ViewIndex
+from presidio_delink.index.segment_reader import SegmentedView
 from presidio_delink.index.view_index import Lows
 from presidio_delink.text import Token, Tokenizer
 
@@ -133,7 +134,14 @@ class Shared:
     of it (:meth:`~presidio_delink.index.ViewIndex.differing`).  So ``V``'s answer to a
     key that ``P`` was asked is ``P``'s answer there, and only the other keys are walked
     (on most texts the views of one word family read the same words, and most keys
-    recur)."""
+    recur).
+
+    Over segments (:class:`~presidio_delink.index.segment_reader.SegmentedView`), an
+    answer can also read a small segment's list of a word-prefix, a look-up by words or
+    a sub-N-gram's frequency.  There ``V`` takes ``P``'s answer only where the small
+    segments' lists of the key's word-prefixes agree too, and where ``P``'s answer read
+    nothing else that can differ (``Lows.by_prefix``,
+    :meth:`~presidio_delink.index.segment_reader.SegmentedView.walk_again`)."""
 
     def __init__(self) -> None:
         self.walked: list[tuple[ViewIndex, list[str], dict[str, int], Lows]] = []
@@ -188,6 +196,15 @@ class Shared:
                 continue
             for d in diff:
                 src[same[d]] = -1
+            if (o_lows.by_prefix is not None and isinstance(view, SegmentedView)
+                    and isinstance(other, SegmentedView)):
+                # over segments, an answer that read more than its key's word-prefixes
+                # (a look-up by words, a sub-N-gram's frequency) is walked again
+                rest = [q for q in same if src[q] >= 0]
+                at = np.fromiter((src[q] for q in rest), dtype=np.int64, count=len(rest))
+                for i in view.walk_again(other, [keys[q] for q in rest],
+                                         o_lows.by_prefix[at], o_lows.good[at]):
+                    src[rest[i]] = -1
             todo = [q for q, i in enumerate(src) if i < 0]
             if len(todo) == len(keys):
                 break
@@ -214,6 +231,12 @@ def _merged(lows: Lows, src: list[int], sub: Lows, todo: list[int]) -> Lows:
     if todo:
         good[todo] = sub.good
         df[todo] = sub.df
+    by_prefix = None
+    if lows.by_prefix is not None and sub.by_prefix is not None:
+        by_prefix = (lows.by_prefix[at] if len(lows.by_prefix)
+                     else np.zeros(len(src), dtype=np.int8))
+        if todo:
+            by_prefix[todo] = sub.by_prefix
     pos = dict(zip(todo, range(len(todo)), strict=True))
     o_entry, s_entry = lows.entry, sub.entry
 
@@ -221,4 +244,4 @@ def _merged(lows: Lows, src: list[int], sub: Lows, todo: list[int]) -> Lows:
         i = pos.get(q)
         return o_entry(src[q]) if i is None else s_entry(i)
 
-    return Lows(good, df, entry)
+    return Lows(good, df, entry, by_prefix)

@@ -1,0 +1,160 @@
+"""What :mod:`~presidio_delink.index.segment_reader` reads of the segments past their
+stored keys: the small segments' table of N-grams, the differences of two views' tables, a
+document's words matched in place, and a walk's rows.
+
+**The small segments' table.**  A segment of few words is read as one dictionary of all
+its N-grams (1..``max_n`` words) and their posting lists, made on first use: a look-up
+is one dictionary read instead of a trie walk per segment (:func:`small_table`).
+
+**Differences of two views' tables** (:func:`table_differences`).  The keys whose posting
+lists differ between the tables of a view and of the view it is stored over: a query
+none of whose word-prefixes is one of them reads the same lists from both tables, which
+is what lets a view over segments reuse the other view's answers (see
+:meth:`~presidio_delink.index.segment_reader.SegmentedView.differing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from presidio_delink.index.view_index import ViewIndex, _Hits
+
+
+def small_table(
+    views: Sequence[ViewIndex], bases: Sequence[int], counted: Sequence[bool]
+) -> dict[str, list[int]]:
+    """Every N-gram (1..max_n words) of the segments ``views[s]`` with ``counted[s]``,
+    with its posting list over them (global ordinals: segment ``s`` starts at
+    ``bases[s]``; ascending)."""
+    got: dict[str, list[int]] = {}
+    for s, v in enumerate(views):
+        if not counted[s]:
+            continue
+        base = int(bases[s])
+        for d, words in enumerate(_all_doc_words(v)):
+            for key in _ngrams(words, v.max_n):
+                lst = got.get(key)
+                if lst is None:
+                    got[key] = [base + d]
+                else:
+                    lst.append(base + d)
+    return got
+
+
+def table_differences(
+    mine: dict[str, list[int]], other: dict[str, list[int]]
+) -> tuple[set[str], set[str]]:
+    """The keys whose lists differ between two tables (a key absent from one differs when
+    the other holds it), and the first words of those keys."""
+    keys = {k for k, lst in mine.items() if other.get(k) != lst}
+    keys.update(k for k in other if k not in mine)
+    return keys, {k.split(" ", 1)[0] for k in keys}
+
+
+def prefixes_in(
+    keys: Sequence[str], known: list[int], diff_keys: set[str], diff_first: set[str]
+) -> list[int]:
+    """The positions ``known`` (ascending) and those of the ``keys`` with a word-prefix
+    in ``diff_keys`` (``diff_first``: their first words), ascending."""
+    out = set(known)
+    for q, key in enumerate(keys):
+        if q in out:
+            continue
+        cut = key.find(" ")
+        if (key if cut < 0 else key[:cut]) not in diff_first:
+            continue
+        prefix = ""
+        for m, w in enumerate(key.split(" ")):
+            prefix = w if m == 0 else prefix + " " + w
+            if prefix in diff_keys:
+                out.add(q)
+                break
+    return sorted(out)
+
+
+def tail_in(key: str, good: int, diff_keys: set[str]) -> bool:
+    """Whether the tail ``w[1:m]`` of the key's prefix of ``m = good + 1`` words is in
+    ``diff_keys``."""
+    return bool(diff_keys) and " ".join(key.split(" ", good + 1)[1 : good + 1]) in diff_keys
+
+
+def rows_of(h: _Hits, lengths: Sequence[int]) -> tuple[list[list[int]], list[bool]]:
+    """:meth:`ViewIndex.walk_keys`'s rows at threshold 1 from its walk's hits ``h``, and
+    per row whether it ends at a tombstone (there, its entry is not None)."""
+    dfs: list[int] = h.dfs.tolist()
+    rows: list[list[int]] = []
+    tombs: list[bool] = []
+    for n_words, a, c, f in zip(
+        lengths, h.start.tolist(), h.count.tolist(), h.first_low.tolist(), strict=True
+    ):
+        if f >= 0:
+            rows.append(dfs[a : f + 1])
+            tombs.append(True)
+        else:
+            row = dfs[a : a + c]
+            if c < n_words:
+                row.append(0)  # not stored
+            rows.append(row)
+            tombs.append(False)
+    return rows, tombs
+
+
+def holds(view: ViewIndex, d: int, seq: list[int]) -> bool:
+    """Whether document ``d`` of ``view`` holds the word ids ``seq`` in a row (as the
+    view reads it: across punctuation in a view that crosses it)."""
+    toks = view.docs.doc_ids(d)
+    if not view.tokenizer.break_on_punctuation:
+        toks = toks[toks != view.docs.n_vocab + 1]
+    n = len(seq)
+    if n > len(toks):
+        return False
+    starts = np.flatnonzero(toks[: len(toks) - n + 1] == seq[0]).tolist()
+    tail = toks.tolist() if len(starts) > 1 else None
+    for i in starts:
+        if (tail[i : i + n] if tail is not None else toks[i : i + n].tolist()) == seq:
+            return True
+    return False
+
+
+def _n_docs(view: ViewIndex) -> int:
+    return int(view.docs.starts[-1] + len(view.docs.doc_starts[-1]) - 1)
+
+
+def _all_doc_words(view: ViewIndex) -> Iterator[list[str | None]]:
+    """Each document's words of one segment's view, as ``ViewIndex._doc_words`` gives
+    them (None where the view breaks), each distinct word id restored once."""
+    docs = view.docs
+    v = docs.n_vocab
+    cross = not view.tokenizer.break_on_punctuation
+    n = _n_docs(view)
+    ids = [docs.doc_ids(d).tolist() for d in range(n)]
+    known: dict[int, str] = {}
+    for t in {t for doc in ids for t in doc if t < v}:
+        known[t] = docs.word(t)
+    for doc in ids:
+        out: list[str | None] = []
+        for t in doc:
+            if t < v:
+                out.append(known[t])
+            elif (t == v or not cross) and out and out[-1] is not None:
+                out.append(None)
+        yield out
+
+
+def _ngrams(words: list[str | None], mx: int) -> set[str]:
+    """Every N-gram key (1..``mx`` words) of one document's words (None: a break)."""
+    got: set[str] = set()
+    seg: list[str] = []
+    for w in [*words, None]:
+        if w is not None:
+            seg.append(w)
+            continue
+        for i in range(len(seg)):
+            key = ""
+            for j in range(i, min(i + mx, len(seg))):
+                key = seg[j] if j == i else key + " " + seg[j]
+                got.add(key)
+        seg = []
+    return got
