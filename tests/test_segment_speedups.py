@@ -18,6 +18,7 @@ from presidio_delink.index.segment_reader import (
     SegmentedView,
 )
 from presidio_delink.index.segment_table import (
+    patched_table,
     prefixes_in,
     small_table,
     table_differences,
@@ -127,6 +128,16 @@ def test_table_differences_are_the_keys_whose_lists_differ(indexes) -> None:
     want = {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
     assert keys == want and want  # case makes the two views' lists differ
     assert first == {k.split(" ")[0] for k in want}
+    # the table made from the other's, reading again only the documents that differ
+    for view, other in ((fine, folded), (grown.views["folded-dash"], folded)):
+        assert isinstance(view, SegmentedView)
+        plain = small_table(view.segs, view._base_list, view._counted)
+        theirs = small_table(other.segs, other._base_list, other._counted)
+        got, diff = patched_table(view.segs, view._base_list, view._counted, other.segs,
+                                  theirs)
+        assert got == plain and diff == table_differences(plain, theirs)[0]
+        assert theirs == small_table(other.segs, other._base_list, other._counted)
+        assert view.parent is other and view._table() == plain
 
 
 def test_prefixes_in_and_tail_in() -> None:

@@ -47,8 +47,7 @@ look-up by words, a sub-N-gram's frequency) is walked again.
 first segment's ids as they are, then each word the first segment lacks after them, so
 that one word has one id (what the ranked readings count by).
 
-Cost: a walk reads every segment: many segments are slower to check than one compacted
-index (``index compact``).
+Cost: a walk reads every segment; one compacted index (``index compact``) checks faster.
 """
 
 from __future__ import annotations
@@ -64,6 +63,8 @@ from presidio_delink.index.format import SEGMENTS_FILE, write_private
 from presidio_delink.index.ngram_index import NgramIndex
 from presidio_delink.index.segment_table import (
     holds,
+    merge_groups,
+    patched_table,
     prefixes_in,
     rows_of,
     small_table,
@@ -114,6 +115,7 @@ class SegmentedView(ViewIndex):
         self._extra_words: list[str] = []
         # per other view's name: keys whose small-segment lists differ, and their first words
         self._diffs: dict[str, tuple[set[str], set[str]]] = {}
+        self.parent: SegmentedView | None = None  # the view :meth:`over` which this one is
 
     def stored_over(self, other: ViewIndex) -> bool:
         """Whether the first segment's view is stored over ``other``'s, the first
@@ -161,11 +163,12 @@ class SegmentedView(ViewIndex):
         ]
 
     def _differences(self, other: SegmentedView) -> tuple[set[str], set[str]]:
-        """:func:`table_differences` of the two views' small-segment tables, remembered."""
-        got = self._diffs.get(other.name)
-        if got is None:
-            got = self._diffs[other.name] = table_differences(self._table(), other._table())
-        return got
+        """:func:`table_differences` of the two views' small-segment tables, remembered
+        (the parent's are found as this view's table is made from it)."""
+        table = self._table()
+        if other.name not in self._diffs:
+            self._diffs[other.name] = table_differences(table, other._table())
+        return self._diffs[other.name]
 
     def _seg_of(self, ordinal: int) -> tuple[int, int]:
         s = int(np.searchsorted(self.bases, ordinal, side="right")) - 1
@@ -176,10 +179,16 @@ class SegmentedView(ViewIndex):
     # -- the small segments ----------------------------------------------------------------
     def _table(self) -> dict[str, list[int]]:
         """Every N-gram (1..max_n words) of the small segments, with its posting list
-        over them (global ordinals, ascending)."""
-        if self._postings is None:
-            self._postings = small_table(self.segs, self._base_list, self._counted)
-        return self._postings
+        over them (global ordinals, ascending); made from the parent's where there is one."""
+        got, p = self._postings, self.parent
+        if got is not None:
+            return got
+        if p is None:
+            got = self._postings = small_table(self.segs, self._base_list, self._counted)
+            return got
+        got, diff = patched_table(self.segs, self._base_list, self._counted, p.segs, p._table())
+        self._postings, self._diffs[p.name] = got, (diff, {k.split(" ", 1)[0] for k in diff})
+        return got
 
     # -- look-ups ---------------------------------------------------------------------
     def _seg_lookup(self, s: int, words: Sequence[str], key: str | None = None) -> np.ndarray:
@@ -620,12 +629,13 @@ class SegmentedIndex(NgramIndex):
         bases = np.cumsum([0, *sizes[:-1]]).tolist()
         counted = [i > 0 and int(s.meta["n_words"]) <= COUNTED_WORDS
                    for i, s in enumerate(segs)]
-        views: dict[str, ViewIndex] = {
-            name: SegmentedView([s.views[name] for s in segs], bases, counted)
-            for name in first.views
-        }
+        seg_views = [SegmentedView([s.views[name] for s in segs], bases, counted)
+                     for name in first.views]
+        for v in seg_views:
+            v.parent = next((p for p in seg_views if p is not v and v.over(p)), None)
+        views: dict[str, ViewIndex] = {v.name: v for v in seg_views}
         doc_ids = [x for s in segs for x in s.doc_ids]
-        groups = _merge_groups(segs)
+        groups = merge_groups(segs)
         meta: dict[str, Any] = dict(first.meta)
         meta["n_docs"] = sum(sizes)
         meta["n_words"] = sum(int(s.meta["n_words"]) for s in segs)
@@ -688,17 +698,3 @@ class SegmentedIndex(NgramIndex):
                 "n_tables": len(self.readings.names), "combined_over_segments": True,
             },
         }
-
-
-def _merge_groups(segs: Sequence[NgramIndex]) -> tuple[np.ndarray, list[str]] | None:
-    """Each document's group over all segments, groups matched by name and numbered by
-    their first document; None when no segment has groups."""
-    if all(s.group_of is None for s in segs):
-        return None
-    number: dict[str, int] = {}
-    parts = []
-    for s in segs:
-        names = s.doc_groups
-        parts.append(np.fromiter((number.setdefault(g, len(number)) for g in names),
-                                 dtype=np.int64, count=len(names)))
-    return np.concatenate(parts), list(number)

@@ -1,6 +1,6 @@
 """What :mod:`~presidio_delink.index.segment_reader` reads of the segments past their
 stored keys: the small segments' table of N-grams, the differences of two views' tables, a
-document's words matched in place, and a walk's rows.
+document's words matched in place, a walk's rows, and the segments' groups merged.
 
 **The small segments' table.**  A segment of few words is read as one dictionary of all
 its N-grams (1..``max_n`` words) and their posting lists, made on first use: a look-up
@@ -15,10 +15,12 @@ is what lets a view over segments reuse the other view's answers (see
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from presidio_delink.index.ngram_index import NgramIndex
 from presidio_delink.index.view_index import ViewIndex, _Hits
 
 
@@ -41,6 +43,54 @@ def small_table(
                 else:
                     lst.append(base + d)
     return got
+
+
+def patched_table(
+    views: Sequence[ViewIndex], bases: Sequence[int], counted: Sequence[bool],
+    others: Sequence[ViewIndex], other_table: dict[str, list[int]],
+) -> tuple[dict[str, list[int]], set[str]]:
+    """:func:`small_table` of ``views``, made from ``other_table``, the table of the same
+    segments' views ``others``: only the documents whose words differ between the two
+    views are read again (views of one collection mostly agree).  Also returns the keys
+    whose lists differ between the two tables (:func:`table_differences`' keys).
+
+    A key's list differs exactly where some document holds the key in one view and not
+    in the other: each such document is taken out of, or put into, the key's list (a copy:
+    the other table's lists are shared, never changed)."""
+    got = dict(other_table)
+    copied: set[str] = set()
+    changed: set[str] = set()
+    for s, (v, o) in enumerate(zip(views, others, strict=True)):
+        if not counted[s]:
+            continue
+        base = int(bases[s])
+        for d, (words, theirs) in enumerate(zip(_all_doc_words(v), _all_doc_words(o),
+                                                strict=True)):
+            if words == theirs:
+                continue
+            mine, old = _ngrams(words, v.max_n), _ngrams(theirs, o.max_n)
+            doc = base + d
+            for key in old - mine:
+                lst = got[key]
+                if len(lst) == 1:
+                    del got[key]
+                    continue
+                if key not in copied:
+                    lst = got[key] = list(lst)
+                    copied.add(key)
+                lst.remove(doc)
+            for key in mine - old:
+                lst_new = got.get(key)
+                if lst_new is None:
+                    got[key] = [doc]
+                    copied.add(key)
+                    continue
+                if key not in copied:
+                    lst_new = got[key] = list(lst_new)
+                    copied.add(key)
+                bisect.insort(lst_new, doc)
+            changed |= mine ^ old
+    return got, changed
 
 
 def table_differences(
@@ -158,3 +208,17 @@ def _ngrams(words: list[str | None], mx: int) -> set[str]:
                 got.add(key)
         seg = []
     return got
+
+
+def merge_groups(segs: Sequence[NgramIndex]) -> tuple[np.ndarray, list[str]] | None:
+    """Each document's group over all segments, groups matched by name and numbered by
+    their first document; None when no segment has groups."""
+    if all(s.group_of is None for s in segs):
+        return None
+    number: dict[str, int] = {}
+    parts = []
+    for s in segs:
+        names = s.doc_groups
+        parts.append(np.fromiter((number.setdefault(g, len(number)) for g in names),
+                                 dtype=np.int64, count=len(names)))
+    return np.concatenate(parts), list(number)
