@@ -143,8 +143,10 @@ def test_table_differences_are_the_keys_whose_lists_differ(indexes) -> None:
 def test_prefixes_in_and_tail_in() -> None:
     diff = {"b c", "x"}
     first = {"b", "x"}
-    assert prefixes_in(["a b c", "b c d", "b d", "x y", "c x"], [0], diff, first) == [0, 1, 3]
-    assert prefixes_in(["b", "b c"], [], diff, first) == [1]
+    tables = {"a": [1], "b": [1], "b c": [1], "x": [2]}, {"b": [1], "c": [3], "b d": [2]}
+    keys = ["a b c", "b c d", "b d", "x y", "c x"]
+    assert prefixes_in(keys, [0], diff, first, tables) == [0, 1, 3]
+    assert prefixes_in(["b", "b c"], [], diff, first, tables) == [1]
     assert tail_in("a b c d", 2, diff)  # w[1:3] of "a b c" is "b c"
     assert not tail_in("a b c d", 3, diff)  # w[1:4] is "b c d"
     assert not tail_in("a b c", 2, set())

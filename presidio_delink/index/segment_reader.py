@@ -70,6 +70,7 @@ from presidio_delink.index.segment_table import (
     small_table,
     table_differences,
     tail_in,
+    values_between,
 )
 from presidio_delink.index.view_index import (
     GroupCut,
@@ -133,7 +134,6 @@ class SegmentedView(ViewIndex):
             and other._walked == [0]
             and self._base_list == other._base_list
             and self._counted == other._counted
-            and self.max_n == other.max_n
             and self.segs[0].over(other.segs[0])
         )
 
@@ -147,7 +147,8 @@ class SegmentedView(ViewIndex):
         if base is None:
             return None
         diff_keys, diff_first = self._differences(other)
-        return prefixes_in(keys, base, diff_keys, diff_first) if diff_keys else base
+        tables = self._table(), other._table()
+        return prefixes_in(keys, base, diff_keys, diff_first, tables) if diff_keys else base
 
     def walk_again(
         self, other: SegmentedView, keys: Sequence[str], read: np.ndarray, good: np.ndarray
@@ -420,21 +421,16 @@ class SegmentedView(ViewIndex):
         settled = groups.settled
         table = self._table() if len(self._walked) < len(self.segs) else {}
         v0 = self.segs[self._walked[0]]
-        start, count, part = hits.start.tolist(), hits.count.tolist(), hits.part.tolist()
-        dfs = hits.dfs
+        part = hits.part.tolist()
+        qs, ns, js, stored = values_between(rows, below, settled, hits)
         cands: list[tuple[int, int, str, int]] = []  # (query, index in row, key, hit or -1)
-        for q, row in enumerate(rows):
-            words: list[str] | None = None
-            for n, d in enumerate(row):
-                if below <= d < settled:
-                    if words is None:
-                        words = keys[q].split(" ")
-                    key = " ".join(words[: n + 1])
-                    j = start[q] + n
-                    fast = n < count[q] and dfs[j] > 0 and key not in table
-                    cands.append((q, n, key, j if fast else -1))
-        if not cands:
-            return
+        split: tuple[int, list[str]] = (-1, [])
+        for q, n, j, st in zip(qs.tolist(), ns.tolist(), js.tolist(), stored.tolist(),
+                               strict=True):
+            if split[0] != q:
+                split = q, keys[q].split(" ")
+            key = " ".join(split[1][: n + 1])
+            cands.append((q, n, key, j if st and key not in table else -1))
         fast_at = [i for i, c in enumerate(cands) if c[3] >= 0]
         counted: dict[int, int] = {}
         if fast_at:

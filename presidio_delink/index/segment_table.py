@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -104,11 +105,15 @@ def table_differences(
 
 
 def prefixes_in(
-    keys: Sequence[str], known: list[int], diff_keys: set[str], diff_first: set[str]
+    keys: Sequence[str], known: list[int], diff_keys: set[str], diff_first: set[str],
+    tables: tuple[dict[str, list[int]], dict[str, list[int]]],
 ) -> list[int]:
     """The positions ``known`` (ascending) and those of the ``keys`` with a word-prefix
-    in ``diff_keys`` (``diff_first``: their first words), ascending."""
+    in ``diff_keys`` (``diff_first``: their first words), ascending.  ``tables``: the two
+    tables compared (a differing key is in one of them, and no longer prefix is in
+    either once a prefix is not)."""
     out = set(known)
+    mine, theirs = tables
     for q, key in enumerate(keys):
         if q in out:
             continue
@@ -120,6 +125,8 @@ def prefixes_in(
             prefix = w if m == 0 else prefix + " " + w
             if prefix in diff_keys:
                 out.add(q)
+                break
+            if prefix not in mine and prefix not in theirs:
                 break
     return sorted(out)
 
@@ -149,6 +156,24 @@ def rows_of(h: _Hits, lengths: Sequence[int]) -> tuple[list[list[int]], list[boo
             rows.append(row)
             tombs.append(False)
     return rows, tombs
+
+
+def values_between(
+    rows: list[list[int]], below: int, settled: int, h: _Hits
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The values of ``rows`` (a walk's, from the hits ``h`` of its one walked segment)
+    in ``below..settled - 1``, found over all rows at once: each one's row, index in its
+    row, hit, and whether that hit is the segment's stored key there (df above 0)."""
+    sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(sizes.sum()))
+    at = np.flatnonzero((flat >= below) & (flat < settled))
+    row_at = np.cumsum(sizes) - sizes
+    qs = np.searchsorted(row_at, at, side="right") - 1
+    ns = at - row_at[qs]
+    js = h.start[qs] + ns
+    stored = ns < h.count[qs]
+    stored[stored] = h.dfs[js[stored]] > 0
+    return qs, ns, js, stored
 
 
 def holds(view: ViewIndex, d: int, seq: list[int]) -> bool:
