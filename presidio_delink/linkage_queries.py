@@ -203,10 +203,12 @@ class Shared:
                 continue
             for d in diff:
                 src[same[d]] = -1
-            if (o_lows.by_prefix is not None and isinstance(child, SegmentedView)
-                    and isinstance(parent, SegmentedView)):
+            if isinstance(child, SegmentedView) and isinstance(parent, SegmentedView):
                 # over segments, an answer that read more than its key's word-prefixes
-                # (a look-up by words, a sub-N-gram's frequency) is walked again
+                # (a look-up by words, a sub-N-gram's frequency) or a small-segment list
+                # that differs is walked again
+                if o_lows.by_prefix is None:
+                    continue
                 rest = [q for q in same if src[q] >= 0]
                 at = np.fromiter((src[q] for q in rest), dtype=np.int64, count=len(rest))
                 for i in child.walk_again(parent, [keys[q] for q in rest],

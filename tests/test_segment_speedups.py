@@ -19,7 +19,7 @@ from presidio_delink.index.segment_reader import (
 )
 from presidio_delink.index.segment_table import (
     patched_table,
-    prefixes_in,
+    prefix_in,
     small_table,
     table_differences,
     tail_in,
@@ -140,13 +140,15 @@ def test_table_differences_are_the_keys_whose_lists_differ(indexes) -> None:
         assert view.parent is other and view._table() == plain
 
 
-def test_prefixes_in_and_tail_in() -> None:
+def test_prefix_in_and_tail_in() -> None:
     diff = {"b c", "x"}
     first = {"b", "x"}
     tables = {"a": [1], "b": [1], "b c": [1], "x": [2]}, {"b": [1], "c": [3], "b d": [2]}
-    keys = ["a b c", "b c d", "b d", "x y", "c x"]
-    assert prefixes_in(keys, [0], diff, first, tables) == [0, 1, 3]
-    assert prefixes_in(["b", "b c"], [], diff, first, tables) == [1]
+    assert not prefix_in("a b c", 3, diff, first, tables)  # "a b c" is not a prefix
+    assert prefix_in("b c d", 3, diff, first, tables)
+    assert not prefix_in("b c d", 1, diff, first, tables)  # "b" alone read
+    assert not prefix_in("b d", 2, diff, first, tables)
+    assert prefix_in("x y", 1, diff, first, tables)
     assert tail_in("a b c d", 2, diff)  # w[1:3] of "a b c" is "b c"
     assert not tail_in("a b c d", 3, diff)  # w[1:4] is "b c d"
     assert not tail_in("a b c", 2, set())
@@ -175,7 +177,7 @@ def test_an_answer_not_walked_again_is_the_views_own(indexes, below: int) -> Non
             mine = lows_in_groups(view, KeyWalk(ks, lengths, below), cut)
             theirs = lows_in_groups(other, KeyWalk(ks, lengths, below), cut)
             assert theirs.by_prefix is not None
-            again = set(view.differing(other, ks) or [])
+            again = set(view.differing(other, ks) or [])  # then the tables' lists
             rest = [q for q in range(len(ks)) if q not in again]
             rest_keys = [ks[q] for q in rest]
             at = [rest[i] for i in view.walk_again(

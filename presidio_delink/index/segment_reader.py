@@ -36,12 +36,13 @@ unless :meth:`~SegmentedView.differing` or :meth:`~SegmentedView.walk_again` nam
 A row's value at ``w[:m]`` is the first segment's stored frequency plus the length of the
 small segments' list; its group count reads the same stored entry and list.  Where ``V``'s
 first segment has no own entry that is a word-prefix of the key
-(:meth:`ViewIndex.differing`: the stored hits are ``P``'s) and the two views' small-segment
-lists of every word-prefix agree (:func:`~.segment_table.table_differences`), an answer
-that read nothing else is ``V``'s too (``READ_PREFIXES``).  An answer that also read whether
-the small segments hold ``w[1:m]``, the storage rule cutting the row at ``w[:m]``
-(``READ_TAIL``), is ``V``'s where the two lists of ``w[1:m]`` agree.  Any other answer (a
-look-up by words, a sub-N-gram's frequency) is walked again.
+(:meth:`ViewIndex.differing`: the stored hits are ``P``'s) and the two views'
+small-segment lists of every word-prefix the answer read agree
+(:func:`~.segment_table.table_differences`), an answer that read nothing else is ``V``'s
+too (``READ_PREFIXES``).  An answer that also read whether the small segments hold
+``w[1:m]``, the storage rule cutting the row at ``w[:m]`` (``READ_TAIL``), is ``V``'s where
+the two lists of ``w[1:m]`` agree.  Any other answer (a look-up by words, a sub-N-gram's
+frequency) is walked again.
 
 **Word ids.**  :meth:`SegmentedView.doc_word_ids` numbers words over all segments: the
 first segment's ids as they are, then each word the first segment lacks after them, so
@@ -65,7 +66,7 @@ from presidio_delink.index.segment_table import (
     holds,
     merge_groups,
     patched_table,
-    prefixes_in,
+    prefix_in,
     rows_of,
     small_table,
     table_differences,
@@ -138,29 +139,28 @@ class SegmentedView(ViewIndex):
         )
 
     def differing(self, other: ViewIndex, keys: Sequence[str]) -> list[int] | None:
-        """The positions of ``keys`` whose answers can differ from ``other``'s for what
-        their word-prefixes hold (see the module docstring), or None unless
-        :meth:`over`; the caller also walks :meth:`walk_again`'s."""
+        """The positions of ``keys`` where the first segment's stored hits differ from
+        ``other``'s, or None unless :meth:`over`; the caller also walks
+        :meth:`walk_again`'s (see the module docstring)."""
         if not (isinstance(other, SegmentedView) and self.over(other)):
             return None
-        base = self.segs[0].differing(other.segs[0], keys)
-        if base is None:
-            return None
-        diff_keys, diff_first = self._differences(other)
-        tables = self._table(), other._table()
-        return prefixes_in(keys, base, diff_keys, diff_first, tables) if diff_keys else base
+        return self.segs[0].differing(other.segs[0], keys)
 
     def walk_again(
         self, other: SegmentedView, keys: Sequence[str], read: np.ndarray, good: np.ndarray
     ) -> list[int]:
         """The positions of ``keys`` (none :meth:`differing`) whose answers in ``other``
-        read what they may not share: ``read`` and ``good`` are those answers'
-        ``Lows.by_prefix`` codes and ``Lows.good`` (see the module docstring)."""
-        diff_keys = self._differences(other)[0]
+        read what they may not share: more than their word-prefixes, or a small-segment
+        list that differs between the two views.  ``read`` and ``good`` are those
+        answers' ``Lows.by_prefix`` codes and ``Lows.good`` (see the module docstring)."""
+        diff_keys, diff_first = self._differences(other)
+        tables = self._table(), other._table()
         return [
             i for i, (key, code, g) in enumerate(zip(keys, read.tolist(), good.tolist(),
                                                      strict=True))
-            if code != READ_PREFIXES and (code != READ_TAIL or tail_in(key, g, diff_keys))
+            if code == READ_MORE or diff_keys and (
+                prefix_in(key, g + 1, diff_keys, diff_first, tables)
+                or code == READ_TAIL and tail_in(key, g, diff_keys))
         ]
 
     def _differences(self, other: SegmentedView) -> tuple[set[str], set[str]]:
@@ -674,8 +674,10 @@ class SegmentedIndex(NgramIndex):
         return out
 
     def stats(self) -> dict[str, object]:
-        size = sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
         per = [s.stats() for s in self.segments]
+        # the first segment's directory is usually the index's own: its files are all
+        size = (per[0]["bytes_on_disk"] if self.segments[0].directory == self.directory
+                else sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file()))
         return {
             "n_docs": self.n_docs,
             "n_groups": self.n_groups,

@@ -104,31 +104,26 @@ def table_differences(
     return keys, {k.split(" ", 1)[0] for k in keys}
 
 
-def prefixes_in(
-    keys: Sequence[str], known: list[int], diff_keys: set[str], diff_first: set[str],
+def prefix_in(
+    key: str, upto: int, diff_keys: set[str], diff_first: set[str],
     tables: tuple[dict[str, list[int]], dict[str, list[int]]],
-) -> list[int]:
-    """The positions ``known`` (ascending) and those of the ``keys`` with a word-prefix
-    in ``diff_keys`` (``diff_first``: their first words), ascending.  ``tables``: the two
-    tables compared (a differing key is in one of them, and no longer prefix is in
-    either once a prefix is not)."""
-    out = set(known)
+) -> bool:
+    """Whether a word-prefix of ``key`` of at most ``upto`` words is in ``diff_keys``
+    (``diff_first``: their first words).  ``tables``: the two tables compared (a
+    differing key is in one of them, and no longer prefix is in either once a prefix is
+    not)."""
+    cut = key.find(" ")
+    if (key if cut < 0 else key[:cut]) not in diff_first:
+        return False
     mine, theirs = tables
-    for q, key in enumerate(keys):
-        if q in out:
-            continue
-        cut = key.find(" ")
-        if (key if cut < 0 else key[:cut]) not in diff_first:
-            continue
-        prefix = ""
-        for m, w in enumerate(key.split(" ")):
-            prefix = w if m == 0 else prefix + " " + w
-            if prefix in diff_keys:
-                out.add(q)
-                break
-            if prefix not in mine and prefix not in theirs:
-                break
-    return sorted(out)
+    prefix = ""
+    for m, w in enumerate(key.split(" ", upto)[:upto]):
+        prefix = w if m == 0 else prefix + " " + w
+        if prefix in diff_keys:
+            return True
+        if prefix not in mine and prefix not in theirs:
+            return False
+    return False
 
 
 def tail_in(key: str, good: int, diff_keys: set[str]) -> bool:
