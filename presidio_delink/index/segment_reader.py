@@ -159,7 +159,8 @@ class SegmentedView(ViewIndex):
             i for i, (key, code, g) in enumerate(zip(keys, read.tolist(), good.tolist(),
                                                      strict=True))
             if code == READ_MORE or diff_keys and (
-                prefix_in(key, g + 1, diff_keys, diff_first, tables)
+                key.partition(" ")[0] in diff_first  # (a differing prefix's first word)
+                and prefix_in(key, g + 1, diff_keys, diff_first, tables)
                 or code == READ_TAIL and tail_in(key, g, diff_keys))
         ]
 
