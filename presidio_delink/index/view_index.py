@@ -111,8 +111,8 @@ class Lows:
     threshold before the first below it) and ``df`` (that first one's document
     frequency); ``entry(q)``, the stored entry ``(partition, handle)`` of query ``q``'s
     value below the threshold, or None.  ``by_prefix`` (a view over segments): per query,
-    whether its answer read only what belongs to its key's word-prefixes (see
-    :meth:`~.segment_reader.SegmentedView.differing`); None: not recorded."""
+    what its answer read (the ``READ_*`` codes of :mod:`~.segment_reader`, which say
+    whether another view may share it); None: not recorded."""
 
     good: np.ndarray
     df: np.ndarray
