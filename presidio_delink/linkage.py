@@ -372,13 +372,16 @@ def _flag_views(
                 keys, lengths = (shared.queries if n <= WINDOW else _queries)(
                     reading.words, ends[view.name], lo, hi, mx)
 
-                def walk(ks: list[str], ls: list[int], whole: bool, view: ViewIndex = view,
-                         walked: dict[str, list[str]] = walked) -> Lows:
-                    ext = _extended(views, view, walked) if whole else None
+                def walk(ks: list[str], ls: list[int], at: list[int] | None,
+                         view: ViewIndex = view, walked: dict[str, list[str]] = walked,
+                         ) -> Lows:
+                    ext = _extended(views, view, walked)
+                    if ext is not None and at is not None:
+                        ext = [ext[q] for q in at]  # (the queries at `at` alone)
                     return _link_lows(index, view, KeyWalk(ks, ls, k, ext), cut)
 
                 lows = (shared.lows(view, keys, lengths, walk) if n <= WINDOW
-                        else walk(keys, lengths, True))
+                        else walk(keys, lengths, None))
                 walked[view.name] = keys
                 at = np.flatnonzero((lows.df >= 1) & (lows.df < k))
                 cands[view.name].append((lo, lows, at))

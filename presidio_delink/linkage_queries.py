@@ -17,6 +17,7 @@ from itertools import accumulate
 import numpy as np
 
 from presidio_delink.index import ViewIndex
+from presidio_delink.index.segment_reader import SegmentedView
 from presidio_delink.index.view_index import Lows
 from presidio_delink.text import Token, Tokenizer
 
@@ -133,7 +134,17 @@ class Shared:
     of it (:meth:`~presidio_delink.index.ViewIndex.differing`).  So ``V``'s answer to a
     key that ``P`` was asked is ``P``'s answer there, and only the other keys are walked
     (on most texts the views of one word family read the same words, and most keys
-    recur)."""
+    recur).
+
+    Over segments (:class:`~presidio_delink.index.segment_reader.SegmentedView`), an
+    answer can also read a small segment's list of a word-prefix, a look-up by words or
+    a sub-N-gram's frequency.  There ``V`` takes ``P``'s answer only where the small
+    segments' lists of the key's word-prefixes agree too, and where ``P``'s answer read
+    nothing else that can differ (``Lows.by_prefix``,
+    :meth:`~presidio_delink.index.segment_reader.SegmentedView.walk_again`).  Each of these
+    conditions holds for ``P`` as for ``V`` (at such a key ``V``'s stored hits are ``P``'s),
+    so over segments ``P`` also takes ``V``'s answers when ``V`` was walked first (the view
+    that crosses punctuation is walked before the one it is stored over)."""
 
     def __init__(self) -> None:
         self.walked: list[tuple[ViewIndex, list[str], dict[str, int], Lows]] = []
@@ -171,34 +182,49 @@ class Shared:
         view: ViewIndex,
         keys: list[str],
         lengths: list[int],
-        walk: Callable[[list[str], list[int], bool], Lows],
+        walk: Callable[[list[str], list[int], list[int] | None], Lows],
     ) -> Lows:
         """``view``'s answers to the queries ``keys`` (of ``lengths`` words), taken from
-        a view walked before where they agree; ``walk(keys, lengths, whole)`` walks the
-        others (``whole``: all the queries, so that the walk may use ``extends``)."""
+        a view walked before where they agree; ``walk(keys, lengths, at)`` walks the
+        others (``at``: their positions among the queries, None for all of them, so that
+        the walk may use ``extends``)."""
         got = None
         for other, o_list, o_keys, o_lows in self.walked:
+            child, parent = view, other
             if not view.over(other):
-                continue
+                if not (isinstance(view, SegmentedView) and other.over(view)):
+                    continue
+                child, parent = other, view  # (over segments, either way: see below)
             src = (list(range(len(keys))) if o_list is keys
                    else [o_keys.get(key, -1) for key in keys])
             same = [q for q, i in enumerate(src) if i >= 0]
-            diff = view.differing(other, [keys[q] for q in same])
+            diff = child.differing(parent, [keys[q] for q in same])
             if diff is None:
                 continue
             for d in diff:
                 src[same[d]] = -1
+            if isinstance(child, SegmentedView) and isinstance(parent, SegmentedView):
+                # over segments, an answer that read more than its key's word-prefixes
+                # (a look-up by words, a sub-N-gram's frequency) or a small-segment list
+                # that differs is walked again
+                if o_lows.by_prefix is None:
+                    continue
+                rest = [q for q in same if src[q] >= 0]
+                at = np.fromiter((src[q] for q in rest), dtype=np.int64, count=len(rest))
+                for i in child.walk_again(parent, [keys[q] for q in rest],
+                                          o_lows.by_prefix[at], o_lows.good[at]):
+                    src[rest[i]] = -1
             todo = [q for q, i in enumerate(src) if i < 0]
             if len(todo) == len(keys):
                 break
             if not todo and o_list is keys:
                 got = o_lows  # the same queries, the same answers
                 break
-            sub = walk([keys[q] for q in todo], [lengths[q] for q in todo], False)
+            sub = walk([keys[q] for q in todo], [lengths[q] for q in todo], todo)
             got = _merged(o_lows, src, sub, todo)
             break
         if got is None:
-            got = walk(keys, lengths, True)
+            got = walk(keys, lengths, None)
         self.walked.append((view, keys, dict(zip(keys, range(len(keys)), strict=True)), got))
         return got
 
@@ -214,6 +240,12 @@ def _merged(lows: Lows, src: list[int], sub: Lows, todo: list[int]) -> Lows:
     if todo:
         good[todo] = sub.good
         df[todo] = sub.df
+    by_prefix = None
+    if lows.by_prefix is not None and sub.by_prefix is not None:
+        by_prefix = (lows.by_prefix[at] if len(lows.by_prefix)
+                     else np.zeros(len(src), dtype=np.int8))
+        if todo:
+            by_prefix[todo] = sub.by_prefix
     pos = dict(zip(todo, range(len(todo)), strict=True))
     o_entry, s_entry = lows.entry, sub.entry
 
@@ -221,4 +253,4 @@ def _merged(lows: Lows, src: list[int], sub: Lows, todo: list[int]) -> Lows:
         i = pos.get(q)
         return o_entry(src[q]) if i is None else s_entry(i)
 
-    return Lows(good, df, entry)
+    return Lows(good, df, entry, by_prefix)

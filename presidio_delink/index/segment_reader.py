@@ -21,9 +21,7 @@ a frequency of at least the threshold (>= 2), so the prefix ``w[:m]`` is stored 
 whole collection exactly when ``w[1:m]`` occurs in at least two documents; the walk
 reports 1 only then.  A segment reports its stored prefixes; past them its frequency is
 0 or 1, which is looked up exactly where the sum needs it.  The small segments (at most
-:data:`COUNTED_WORDS` words each) are instead read as one table of all their N-grams and
-posting lists, made on first use, so that their look-ups cost one dictionary read (memory:
-some hundred bytes per distinct N-gram of theirs).
+:data:`COUNTED_WORDS` words each) are read as one table (:func:`~.segment_table.small_table`).
 
 **Walks in groups, and entries.**  When the first segment is the only one walked (the
 others are small), a walk keeps that segment's hits.  A prefix it stores that no small
@@ -32,12 +30,25 @@ for all such prefixes of a walk at once from their stored entries, as one index 
 its own (:meth:`ViewIndex._group_counts`); any other prefix is looked up by its words.  A
 flagged N-gram of that kind keeps its stored entry: its documents are read from there.
 
+**Walking only what differs.**  A check's view ``V`` stored over ``P`` in the first segment
+takes ``P``'s answer to a query ``P`` was asked (:class:`~presidio_delink.linkage_queries.Shared`)
+unless :meth:`~SegmentedView.differing` or :meth:`~SegmentedView.walk_again` names it.
+A row's value at ``w[:m]`` is the first segment's stored frequency plus the length of the
+small segments' list; its group count reads the same stored entry and list.  Where ``V``'s
+first segment has no own entry that is a word-prefix of the key
+(:meth:`ViewIndex.differing`: the stored hits are ``P``'s) and the two views'
+small-segment lists of every word-prefix the answer read agree
+(:func:`~.segment_table.table_differences`), an answer that read nothing else is ``V``'s
+too (``READ_PREFIXES``).  An answer that also read whether the small segments hold
+``w[1:m]``, the storage rule cutting the row at ``w[:m]`` (``READ_TAIL``), is ``V``'s where
+the two lists of ``w[1:m]`` agree.  Any other answer (a look-up by words, a sub-N-gram's
+frequency) is walked again.
+
 **Word ids.**  :meth:`SegmentedView.doc_word_ids` numbers words over all segments: the
 first segment's ids as they are, then each word the first segment lacks after them, so
 that one word has one id (what the ranked readings count by).
 
-Cost: a walk reads every segment, so a collection of many segments is slower to check
-than one compacted index (``index compact``).
+Cost: a walk reads every segment; one compacted index (``index compact``) checks faster.
 """
 
 from __future__ import annotations
@@ -51,6 +62,17 @@ import numpy as np
 from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import SEGMENTS_FILE, write_private
 from presidio_delink.index.ngram_index import NgramIndex
+from presidio_delink.index.segment_table import (
+    holds,
+    merge_groups,
+    patched_table,
+    prefix_in,
+    rows_of,
+    small_table,
+    table_differences,
+    tail_in,
+    values_between,
+)
 from presidio_delink.index.view_index import (
     GroupCut,
     KeyWalk,
@@ -61,6 +83,9 @@ from presidio_delink.index.view_index import (
     cut_by_lookup,
 )
 
+#: ``Lows.by_prefix`` codes (see the module docstring): the answer read more; its key's
+#: word-prefixes only; those and the small segments' ``w[1:m]`` (a row cut at ``w[:m]``).
+READ_MORE, READ_PREFIXES, READ_TAIL = 0, 1, 2
 COUNTED_WORDS = 30_000
 """A segment of at most this many words is read as a table of its N-grams' postings."""
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -90,9 +115,62 @@ class SegmentedView(ViewIndex):
         self._wid_map: dict[int, np.ndarray] = {}
         self._extra: dict[str, int] = {}  # words the first segment lacks -> global id
         self._extra_words: list[str] = []
+        # per other view's name: keys whose small-segment lists differ, and their first words
+        self._diffs: dict[str, tuple[set[str], set[str]]] = {}
+        self.parent: SegmentedView | None = None  # the view :meth:`over` which this one is
 
     def stored_over(self, other: ViewIndex) -> bool:
-        return False  # each segment's layers are its own: no walk is memoised across views
+        """Whether the first segment's view is stored over ``other``'s, the first
+        segment the only one walked in both: its layers then memoise that walk (each
+        other segment's layers are its own, and memoise nothing across views)."""
+        return (isinstance(other, SegmentedView) and self._walked == [0] == other._walked
+                and self.segs[0].stored_over(other.segs[0]))
+
+    def over(self, other: ViewIndex) -> bool:
+        """Whether both are views of one index over segments, only its first walked, this
+        view stored directly over ``other`` there (see :meth:`differing`)."""
+        return (
+            isinstance(other, SegmentedView)
+            and self._walked == [0]
+            and other._walked == [0]
+            and self._base_list == other._base_list
+            and self._counted == other._counted
+            and self.segs[0].over(other.segs[0])
+        )
+
+    def differing(self, other: ViewIndex, keys: Sequence[str]) -> list[int] | None:
+        """The positions of ``keys`` where the first segment's stored hits differ from
+        ``other``'s, or None unless :meth:`over`; the caller also walks
+        :meth:`walk_again`'s (see the module docstring)."""
+        if not (isinstance(other, SegmentedView) and self.over(other)):
+            return None
+        return self.segs[0].differing(other.segs[0], keys)
+
+    def walk_again(
+        self, other: SegmentedView, keys: Sequence[str], read: np.ndarray, good: np.ndarray
+    ) -> list[int]:
+        """The positions of ``keys`` (none :meth:`differing`) whose answers in ``other``
+        read what they may not share: more than their word-prefixes, or a small-segment
+        list that differs between the two views.  ``read`` and ``good`` are those
+        answers' ``Lows.by_prefix`` codes and ``Lows.good`` (see the module docstring)."""
+        diff_keys, diff_first = self._differences(other)
+        tables = self._table(), other._table()
+        return [
+            i for i, (key, code, g) in enumerate(zip(keys, read.tolist(), good.tolist(),
+                                                     strict=True))
+            if code == READ_MORE or diff_keys and (
+                key.partition(" ")[0] in diff_first  # (a differing prefix's first word)
+                and prefix_in(key, g + 1, diff_keys, diff_first, tables)
+                or code == READ_TAIL and tail_in(key, g, diff_keys))
+        ]
+
+    def _differences(self, other: SegmentedView) -> tuple[set[str], set[str]]:
+        """:func:`table_differences` of the two views' small-segment tables, remembered
+        (the parent's are found as this view's table is made from it)."""
+        table = self._table()
+        if other.name not in self._diffs:
+            self._diffs[other.name] = table_differences(table, other._table())
+        return self._diffs[other.name]
 
     def _seg_of(self, ordinal: int) -> tuple[int, int]:
         s = int(np.searchsorted(self.bases, ordinal, side="right")) - 1
@@ -103,22 +181,16 @@ class SegmentedView(ViewIndex):
     # -- the small segments ----------------------------------------------------------------
     def _table(self) -> dict[str, list[int]]:
         """Every N-gram (1..max_n words) of the small segments, with its posting list
-        over them (global ordinals, ascending)."""
-        if self._postings is None:
-            got: dict[str, list[int]] = {}
-            for s, v in enumerate(self.segs):
-                if not self._counted[s]:
-                    continue
-                base = int(self.bases[s])
-                for d, words in enumerate(_all_doc_words(v)):
-                    for key in _ngrams(words, v.max_n):
-                        lst = got.get(key)
-                        if lst is None:
-                            got[key] = [base + d]
-                        else:
-                            lst.append(base + d)
-            self._postings = got
-        return self._postings
+        over them (global ordinals, ascending); made from the parent's where there is one."""
+        got, p = self._postings, self.parent
+        if got is not None:
+            return got
+        if p is None:
+            got = self._postings = small_table(self.segs, self._base_list, self._counted)
+            return got
+        got, diff = patched_table(self.segs, self._base_list, self._counted, p.segs, p._table())
+        self._postings, self._diffs[p.name] = got, (diff, {k.split(" ", 1)[0] for k in diff})
+        return got
 
     # -- look-ups ---------------------------------------------------------------------
     def _seg_lookup(self, s: int, words: Sequence[str], key: str | None = None) -> np.ndarray:
@@ -144,7 +216,7 @@ class SegmentedView(ViewIndex):
         if len(seq) < len(ids):
             return _EMPTY
         d = int(v.parts[wit[0]].postings_of(wit[1])[0])
-        return np.array([d], np.int64) if _holds(v, d, seq) else _EMPTY
+        return np.array([d], np.int64) if holds(v, d, seq) else _EMPTY
 
     def _seg_df(self, s: int, words: Sequence[str]) -> int:
         v = self.segs[s]
@@ -224,14 +296,24 @@ class SegmentedView(ViewIndex):
         Entries are None: a flagged N-gram's documents are looked up again.  ``groups``:
         each row is then cut where a value in ``below..settled - 1`` is below ``below``
         in groups (:meth:`_cut_in_groups`)."""
+        rows, entries, _ = self._walk(keys, lengths, below, groups, extends)
+        return rows, entries
+
+    def _walk(
+        self, keys: Sequence[str], lengths: Sequence[int], below: int, groups: GroupCut | None,
+        extends: Sequence[str] | None = None,
+    ) -> tuple[list[list[int]], list[tuple[int, int] | None], list[int]]:
+        """:meth:`walk_keys`, and per query what its answer read (``READ_*``: see the
+        module docstring; ``READ_MORE`` wherever more than the first segment is walked).
+        ``extends`` (see :meth:`stored_over`) serves the first segment's walk alone."""
         walked = self._walked
         table = self._table() if len(walked) < len(self.segs) else {}
         hits = None
         seg_rows: dict[int, tuple[list[list[int]], Sequence[object]]]
         if walked == [0] and _reads_hits(self.segs[0]):
             # the one walked segment's hits are kept: the group cut reads their handles
-            hits = self.segs[walked[0]]._walk_hits(keys, 1, None)
-            seg_rows = {walked[0]: _rows_of(hits, lengths)}
+            hits = self.segs[0]._walk_hits(keys, 1, extends)
+            seg_rows = {walked[0]: rows_of(hits, lengths)}
         else:
             seg_rows = {s: self.segs[s].walk_keys(keys, lengths, 1) for s in walked}
         n_walked = len(walked)
@@ -239,14 +321,17 @@ class SegmentedView(ViewIndex):
             self._memo.clear()
         out: list[list[int]] = []
         entries: list[tuple[int, int] | None] = []
+        clean: list[int] = []
         rows0, last0 = seg_rows[walked[0]] if n_walked == 1 else ([], [])
         if hits is not None:
             hl, start, part = hits.handles, hits.start.tolist(), hits.part.tolist()
         for q, key in enumerate(keys):
             n = lengths[q]
             if n_walked == 1:
-                row1, own = self._row_one(key, n, rows0[q], bool(last0[q]), below, table)
+                row1, own, by_prefix = self._row_one(
+                    key, n, rows0[q], bool(last0[q]), below, table)
                 out.append(row1)
+                clean.append(by_prefix)
                 # flagged where the walked segment alone stores it: its stored entry
                 entries.append((part[q], hl[start[q] + len(row1) - 1])
                                if own and hits is not None else None)
@@ -311,9 +396,12 @@ class SegmentedView(ViewIndex):
                     break
             out.append(row)
             entries.append(None)
+            clean.append(READ_MORE)
         if groups is not None:
+            # a cut reads the group counts of a row's prefixes: their stored entries and
+            # small-segment lists, so a row read by its prefixes alone stays so
             self._cut_in_groups(keys, lengths, below, out, entries, groups, hits)
-        return out, entries
+        return out, entries, clean
 
     def _cut_in_groups(
         self, keys: Sequence[str], lengths: Sequence[int], below: int,
@@ -334,21 +422,16 @@ class SegmentedView(ViewIndex):
         settled = groups.settled
         table = self._table() if len(self._walked) < len(self.segs) else {}
         v0 = self.segs[self._walked[0]]
-        start, count, part = hits.start.tolist(), hits.count.tolist(), hits.part.tolist()
-        dfs = hits.dfs
+        part = hits.part.tolist()
+        qs, ns, js, stored = values_between(rows, below, settled, hits)
         cands: list[tuple[int, int, str, int]] = []  # (query, index in row, key, hit or -1)
-        for q, row in enumerate(rows):
-            words: list[str] | None = None
-            for n, d in enumerate(row):
-                if below <= d < settled:
-                    if words is None:
-                        words = keys[q].split(" ")
-                    key = " ".join(words[: n + 1])
-                    j = start[q] + n
-                    fast = n < count[q] and dfs[j] > 0 and key not in table
-                    cands.append((q, n, key, j if fast else -1))
-        if not cands:
-            return
+        split: tuple[int, list[str]] = (-1, [])
+        for q, n, j, st in zip(qs.tolist(), ns.tolist(), js.tolist(), stored.tolist(),
+                               strict=True):
+            if split[0] != q:
+                split = q, keys[q].split(" ")
+            key = " ".join(split[1][: n + 1])
+            cands.append((q, n, key, j if st and key not in table else -1))
         fast_at = [i for i, c in enumerate(cands) if c[3] >= 0]
         counted: dict[int, int] = {}
         if fast_at:
@@ -380,15 +463,19 @@ class SegmentedView(ViewIndex):
     def _row_one(
         self, key: str, n: int, r: list[int], tomb: bool, below: int,
         table: dict[str, list[int]],
-    ) -> tuple[list[int], bool]:
+    ) -> tuple[list[int], bool, int]:
         """:meth:`walk_keys`'s row of one query with one walked segment, from that
-        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone), and
+        segment's row ``r`` (its walk to the end; ``tomb``: ending at a tombstone);
         whether its last value is flagged (below ``below``, not 0) with all its documents
-        in a key the walked segment stores (none in the small segments)."""
+        in a key the walked segment stores (none in the small segments); and what the row
+        read (``READ_*``): ``READ_PREFIXES`` when nothing but the walked segment's stored
+        entries of the key's word-prefixes (``r``, no tombstone) and the small segments'
+        lists of those prefixes (no look-up by words, no sub-N-gram's frequency)."""
         exact = len(r) if tomb or r[-1] != 0 else len(r) - 1  # values r[:exact] are exact
         zero_from = len(r) if tomb else (n + 1 if exact else 1)
         words = key.split(" ")
         row: list[int] = []
+        by_prefix = not tomb  # (a tombstone's prefix is looked up by words in a group cut)
         in_table = True  # no longer prefix is in the small segments once one is not
         prefix = ""
         for m in range(1, n + 1):
@@ -413,16 +500,17 @@ class SegmentedView(ViewIndex):
                     # of its documents and in none of the small segments, so a single
                     # index does not store w[:m].
                     row.append(0)
-                    return row, False
+                    return row, False, READ_TAIL if by_prefix else READ_MORE
                 found = self._seg_lookup(self._walked[0], words[:m])
                 g += len(found)
                 if not len(found):
                     zero_from = m
             # (A key the walked segment stores with df >= 1 has every proper sub-N-gram
             # in >= 2 of its documents: so has one index over all of them.)
-            if (m >= 2 and g == 1 and not (m <= exact and r[m - 1])
-                    and self._under_two(words[1:m], table)):
-                g = 0  # a single index over all documents does not store it
+            if m >= 2 and g == 1 and not (m <= exact and r[m - 1]):
+                by_prefix = False  # w[1:m]'s frequency decides
+                if self._under_two(words[1:m], table):
+                    g = 0  # a single index over all documents does not store it
             row.append(g)
             if g < below:
                 if g and found is not None:
@@ -434,8 +522,9 @@ class SegmentedView(ViewIndex):
                         parts.append(np.asarray(small, dtype=np.int64))
                     got = np.concatenate(parts).astype(np.int64, copy=False)
                     self._memo[" ".join(words[:m])] = got if self._ordered else np.sort(got)
-                return row, bool(g) and m <= exact and not small
-        return row, False
+                return (row, bool(g) and m <= exact and not small,
+                        READ_PREFIXES if by_prefix and m <= exact else READ_MORE)
+        return row, False, READ_PREFIXES if by_prefix and n <= exact else READ_MORE
 
     def _under_two(self, words: list[str], table: dict[str, list[int]]) -> bool:
         """Whether ``df_words(words) < 2`` with one walked segment (``table``: the small
@@ -463,7 +552,10 @@ class SegmentedView(ViewIndex):
         extends: Sequence[str] | None = None,
         groups: GroupCut | None = None,
     ) -> Lows:
-        return Lows.of_rows(*self.walk_keys(keys, lengths, below, groups=groups), below)
+        rows, entries, clean = self._walk(keys, lengths, below, groups, extends)
+        lows = Lows.of_rows(rows, entries, below)
+        lows.by_prefix = np.fromiter(clean, dtype=np.int8, count=len(clean))
+        return lows
 
     def docs_at(self, entry: tuple[int, int]) -> tuple[int, ...]:
         """Documents of a walk's entry: one names a key the first segment stores, whose
@@ -520,86 +612,6 @@ class SegmentedView(ViewIndex):
         return got
 
 
-def _rows_of(h: _Hits, lengths: Sequence[int]) -> tuple[list[list[int]], list[bool]]:
-    """:meth:`ViewIndex.walk_keys`'s rows at threshold 1 from its walk's hits ``h``, and
-    per row whether it ends at a tombstone (there, its entry is not None)."""
-    dfs: list[int] = h.dfs.tolist()
-    rows: list[list[int]] = []
-    tombs: list[bool] = []
-    for n_words, a, c, f in zip(
-        lengths, h.start.tolist(), h.count.tolist(), h.first_low.tolist(), strict=True
-    ):
-        if f >= 0:
-            rows.append(dfs[a : f + 1])
-            tombs.append(True)
-        else:
-            row = dfs[a : a + c]
-            if c < n_words:
-                row.append(0)  # not stored
-            rows.append(row)
-            tombs.append(False)
-    return rows, tombs
-
-
-def _holds(view: ViewIndex, d: int, seq: list[int]) -> bool:
-    """Whether document ``d`` of ``view`` holds the word ids ``seq`` in a row (as the
-    view reads it: across punctuation in a view that crosses it)."""
-    toks = view.docs.doc_ids(d)
-    if not view.tokenizer.break_on_punctuation:
-        toks = toks[toks != view.docs.n_vocab + 1]
-    n = len(seq)
-    if n > len(toks):
-        return False
-    starts = np.flatnonzero(toks[: len(toks) - n + 1] == seq[0]).tolist()
-    tail = toks.tolist() if len(starts) > 1 else None
-    for i in starts:
-        if (tail[i : i + n] if tail is not None else toks[i : i + n].tolist()) == seq:
-            return True
-    return False
-
-
-def _n_docs(view: ViewIndex) -> int:
-    return int(view.docs.starts[-1] + len(view.docs.doc_starts[-1]) - 1)
-
-
-def _all_doc_words(view: ViewIndex) -> Iterator[list[str | None]]:
-    """Each document's words of one segment's view, as ``ViewIndex._doc_words`` gives
-    them (None where the view breaks), each distinct word id restored once."""
-    docs = view.docs
-    v = docs.n_vocab
-    cross = not view.tokenizer.break_on_punctuation
-    n = _n_docs(view)
-    ids = [docs.doc_ids(d).tolist() for d in range(n)]
-    known: dict[int, str] = {}
-    for t in {t for doc in ids for t in doc if t < v}:
-        known[t] = docs.word(t)
-    for doc in ids:
-        out: list[str | None] = []
-        for t in doc:
-            if t < v:
-                out.append(known[t])
-            elif (t == v or not cross) and out and out[-1] is not None:
-                out.append(None)
-        yield out
-
-
-def _ngrams(words: list[str | None], mx: int) -> set[str]:
-    """Every N-gram key (1..``mx`` words) of one document's words (None: a break)."""
-    got: set[str] = set()
-    seg: list[str] = []
-    for w in [*words, None]:
-        if w is not None:
-            seg.append(w)
-            continue
-        for i in range(len(seg)):
-            key = ""
-            for j in range(i, min(i + mx, len(seg))):
-                key = seg[j] if j == i else key + " " + seg[j]
-                got.add(key)
-        seg = []
-    return got
-
-
 class SegmentedIndex(NgramIndex):
     """Several segments (index directories over disjoint documents, with the same
     settings) read as one index; see the module docstring.  Its ``readings`` are set by
@@ -614,12 +626,13 @@ class SegmentedIndex(NgramIndex):
         bases = np.cumsum([0, *sizes[:-1]]).tolist()
         counted = [i > 0 and int(s.meta["n_words"]) <= COUNTED_WORDS
                    for i, s in enumerate(segs)]
-        views: dict[str, ViewIndex] = {
-            name: SegmentedView([s.views[name] for s in segs], bases, counted)
-            for name in first.views
-        }
+        seg_views = [SegmentedView([s.views[name] for s in segs], bases, counted)
+                     for name in first.views]
+        for v in seg_views:
+            v.parent = next((p for p in seg_views if p is not v and v.over(p)), None)
+        views: dict[str, ViewIndex] = {v.name: v for v in seg_views}
         doc_ids = [x for s in segs for x in s.doc_ids]
-        groups = _merge_groups(segs)
+        groups = merge_groups(segs)
         meta: dict[str, Any] = dict(first.meta)
         meta["n_docs"] = sum(sizes)
         meta["n_words"] = sum(int(s.meta["n_words"]) for s in segs)
@@ -662,8 +675,10 @@ class SegmentedIndex(NgramIndex):
         return out
 
     def stats(self) -> dict[str, object]:
-        size = sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
         per = [s.stats() for s in self.segments]
+        # the first segment's directory is usually the index's own: its files are all
+        size = (per[0]["bytes_on_disk"] if self.segments[0].directory == self.directory
+                else sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file()))
         return {
             "n_docs": self.n_docs,
             "n_groups": self.n_groups,
@@ -682,17 +697,3 @@ class SegmentedIndex(NgramIndex):
                 "n_tables": len(self.readings.names), "combined_over_segments": True,
             },
         }
-
-
-def _merge_groups(segs: Sequence[NgramIndex]) -> tuple[np.ndarray, list[str]] | None:
-    """Each document's group over all segments, groups matched by name and numbered by
-    their first document; None when no segment has groups."""
-    if all(s.group_of is None for s in segs):
-        return None
-    number: dict[str, int] = {}
-    parts = []
-    for s in segs:
-        names = s.doc_groups
-        parts.append(np.fromiter((number.setdefault(g, len(number)) for g in names),
-                                 dtype=np.int64, count=len(names)))
-    return np.concatenate(parts), list(number)

@@ -110,11 +110,14 @@ class Lows:
     """:meth:`ViewIndex.walk_lows`: per query, ``good`` (prefixes at or above the
     threshold before the first below it) and ``df`` (that first one's document
     frequency); ``entry(q)``, the stored entry ``(partition, handle)`` of query ``q``'s
-    value below the threshold, or None."""
+    value below the threshold, or None.  ``by_prefix`` (a view over segments): per query,
+    what its answer read (the ``READ_*`` codes of :mod:`~.segment_reader`, which say
+    whether another view may share it); None: not recorded."""
 
     good: np.ndarray
     df: np.ndarray
     entry: Callable[[int], tuple[int, int] | None]
+    by_prefix: np.ndarray | None = None
 
     @classmethod
     def of_rows(
