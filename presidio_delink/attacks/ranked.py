@@ -74,7 +74,7 @@ from presidio_delink.attacks.fts5 import (
     STOP_WORDS,
     engine,
 )
-from presidio_delink.attacks.scoring import kth_largest
+from presidio_delink.attacks.scoring import group_table, kth_largest
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
@@ -382,22 +382,12 @@ class RankedAttack:
         self.index = index
         self.k = k
         self.members: tuple[str, ...] = chosen
-        groups = index.doc_groups
-        self.group_names: list[str] = list(dict.fromkeys(groups))
-        ordinal = {g: i for i, g in enumerate(self.group_names)}
-        self.n_groups = len(self.group_names)
-        self.group_index = np.fromiter((ordinal[g] for g in groups), dtype=np.int64)
-        self.name_rank = np.argsort(np.argsort(np.asarray(self.group_names, dtype=object)))
-        self._ordinal = ordinal
-        self._docs_of: list[list[int]] = [[] for _ in self.group_names]
-        for d, gi in enumerate(self.group_index.tolist()):
-            self._docs_of[gi].append(d)
+        # group names, ordinals and their orders: one table per index and process
+        self._groups = groups = group_table(index)
+        self.group_names: list[str] = groups.names
+        self.n_groups = groups.n_groups
+        self.group_index = groups.of
         self._ids = index.doc_ids
-        # documents sorted by group, and where each group starts (for group_max)
-        self._by_group = np.argsort(self.group_index, kind="stable")
-        self._group_starts = np.searchsorted(
-            self.group_index[self._by_group], np.arange(self.n_groups)
-        )
         self._engine = engine(index, chosen)
         # a sentence query's scores, by member, terms and counts (read-only arrays): a
         # text read again with a few sentences changed (a review action, a protection
@@ -406,27 +396,34 @@ class RankedAttack:
         self._sentences_cap = SENTENCE_CACHE_BYTES // (8 * max(1, index.n_docs))
 
     # -- helpers for PanelScores ------------------------------------------------------
+    @property
+    def name_rank(self) -> np.ndarray:
+        """Each group ordinal's place among the group names in code-point order (ties
+        between equal scores are ordered by it)."""
+        return self._groups.name_rank
+
     def has_group(self, group: str) -> bool:
         """Whether the index has this group."""
-        return group in self._ordinal
+        return group in self._groups.ordinal
 
     def group_ordinal(self, group: str) -> int:
         """Ordinal of a group id (ConfigError when the index has no such group)."""
         try:
-            return self._ordinal[group]
+            return self._groups.ordinal[group]
         except KeyError:
             raise ConfigError(f"group {group!r} is not in the index") from None
 
     def best_doc(self, gi: int, doc_scores: np.ndarray) -> str:
         """Id of group ``gi``'s best-scoring document (the first on ties)."""
-        docs = self._docs_of[gi]
+        if self._groups.own:
+            return self._ids[gi]
+        docs = self._groups.docs_of(gi)
         return self._ids[max(docs, key=lambda d: (doc_scores[d], -d))]
 
     def group_max(self, doc_scores: np.ndarray) -> np.ndarray:
-        """``(rows, n_groups)``: each group's best document score, per row."""
-        if not len(doc_scores):
-            return np.zeros((0, self.n_groups))
-        return np.maximum.reduceat(doc_scores[:, self._by_group], self._group_starts, axis=1)
+        """``(rows, n_groups)``: each group's best document score, per row (not to be
+        written: where each document is its own group, it is ``doc_scores``, read-only)."""
+        return self._groups.group_max(doc_scores)
 
     def materialise(
         self, group_scores: np.ndarray, doc_scores: np.ndarray, depth: int | None
@@ -545,7 +542,7 @@ class RankedAttack:
         for t in toks:  # the sentence holding the token, or -1 (across two bounds)
             j = int(np.searchsorted(starts, t.start, side="right")) - 1 if len(starts) else -1
             sent_of.append(j if j >= 0 and t.end <= ends[j] else -1)
-        per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        per: dict[str, tuple[np.ndarray, dict[int, np.ndarray], np.ndarray, int]] = {}
         with self._engine.lock:
             for m in self.members:
                 tok, stop = ALL_MEMBERS[m].tokenizer, ALL_MEMBERS[m].stop
@@ -572,12 +569,10 @@ class RankedAttack:
                 # the whole text first: its terms hold every sentence's, so a reading
                 # that weighs postings when first asked (over segments) reads them once
                 text_scores = self._engine.scores(m, terms, occ)
-                sent_scores = np.zeros((len(bounds), self.index.n_docs))
-                for j, tis in enumerate(in_sent):
-                    if tis:
-                        sent_scores[j] = self._sentence_scores(
-                            m, [terms[ti] for ti in tis], list(tis.values())
-                        )
+                sent_scores = {
+                    j: self._sentence_scores(m, [terms[ti] for ti in tis], list(tis.values()))
+                    for j, tis in enumerate(in_sent) if tis
+                }
                 per[m] = (text_scores, sent_scores, counts, len(term_ix))
         keys: list[tuple[str, str]] = []
         n_terms: list[int] = []
@@ -592,7 +587,10 @@ class RankedAttack:
                     keys.append((m, f"sentence:{j}"))
                     n_terms.append(int(counts[j]))
                     rows.append(sent_scores[j])
-        mat = np.vstack(rows) if rows else np.zeros((0, self.index.n_docs))
+        # one matrix, each row copied once (no stacked copy of a zero-filled one)
+        mat = np.empty((len(rows), self.index.n_docs))
+        for i, r in enumerate(rows):
+            mat[i] = r
         return PanelScores(self, keys, n_terms, mat)
 
     def rankings(self, text: str, depth: int | None = 100) -> dict[tuple[str, str], list[Ranked]]:
@@ -663,7 +661,7 @@ class RankedAttack:
                 if group is None:
                     raise ConfigError("give a group or a document ordinal")
                 ds = self._engine.scores(member, terms, counts)
-                mine = [d for d in self._docs_of[self.group_ordinal(group)] if ds[d] > 0]
+                mine = [d for d in self._groups.docs_of(self.group_ordinal(group)) if ds[d] > 0]
                 if not mine:
                     return []
                 doc = max(mine, key=lambda d: (ds[d], -d))

@@ -16,13 +16,17 @@ and a reader over segments sums each document's terms exactly as a fresh build d
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Protocol
 
 import numpy as np
 
+from presidio_delink.index import NgramIndex
 from presidio_delink.index.readings import lex_order
 
-__all__ = ["bm25", "cosine", "cosine_norms", "idf", "lex_order", "sorted_norms"]
+__all__ = ["GroupTable", "bm25", "cosine", "cosine_norms", "group_table", "idf", "lex_order",
+           "sorted_norms"]
 
 
 class Spec(Protocol):
@@ -93,3 +97,135 @@ def kth_largest(g: np.ndarray, k: int) -> np.ndarray:
         if len(v) >= k:
             out[i] = np.partition(v, len(v) - k)[len(v) - k]
     return out
+
+
+class GroupTable:
+    """The collection's groups as the ranked readings number them: ordinal ``i`` is the
+    ``i``-th distinct group in document order (``dict.fromkeys(index.doc_groups)``), each
+    document's own id standing for its group where the index has none.
+
+    Made once per index and process (:func:`group_table`), from the index's group numbers
+    with numpy where it can: the numbering above is the same for any numbering of the
+    groups that gives distinct names distinct numbers, so it is read off the first
+    document of each stored number; names that are not distinct (never so in a built
+    index) are numbered from the names themselves, as the definition says.
+
+    Attributes:
+        names: group names by ordinal.
+        of: each document's group ordinal (int64, read-only).
+        n_groups: ``len(names)``.
+        own: each document is its own group, in document order (``of`` is ``0..n-1``).
+        in_order: documents come group by group (``of`` never decreases).
+    """
+
+    def __init__(self, index: NgramIndex) -> None:
+        names, of = _number_groups(index)
+        of.setflags(write=False)
+        self.names: list[str] = names
+        self.of = of
+        self.n_groups = len(names)
+        self.own = self.n_groups == len(of)  # distinct ordinals in first-seen order: 0..n-1
+        self.in_order = self.own or bool(np.all(of[1:] >= of[:-1]))
+        self._lock = threading.Lock()
+        self._ordinal: dict[str, int] | None = None
+        self._name_rank: np.ndarray | None = None
+        self._by_group: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def ordinal(self) -> dict[str, int]:
+        """Group name -> ordinal (made on first use)."""
+        got = self._ordinal
+        if got is None:
+            got = self._ordinal = {g: i for i, g in enumerate(self.names)}
+        return got
+
+    @property
+    def name_rank(self) -> np.ndarray:
+        """Each ordinal's place among the names in code-point order (what ties between
+        equal scores are broken by; made on first use)."""
+        got = self._name_rank
+        if got is None:
+            order = sorted(range(self.n_groups), key=self.names.__getitem__)
+            got = np.empty(self.n_groups, dtype=np.int64)
+            got[np.asarray(order, dtype=np.int64)] = np.arange(self.n_groups, dtype=np.int64)
+            got.setflags(write=False)
+            self._name_rank = got
+        return got
+
+    def by_group(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(docs, starts)``: the documents sorted by group (ascending within one), and
+        where each group's run starts (``n_groups + 1`` entries, the last ``n_docs``)."""
+        with self._lock:
+            got = self._by_group
+            if got is None:
+                n = len(self.of)
+                docs = (np.arange(n, dtype=np.int64) if self.in_order
+                        else np.argsort(self.of, kind="stable"))
+                starts = np.searchsorted(self.of[docs], np.arange(self.n_groups + 1))
+                for a in (docs, starts):
+                    a.setflags(write=False)
+                got = self._by_group = (docs, starts)
+        return got
+
+    def docs_of(self, gi: int) -> list[int]:
+        """Group ``gi``'s document ordinals, ascending."""
+        docs, starts = self.by_group()
+        return docs[starts[gi]:starts[gi + 1]].tolist()
+
+    def group_max(self, doc_scores: np.ndarray) -> np.ndarray:
+        """``(rows, n_groups)``: each group's best document score, per row of
+        ``doc_scores`` (``(rows, n_docs)``).  Where each document is its own group this is
+        ``doc_scores`` itself, read-only; where documents come group by group, no copy
+        sorts them first."""
+        if not len(doc_scores):
+            return np.zeros((0, self.n_groups))
+        if self.own:
+            out = doc_scores.view()
+            out.setflags(write=False)
+            return out
+        docs, starts = self.by_group()
+        src = doc_scores if self.in_order else doc_scores[:, docs]
+        return np.maximum.reduceat(src, starts[:-1], axis=1)
+
+
+def _number_groups(index: NgramIndex) -> tuple[list[str], np.ndarray]:
+    """:class:`GroupTable`'s names and each document's ordinal."""
+    n = index.n_docs
+    stored = index.group_of
+    names = index.group_ids if stored is not None else None
+    if stored is not None and names is not None:
+        gof = np.asarray(stored, dtype=np.int64)
+        if n:
+            nums, first = np.unique(gof, return_index=True)
+            seq = nums[np.argsort(first, kind="stable")]  # stored numbers by first document
+        else:
+            seq = np.empty(0, dtype=np.int64)
+        got = [names[g] for g in seq.tolist()]
+        if len(set(got)) == len(got):
+            if np.array_equal(seq, np.arange(len(seq))):
+                return got, gof.copy()
+            remap = np.zeros(int(seq.max()) + 1 if len(seq) else 0, dtype=np.int64)
+            remap[seq] = np.arange(len(seq), dtype=np.int64)
+            return got, remap[gof]
+    elif stored is None:
+        ids = index.doc_ids
+        if len(set(ids)) == len(ids):
+            return list(ids), np.arange(n, dtype=np.int64)
+    groups = index.doc_groups
+    ordinal: dict[str, int] = {}
+    of = np.fromiter((ordinal.setdefault(g, len(ordinal)) for g in groups), dtype=np.int64,
+                     count=len(groups))
+    return list(ordinal), of
+
+
+_TABLES: weakref.WeakKeyDictionary[NgramIndex, GroupTable] = weakref.WeakKeyDictionary()
+_TABLES_LOCK = threading.Lock()
+
+
+def group_table(index: NgramIndex) -> GroupTable:
+    """The :class:`GroupTable` of ``index``, made on first use in this process."""
+    with _TABLES_LOCK:
+        got = _TABLES.get(index)
+        if got is None:
+            got = _TABLES[index] = GroupTable(index)
+    return got

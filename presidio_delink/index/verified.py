@@ -54,14 +54,17 @@ import hmac
 import json
 import logging
 import os
+import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from presidio_delink.errors import ConfigError
-from presidio_delink.io import atomic_output, user_cache_dir
+from presidio_delink.errors import ConfigError, IndexFormatError
+from presidio_delink.io import atomic_output, sha256_file, user_cache_dir
 
-__all__ = ["RACY_NS", "RECORD_ENV", "Stamp", "VerifiedRecord", "record_enabled", "stamp"]
+__all__ = ["RACY_NS", "RECORD_ENV", "FileCheck", "Stamp", "VerifiedRecord", "record_enabled",
+           "stamp"]
 
 log = logging.getLogger(__name__)
 
@@ -192,3 +195,61 @@ class VerifiedRecord:
             log.debug("verified record %s malformed (%s): hashing", self.path, exc)
             return {}
         return files
+
+
+class FileCheck:
+    """The checks of an index folder's own files (its documents, folds and views) against
+    the sizes and SHA-256 its authenticated ``meta.json`` lists, with the record of the
+    module docstring over that folder (``manifest``: a SHA-256 of the authenticated
+    metadata) where ``verify`` and the record is on.
+
+    Call it with each listed folder and its files, then :meth:`done` once every check
+    passed (one write of the record).  A file is hashed unless the record holds its
+    stamp, taken when it is checked, with the SHA-256 the metadata expects; it is
+    recorded when its stamp is the same after hashing and its change time is
+    :data:`RACY_NS` older than the check's start.
+    """
+
+    def __init__(self, root: Path, verify: bool, manifest: str, key: bytes | None) -> None:
+        self.root = root
+        self.verify = verify
+        self.record = VerifiedRecord.open(root, manifest, key) if verify else None
+        self._started_ns = time.time_ns()  # before any file is stamped
+        self._fresh: dict[str, tuple[Stamp, str]] = {}
+
+    def __call__(self, directory: Path, files: dict[str, Any]) -> None:
+        """Check ``files`` (name -> ``{"size", "sha256"}``) of ``directory``.
+
+        Raises:
+            IndexFormatError: a file missing, of another size, or (with ``verify``)
+                another checksum.
+        """
+        for name, info in files.items():
+            path = directory / name
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                raise IndexFormatError(f"{path} is missing")
+            if st.st_size != info["size"]:
+                raise IndexFormatError(f"{path} is truncated or corrupt (size differs)")
+            if not self.verify:
+                continue
+            want = info["sha256"]
+            got: Stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            rel = path.relative_to(self.root).as_posix()
+            record = self.record
+            if record is not None and record.trusted(rel, got, want):
+                continue
+            if sha256_file(path) != want:
+                raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
+            if (record is not None and stamp(path) == got
+                    and got[4] < self._started_ns - RACY_NS):
+                self._fresh[rel] = (got, want)
+
+    def done(self) -> None:
+        """Record the files hashed and found equal (one write; none when nothing new)."""
+        if self.record is not None:
+            self.record.add(self._fresh)
+        self._fresh = {}
