@@ -218,6 +218,7 @@ class PanelScores:
         self.doc_scores = doc_scores
         self.group_scores = attack.group_max(doc_scores)
         self._leads: np.ndarray | None = None
+        self._rank_rows: dict[str, np.ndarray] = {}
 
     def row(self, member: str, query: str = "text") -> int | None:
         """Row of ``(member, query)`` (None when that query has no term)."""
@@ -237,11 +238,22 @@ class PanelScores:
     def rank_of(self, row: int, group: str) -> int | None:
         """1-based rank of ``group`` in row ``row`` (ties with a better-placed group count
         as found; None when no document of it matches)."""
-        gi = self.attack.group_ordinal(group)
-        s = self.group_scores[row]
-        if s[gi] <= 0:
-            return None
-        return 1 + int(np.count_nonzero(s > s[gi]))
+        r = int(self._ranks(group)[row])
+        return r if r else None
+
+    def _ranks(self, group: str) -> np.ndarray:
+        """:meth:`rank_of` ``group`` in every row (0: None), in one pass over the rows
+        (computed once per group: the scores do not change)."""
+        got = self._rank_rows.get(group)
+        if got is None:
+            gi = self.attack.group_ordinal(group)
+            g = self.group_scores
+            s = g[:, gi]
+            above = np.count_nonzero(g > s[:, None], axis=1)
+            got = np.where(s > 0, 1 + above, 0)
+            got.setflags(write=False)
+            self._rank_rows[group] = got
+        return got
 
     def source_rank(self, group: str) -> int | None:
         """The oracle rank: the best over every member and query (every sentence).  Only
@@ -404,14 +416,14 @@ class RankedAttack:
 
     def has_group(self, group: str) -> bool:
         """Whether the index has this group."""
-        return group in self._groups.ordinal
+        return self._groups.find(group) is not None
 
     def group_ordinal(self, group: str) -> int:
         """Ordinal of a group id (ConfigError when the index has no such group)."""
-        try:
-            return self._groups.ordinal[group]
-        except KeyError:
-            raise ConfigError(f"group {group!r} is not in the index") from None
+        got = self._groups.find(group)
+        if got is None:
+            raise ConfigError(f"group {group!r} is not in the index")
+        return got
 
     def best_doc(self, gi: int, doc_scores: np.ndarray) -> str:
         """Id of group ``gi``'s best-scoring document (the first on ties)."""

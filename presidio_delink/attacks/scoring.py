@@ -99,6 +99,10 @@ def kth_largest(g: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+#: :meth:`GroupTable.find` searches for this many names before it makes a table of all.
+FIND_BEFORE_TABLE = 8
+
+
 class GroupTable:
     """The collection's groups as the ranked readings number them: ordinal ``i`` is the
     ``i``-th distinct group in document order (``dict.fromkeys(index.doc_groups)``), each
@@ -128,16 +132,29 @@ class GroupTable:
         self.in_order = self.own or bool(np.all(of[1:] >= of[:-1]))
         self._lock = threading.Lock()
         self._ordinal: dict[str, int] | None = None
+        self._found: dict[str, int | None] = {}
         self._name_rank: np.ndarray | None = None
         self._by_group: tuple[np.ndarray, np.ndarray] | None = None
 
-    @property
-    def ordinal(self) -> dict[str, int]:
-        """Group name -> ordinal (made on first use)."""
+    def find(self, name: str) -> int | None:
+        """The ordinal of group ``name`` (None when there is none).  The first few names
+        asked are searched for (a run asks about one source at a time); after
+        :data:`FIND_BEFORE_TABLE` of them, a table of every name is made."""
         got = self._ordinal
-        if got is None:
-            got = self._ordinal = {g: i for i, g in enumerate(self.names)}
-        return got
+        if got is not None:
+            return got.get(name)
+        with self._lock:
+            if name in self._found:
+                return self._found[name]
+            if len(self._found) < FIND_BEFORE_TABLE:
+                try:
+                    at: int | None = self.names.index(name)
+                except ValueError:
+                    at = None
+                self._found[name] = at
+                return at
+            self._ordinal = {g: i for i, g in enumerate(self.names)}
+        return self._ordinal.get(name)
 
     @property
     def name_rank(self) -> np.ndarray:
