@@ -333,21 +333,44 @@ class PanelScores:
         g = self.group_scores
         if not len(g):
             return []
-        s1 = g.max(axis=1, keepdims=True)
-        rel = np.divide(g, s1, out=np.zeros_like(g), where=s1 > 0)
-        best = rel.max(axis=0)
         text_rows = [i for i, (_m, q) in enumerate(self.keys) if q == "text"]
-        best_text = rel[text_rows].max(axis=0) if text_rows else np.zeros_like(best)
+        # the relative scores' maxima, a row at a time (a maximum does not depend on the
+        # order it is taken in; no matrix of relative scores is held)
+        s1 = g.max(axis=1)
+        best = np.full(g.shape[1], -np.inf)
+        best_text = np.full(g.shape[1], -np.inf) if text_rows else np.zeros(g.shape[1])
+        is_text = set(text_rows)
+        rel = np.empty(g.shape[1])
+        for i in range(len(g)):
+            if s1[i] > 0:
+                np.divide(g[i], s1[i], out=rel)
+            else:
+                rel.fill(0.0)
+            np.maximum(best, rel, out=best)
+            if i in is_text:
+                np.maximum(best_text, rel, out=best_text)
         att = self.attack
         hit = np.flatnonzero(best > 0)
         order = hit[np.lexsort((att.name_rank[hit], -best_text[hit], -best[hit]))]
         if depth is not None:
             order = order[:depth]
-        doc_best = self.doc_scores[text_rows].max(axis=0) if text_rows else self.doc_scores.max(0)
+        doc_best = self._doc_best(text_rows) if len(order) else self.doc_scores[0]
         return [
             Ranked(att.group_names[gi], float(best[gi]), att.best_doc(gi, doc_best))
             for gi in order.tolist()
         ]
+
+    def _doc_best(self, rows: list[int]) -> np.ndarray:
+        """Each document's best score over ``rows`` (every row when empty); not needed,
+        and not computed, where each document is its own group."""
+        ds = self.doc_scores
+        if self.attack.own_groups:
+            return ds[0]
+        rows = rows or list(range(len(ds)))
+        out = ds[rows[0]].copy()
+        for i in rows[1:]:
+            np.maximum(out, ds[i], out=out)
+        return out
 
 
 class RankedAttack:
@@ -408,6 +431,11 @@ class RankedAttack:
         self._sentences_cap = SENTENCE_CACHE_BYTES // (8 * max(1, index.n_docs))
 
     # -- helpers for PanelScores ------------------------------------------------------
+    @property
+    def own_groups(self) -> bool:
+        """Each document is its own group (a group's best document is that document)."""
+        return self._groups.own
+
     @property
     def name_rank(self) -> np.ndarray:
         """Each group ordinal's place among the group names in code-point order (ties

@@ -88,10 +88,23 @@ def kth_largest(g: np.ndarray, k: int) -> np.ndarray:
     ``np.partition(g, -k, axis=1)[:, -k]``.  A row of group scores is mostly zeros, on
     which numpy's partition is about 30 times slower than on spread values (1.3 s against
     0.04 s on 40 rows of 1e5 groups): where no score is negative, each row's positive
-    scores alone are partitioned, and a row with fewer than ``k`` of them has 0 there."""
-    if g.size == 0 or g.min() < 0:
+    scores alone are partitioned, and a row with fewer than ``k`` of them has 0 there
+    (for ``k = 2`` and no NaN, each row's largest is left out and the rest's maximum
+    taken instead: the same value, without a copy of the row)."""
+    low = g.min() if g.size else 0
+    if g.size == 0 or low < 0:
         return np.partition(g, -k, axis=1)[:, -k]
     out = np.zeros(len(g), dtype=g.dtype)
+    if k == 2 and np.issubdtype(g.dtype, np.floating) and not np.isnan(low):
+        # the second largest: the largest once one of the largest is left out (two
+        # passes over each row, no copy); 0 where fewer than two scores are positive
+        for i, row in enumerate(g):
+            j = int(np.argmax(row))
+            if row[j] > 0:
+                second = max(row[:j].max(initial=-np.inf), row[j + 1:].max(initial=-np.inf))
+                if second > 0:
+                    out[i] = second
+        return out
     for i, row in enumerate(g):
         v = row[row > 0]
         if len(v) >= k:
