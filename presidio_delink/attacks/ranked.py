@@ -61,10 +61,12 @@ import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from presidio_delink.attacks import scoring
 from presidio_delink.attacks.base import Ranked, Verdict
 from presidio_delink.attacks.fts5 import (
     ALL_MEMBERS,
@@ -74,7 +76,6 @@ from presidio_delink.attacks.fts5 import (
     STOP_WORDS,
     engine,
 )
-from presidio_delink.attacks.scoring import group_table, kth_largest
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
@@ -238,22 +239,11 @@ class PanelScores:
     def rank_of(self, row: int, group: str) -> int | None:
         """1-based rank of ``group`` in row ``row`` (ties with a better-placed group count
         as found; None when no document of it matches)."""
-        r = int(self._ranks(group)[row])
+        if group not in self._rank_rows:  # its rank in every row, in one pass, once
+            self._rank_rows[group] = scoring.ranks_in_rows(
+                self.group_scores, self.attack.group_ordinal(group))
+        r = int(self._rank_rows[group][row])
         return r if r else None
-
-    def _ranks(self, group: str) -> np.ndarray:
-        """:meth:`rank_of` ``group`` in every row (0: None), in one pass over the rows
-        (computed once per group: the scores do not change)."""
-        got = self._rank_rows.get(group)
-        if got is None:
-            gi = self.attack.group_ordinal(group)
-            g = self.group_scores
-            s = g[:, gi]
-            above = np.count_nonzero(g > s[:, None], axis=1)
-            got = np.where(s > 0, 1 + above, 0)
-            got.setflags(write=False)
-            self._rank_rows[group] = got
-        return got
 
     def source_rank(self, group: str) -> int | None:
         """The oracle rank: the best over every member and query (every sentence).  Only
@@ -289,14 +279,20 @@ class PanelScores:
         """The ``(member, query)`` pairs that rank ``group`` first."""
         return [key for i, key in enumerate(self.keys) if self.rank_of(i, group) == 1]
 
+    @cached_property
+    def _row_max(self) -> np.ndarray:
+        """Each row's best group score (0 without groups)."""
+        g = self.group_scores
+        return g.max(axis=1) if g.shape[1] else np.zeros(len(g))
+
     def leads(self) -> np.ndarray:
         """:func:`lead` of every row (computed once: the scores do not change)."""
         if self._leads is not None:
             return self._leads
         k = self.attack.k
         g = self.group_scores
-        s1 = g.max(axis=1) if g.shape[1] else np.zeros(len(g))
-        sk = kth_largest(g, k) if g.shape[1] >= k else np.zeros(len(g))
+        s1 = self._row_max
+        sk = scoring.kth_largest(g, k) if g.shape[1] >= k else np.zeros(len(g))
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(s1 > 0, (s1 - sk) / np.where(s1 > 0, s1, 1.0), 0.0)
         out.setflags(write=False)
@@ -334,43 +330,19 @@ class PanelScores:
         if not len(g):
             return []
         text_rows = [i for i, (_m, q) in enumerate(self.keys) if q == "text"]
-        # the relative scores' maxima, a row at a time (a maximum does not depend on the
-        # order it is taken in; no matrix of relative scores is held)
-        s1 = g.max(axis=1)
-        best = np.full(g.shape[1], -np.inf)
-        best_text = np.full(g.shape[1], -np.inf) if text_rows else np.zeros(g.shape[1])
-        is_text = set(text_rows)
-        rel = np.empty(g.shape[1])
-        for i in range(len(g)):
-            if s1[i] > 0:
-                np.divide(g[i], s1[i], out=rel)
-            else:
-                rel.fill(0.0)
-            np.maximum(best, rel, out=best)
-            if i in is_text:
-                np.maximum(best_text, rel, out=best_text)
+        best, best_text = scoring.relative_maxima(g, self._row_max, text_rows)
         att = self.attack
         hit = np.flatnonzero(best > 0)
         order = hit[np.lexsort((att.name_rank[hit], -best_text[hit], -best[hit]))]
         if depth is not None:
             order = order[:depth]
-        doc_best = self._doc_best(text_rows) if len(order) else self.doc_scores[0]
+        # a group's best document: no maxima needed where each document is its own group
+        doc_best = (self.doc_scores[0] if att.own_groups or not len(order)
+                    else scoring.rows_max(self.doc_scores, text_rows))
         return [
             Ranked(att.group_names[gi], float(best[gi]), att.best_doc(gi, doc_best))
             for gi in order.tolist()
         ]
-
-    def _doc_best(self, rows: list[int]) -> np.ndarray:
-        """Each document's best score over ``rows`` (every row when empty); not needed,
-        and not computed, where each document is its own group."""
-        ds = self.doc_scores
-        if self.attack.own_groups:
-            return ds[0]
-        rows = rows or list(range(len(ds)))
-        out = ds[rows[0]].copy()
-        for i in rows[1:]:
-            np.maximum(out, ds[i], out=out)
-        return out
 
 
 class RankedAttack:
@@ -417,11 +389,11 @@ class RankedAttack:
         self.index = index
         self.k = k
         self.members: tuple[str, ...] = chosen
-        # group names, ordinals and their orders: one table per index and process
-        self._groups = groups = group_table(index)
+        self._groups = groups = scoring.group_table(index)  # one per index and process
         self.group_names: list[str] = groups.names
         self.n_groups = groups.n_groups
         self.group_index = groups.of
+        self.own_groups = groups.own  # each document its own group
         self._ids = index.doc_ids
         self._engine = engine(index, chosen)
         # a sentence query's scores, by member, terms and counts (read-only arrays): a
@@ -432,14 +404,8 @@ class RankedAttack:
 
     # -- helpers for PanelScores ------------------------------------------------------
     @property
-    def own_groups(self) -> bool:
-        """Each document is its own group (a group's best document is that document)."""
-        return self._groups.own
-
-    @property
     def name_rank(self) -> np.ndarray:
-        """Each group ordinal's place among the group names in code-point order (ties
-        between equal scores are ordered by it)."""
+        """Each group ordinal's place among the names in code-point order (breaks ties)."""
         return self._groups.name_rank
 
     def has_group(self, group: str) -> bool:
@@ -461,8 +427,7 @@ class RankedAttack:
         return self._ids[max(docs, key=lambda d: (doc_scores[d], -d))]
 
     def group_max(self, doc_scores: np.ndarray) -> np.ndarray:
-        """``(rows, n_groups)``: each group's best document score, per row (not to be
-        written: where each document is its own group, it is ``doc_scores``, read-only)."""
+        """``(rows, n_groups)``: each group's best document score, per row (not written to)."""
         return self._groups.group_max(doc_scores)
 
     def materialise(
@@ -627,10 +592,7 @@ class RankedAttack:
                     keys.append((m, f"sentence:{j}"))
                     n_terms.append(int(counts[j]))
                     rows.append(sent_scores[j])
-        # one matrix, each row copied once (no stacked copy of a zero-filled one)
-        mat = np.empty((len(rows), self.index.n_docs))
-        for i, r in enumerate(rows):
-            mat[i] = r
+        mat = np.vstack(rows) if rows else np.zeros((0, self.index.n_docs))
         return PanelScores(self, keys, n_terms, mat)
 
     def rankings(self, text: str, depth: int | None = 100) -> dict[tuple[str, str], list[Ranked]]:

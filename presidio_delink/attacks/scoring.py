@@ -26,7 +26,7 @@ from presidio_delink.index import NgramIndex
 from presidio_delink.index.readings import lex_order
 
 __all__ = ["GroupTable", "bm25", "cosine", "cosine_norms", "group_table", "idf", "lex_order",
-           "sorted_norms"]
+           "ranks_in_rows", "relative_maxima", "rows_max", "sorted_norms"]
 
 
 class Spec(Protocol):
@@ -109,6 +109,46 @@ def kth_largest(g: np.ndarray, k: int) -> np.ndarray:
         v = row[row > 0]
         if len(v) >= k:
             out[i] = np.partition(v, len(v) - k)[len(v) - k]
+    return out
+
+
+def ranks_in_rows(g: np.ndarray, gi: int) -> np.ndarray:
+    """Column ``gi``'s 1-based rank in each row of ``g`` (1 + the values above it; 0
+    where its value is not positive), read-only."""
+    s = g[:, gi]
+    out = np.where(s > 0, 1 + np.count_nonzero(g > s[:, None], axis=1), 0)
+    out.setflags(write=False)
+    return out
+
+
+def relative_maxima(g: np.ndarray, s1: np.ndarray, text_rows: list[int]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's largest ``g / s1`` (``s1``: each row's maximum; 0 in a row whose
+    maximum is not positive) over every row, and over ``text_rows`` (zeros when there are
+    none).  Taken a row at a time: a maximum does not depend on the order it is taken
+    in, and no matrix of the ratios is held."""
+    best = np.full(g.shape[1], -np.inf)
+    best_text = np.full(g.shape[1], -np.inf) if text_rows else np.zeros(g.shape[1])
+    is_text = set(text_rows)
+    rel = np.empty(g.shape[1])
+    for i in range(len(g)):
+        if s1[i] > 0:
+            np.divide(g[i], s1[i], out=rel)
+        else:
+            rel.fill(0.0)
+        np.maximum(best, rel, out=best)
+        if i in is_text:
+            np.maximum(best_text, rel, out=best_text)
+    return best, best_text
+
+
+def rows_max(ds: np.ndarray, rows: list[int]) -> np.ndarray:
+    """Each column's maximum over ``rows`` of ``ds`` (every row when ``rows`` is empty;
+    ``ds`` has at least one row)."""
+    rows = rows or list(range(len(ds)))
+    out = ds[rows[0]].copy()
+    for i in rows[1:]:
+        np.maximum(out, ds[i], out=out)
     return out
 
 
