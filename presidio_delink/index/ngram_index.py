@@ -198,7 +198,7 @@ class NgramIndex:
         nothing in proportion to the collection."""
         meta = read_meta(d, key)
         # the files' checksums, each skipped where this user's verified record holds it
-        check = FileCheck(d, verify, _meta_digest(meta), key)
+        check = FileCheck(d, verify, _meta_digest(meta) if verify else "", key)
         check(d / DOCS_DIR, meta["docs"]["files"])
         n_docs = meta["n_docs"]
         gm = meta["groups"]

@@ -220,7 +220,7 @@ class FileCheck:
     """The checks of an index folder's own files (its documents, folds and views) against
     the sizes and SHA-256 its authenticated ``meta.json`` lists, with the record of the
     module docstring over that folder (``manifest``: a SHA-256 of the authenticated
-    metadata) where ``verify`` and the record is on.
+    metadata) where ``verify`` is asked for and the record is on.
 
     Call it with each listed folder and its files, then :meth:`done` once every check
     passed (one write of the record).  A file is hashed unless the record holds its
