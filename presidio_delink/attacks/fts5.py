@@ -350,11 +350,9 @@ class Engine:
         self.tables: dict[str, str] = {}
         self.term_cache: dict[str, dict[str, tuple[str, ...]]] = {}
         self._collection: tuple[list[str], np.ndarray, np.ndarray] | None = None
-        groups = index.doc_groups
-        ordinal = {g: i for i, g in enumerate(dict.fromkeys(groups))}
-        self.group_of = np.fromiter((ordinal[g] for g in groups), dtype=np.int64,
-                                    count=self.n_docs)
-        self.n_groups = len(ordinal)
+        table = scoring.group_table(index)
+        self.group_of = table.of
+        self.n_groups = table.n_groups
         self.members: dict[str, _Member] = {}
         self.built: list[str] = []  # members built here (not read from the index)
         self.add(members)

@@ -61,10 +61,12 @@ import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from presidio_delink.attacks import scoring
 from presidio_delink.attacks.base import Ranked, Verdict
 from presidio_delink.attacks.fts5 import (
     ALL_MEMBERS,
@@ -74,7 +76,6 @@ from presidio_delink.attacks.fts5 import (
     STOP_WORDS,
     engine,
 )
-from presidio_delink.attacks.scoring import kth_largest
 from presidio_delink.edits import sentence_bounds
 from presidio_delink.errors import ConfigError
 from presidio_delink.index import NgramIndex
@@ -218,6 +219,7 @@ class PanelScores:
         self.doc_scores = doc_scores
         self.group_scores = attack.group_max(doc_scores)
         self._leads: np.ndarray | None = None
+        self._rank_rows: dict[str, np.ndarray] = {}
 
     def row(self, member: str, query: str = "text") -> int | None:
         """Row of ``(member, query)`` (None when that query has no term)."""
@@ -237,11 +239,11 @@ class PanelScores:
     def rank_of(self, row: int, group: str) -> int | None:
         """1-based rank of ``group`` in row ``row`` (ties with a better-placed group count
         as found; None when no document of it matches)."""
-        gi = self.attack.group_ordinal(group)
-        s = self.group_scores[row]
-        if s[gi] <= 0:
-            return None
-        return 1 + int(np.count_nonzero(s > s[gi]))
+        if group not in self._rank_rows:  # its rank in every row, in one pass, once
+            self._rank_rows[group] = scoring.ranks_in_rows(
+                self.group_scores, self.attack.group_ordinal(group))
+        r = int(self._rank_rows[group][row])
+        return r if r else None
 
     def source_rank(self, group: str) -> int | None:
         """The oracle rank: the best over every member and query (every sentence).  Only
@@ -277,14 +279,20 @@ class PanelScores:
         """The ``(member, query)`` pairs that rank ``group`` first."""
         return [key for i, key in enumerate(self.keys) if self.rank_of(i, group) == 1]
 
+    @cached_property
+    def _row_max(self) -> np.ndarray:
+        """Each row's best group score (0 without groups)."""
+        g = self.group_scores
+        return g.max(axis=1) if g.shape[1] else np.zeros(len(g))
+
     def leads(self) -> np.ndarray:
         """:func:`lead` of every row (computed once: the scores do not change)."""
         if self._leads is not None:
             return self._leads
         k = self.attack.k
         g = self.group_scores
-        s1 = g.max(axis=1) if g.shape[1] else np.zeros(len(g))
-        sk = kth_largest(g, k) if g.shape[1] >= k else np.zeros(len(g))
+        s1 = self._row_max
+        sk = scoring.kth_largest(g, k) if g.shape[1] >= k else np.zeros(len(g))
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(s1 > 0, (s1 - sk) / np.where(s1 > 0, s1, 1.0), 0.0)
         out.setflags(write=False)
@@ -321,17 +329,16 @@ class PanelScores:
         g = self.group_scores
         if not len(g):
             return []
-        s1 = g.max(axis=1, keepdims=True)
-        rel = np.divide(g, s1, out=np.zeros_like(g), where=s1 > 0)
-        best = rel.max(axis=0)
         text_rows = [i for i, (_m, q) in enumerate(self.keys) if q == "text"]
-        best_text = rel[text_rows].max(axis=0) if text_rows else np.zeros_like(best)
+        best, best_text = scoring.relative_maxima(g, self._row_max, text_rows)
         att = self.attack
         hit = np.flatnonzero(best > 0)
         order = hit[np.lexsort((att.name_rank[hit], -best_text[hit], -best[hit]))]
         if depth is not None:
             order = order[:depth]
-        doc_best = self.doc_scores[text_rows].max(axis=0) if text_rows else self.doc_scores.max(0)
+        # a group's best document: no maxima needed where each document is its own group
+        doc_best = (self.doc_scores[0] if att.own_groups or not len(order)
+                    else scoring.rows_max(self.doc_scores, text_rows))
         return [
             Ranked(att.group_names[gi], float(best[gi]), att.best_doc(gi, doc_best))
             for gi in order.tolist()
@@ -382,22 +389,12 @@ class RankedAttack:
         self.index = index
         self.k = k
         self.members: tuple[str, ...] = chosen
-        groups = index.doc_groups
-        self.group_names: list[str] = list(dict.fromkeys(groups))
-        ordinal = {g: i for i, g in enumerate(self.group_names)}
-        self.n_groups = len(self.group_names)
-        self.group_index = np.fromiter((ordinal[g] for g in groups), dtype=np.int64)
-        self.name_rank = np.argsort(np.argsort(np.asarray(self.group_names, dtype=object)))
-        self._ordinal = ordinal
-        self._docs_of: list[list[int]] = [[] for _ in self.group_names]
-        for d, gi in enumerate(self.group_index.tolist()):
-            self._docs_of[gi].append(d)
+        self._groups = groups = scoring.group_table(index)  # one per index and process
+        self.group_names: list[str] = groups.names
+        self.n_groups = groups.n_groups
+        self.group_index = groups.of
+        self.own_groups = groups.own  # each document its own group
         self._ids = index.doc_ids
-        # documents sorted by group, and where each group starts (for group_max)
-        self._by_group = np.argsort(self.group_index, kind="stable")
-        self._group_starts = np.searchsorted(
-            self.group_index[self._by_group], np.arange(self.n_groups)
-        )
         self._engine = engine(index, chosen)
         # a sentence query's scores, by member, terms and counts (read-only arrays): a
         # text read again with a few sentences changed (a review action, a protection
@@ -406,27 +403,32 @@ class RankedAttack:
         self._sentences_cap = SENTENCE_CACHE_BYTES // (8 * max(1, index.n_docs))
 
     # -- helpers for PanelScores ------------------------------------------------------
+    @property
+    def name_rank(self) -> np.ndarray:
+        """Each group ordinal's place among the names in code-point order (breaks ties)."""
+        return self._groups.name_rank
+
     def has_group(self, group: str) -> bool:
         """Whether the index has this group."""
-        return group in self._ordinal
+        return self._groups.find(group) is not None
 
     def group_ordinal(self, group: str) -> int:
         """Ordinal of a group id (ConfigError when the index has no such group)."""
-        try:
-            return self._ordinal[group]
-        except KeyError:
-            raise ConfigError(f"group {group!r} is not in the index") from None
+        got = self._groups.find(group)
+        if got is None:
+            raise ConfigError(f"group {group!r} is not in the index")
+        return got
 
     def best_doc(self, gi: int, doc_scores: np.ndarray) -> str:
         """Id of group ``gi``'s best-scoring document (the first on ties)."""
-        docs = self._docs_of[gi]
+        if self._groups.own:
+            return self._ids[gi]
+        docs = self._groups.docs_of(gi)
         return self._ids[max(docs, key=lambda d: (doc_scores[d], -d))]
 
     def group_max(self, doc_scores: np.ndarray) -> np.ndarray:
-        """``(rows, n_groups)``: each group's best document score, per row."""
-        if not len(doc_scores):
-            return np.zeros((0, self.n_groups))
-        return np.maximum.reduceat(doc_scores[:, self._by_group], self._group_starts, axis=1)
+        """``(rows, n_groups)``: each group's best document score, per row (not written to)."""
+        return self._groups.group_max(doc_scores)
 
     def materialise(
         self, group_scores: np.ndarray, doc_scores: np.ndarray, depth: int | None
@@ -545,7 +547,7 @@ class RankedAttack:
         for t in toks:  # the sentence holding the token, or -1 (across two bounds)
             j = int(np.searchsorted(starts, t.start, side="right")) - 1 if len(starts) else -1
             sent_of.append(j if j >= 0 and t.end <= ends[j] else -1)
-        per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        per: dict[str, tuple[np.ndarray, dict[int, np.ndarray], np.ndarray, int]] = {}
         with self._engine.lock:
             for m in self.members:
                 tok, stop = ALL_MEMBERS[m].tokenizer, ALL_MEMBERS[m].stop
@@ -572,12 +574,10 @@ class RankedAttack:
                 # the whole text first: its terms hold every sentence's, so a reading
                 # that weighs postings when first asked (over segments) reads them once
                 text_scores = self._engine.scores(m, terms, occ)
-                sent_scores = np.zeros((len(bounds), self.index.n_docs))
-                for j, tis in enumerate(in_sent):
-                    if tis:
-                        sent_scores[j] = self._sentence_scores(
-                            m, [terms[ti] for ti in tis], list(tis.values())
-                        )
+                sent_scores = {
+                    j: self._sentence_scores(m, [terms[ti] for ti in tis], list(tis.values()))
+                    for j, tis in enumerate(in_sent) if tis
+                }
                 per[m] = (text_scores, sent_scores, counts, len(term_ix))
         keys: list[tuple[str, str]] = []
         n_terms: list[int] = []
@@ -663,7 +663,7 @@ class RankedAttack:
                 if group is None:
                     raise ConfigError("give a group or a document ordinal")
                 ds = self._engine.scores(member, terms, counts)
-                mine = [d for d in self._docs_of[self.group_ordinal(group)] if ds[d] > 0]
+                mine = [d for d in self._groups.docs_of(self.group_ordinal(group)) if ds[d] > 0]
                 if not mine:
                     return []
                 doc = max(mine, key=lambda d: (ds[d], -d))

@@ -18,6 +18,7 @@ documents spans at least ``ceil(df / G)`` groups, so ``df >= (k - 1) * G + 1`` s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import weakref
@@ -48,6 +49,7 @@ from presidio_delink.index.format import (
 )
 from presidio_delink.index.readings import ReadingsStore, open_readings
 from presidio_delink.index.shard import FoldDocs, Layered, Partition
+from presidio_delink.index.verified import FileCheck
 from presidio_delink.index.view_index import KeyWalk, Lows, ViewIndex
 from presidio_delink.index.vocab import Vocabulary
 from presidio_delink.text import Tokenizer
@@ -195,11 +197,13 @@ class NgramIndex:
         partitions' tries are read on first use, so that the building process holds
         nothing in proportion to the collection."""
         meta = read_meta(d, key)
-        _check_files(d / DOCS_DIR, meta["docs"]["files"], verify)
+        # the files' checksums, each skipped where this user's verified record holds it
+        check = FileCheck(d, verify, _meta_digest(meta) if verify else "", key)
+        check(d / DOCS_DIR, meta["docs"]["files"])
         n_docs = meta["n_docs"]
         gm = meta["groups"]
         if gm is not None:
-            _check_files(d / DOCS_DIR, gm["files"], verify)
+            check(d / DOCS_DIR, gm["files"])
         doc_ids = None
         groups = None
         if not lazy:
@@ -208,9 +212,9 @@ class NgramIndex:
         folds: dict[str, FoldDocs] = {}
         for fm in meta["folds"]:
             fd = d / FOLDS_DIR / fm["name"]
-            _check_files(fd, fm["files"], verify)
+            check(fd, fm["files"])
             for i, sm in enumerate(fm["doc_shards"]):
-                _check_files(fd / f"docs-{i:05d}", sm["files"], verify)
+                check(fd / f"docs-{i:05d}", sm["files"])
             folds[fm["name"]] = FoldDocs(
                 fd, Vocabulary(fd, fm["vocab_parts"]),
                 [(sm["n_docs"], sm["dtypes"]) for sm in fm["doc_shards"]], n_docs, verify,
@@ -221,7 +225,7 @@ class NgramIndex:
         for vm in meta["views"]:
             vd = d / VIEWS_DIR / vm["name"]
             for i, pm in enumerate(vm["partitions"]):
-                _check_files(vd / f"part-{i:05d}", pm["files"], verify)
+                check(vd / f"part-{i:05d}", pm["files"])
             try:
                 tok = Tokenizer.from_settings(vm["tokenizer"])
                 over = vm["stored_over"]
@@ -238,6 +242,7 @@ class NgramIndex:
                 )
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise IndexFormatError(f"{d}: view {vm.get('name')!r}: {exc}") from exc
+        check.done()
         index = cls(d, meta, views, doc_ids, groups)
         index.key = key
         index.readings = open_readings(d, key, verify)
@@ -452,17 +457,11 @@ class NgramIndex:
         return self.primary.word_of(wid)
 
 
-def _check_files(directory: Path, files: dict[str, Any], verify: bool) -> None:
-    from presidio_delink.io import sha256_file
-
-    for name, info in files.items():
-        path = directory / name
-        if not path.is_file():
-            raise IndexFormatError(f"{path} is missing")
-        if path.stat().st_size != info["size"]:
-            raise IndexFormatError(f"{path} is truncated or corrupt (size differs)")
-        if verify and sha256_file(path) != info["sha256"]:
-            raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """A SHA-256 of authenticated metadata (its canonical JSON): what the verified record
+    of the index's files is made under."""
+    return hashlib.sha256(
+        json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def _load_doc_ids(d: Path, n_docs: int) -> list[str]:
@@ -473,7 +472,7 @@ def _load_doc_ids(d: Path, n_docs: int) -> list[str]:
     if (
         not isinstance(doc_ids, list)
         or len(doc_ids) != n_docs
-        or not all(isinstance(x, str) for x in doc_ids)
+        or not set(map(type, doc_ids)) <= {str}  # json.loads makes no subclass of str
     ):
         raise IndexFormatError(f"{d}: the document table does not match the metadata")
     return doc_ids
@@ -492,7 +491,7 @@ def _load_groups(d: Path, gm: dict[str, Any], n_docs: int) -> tuple[np.ndarray, 
     if (
         not isinstance(names, list)
         or len(names) != gm["n_groups"]
-        or not all(isinstance(x, str) for x in names)
+        or not set(map(type, names)) <= {str}
         or (len(group_of) and int(group_of.max()) >= len(names))
         or int(np.bincount(group_of, minlength=1).max()) != gm["max_group_size"]
     ):

@@ -1,19 +1,28 @@
-"""The verified record: which stored reading files a process hashed and found equal to
-the checksums of their authenticated ``readings.json``, so that a later process trusts
-them without reading them again (git's stat cache, applied to checksums).
+"""The verified record: which files of an index a process hashed and found equal to the
+checksums its authenticated metadata lists, so that a later process trusts them without
+reading them again (git's stat cache, applied to checksums).
 
-Hashing every stored reading costs a process that opens an index with ``verify`` a read
-of all of them (they are the largest part of an index), before its first document.  The
-record spares that read on every run but the first over the same files.
+Two kinds of files are covered, each folder with a record of its own: the stored
+readings (the checksums of the folder's signed ``readings.json``; checked when a reading
+is first read, :mod:`~presidio_delink.index.readings`), and the index folder's own
+files, its document table, folds and views (the checksums of its signed ``meta.json``;
+checked when the index opens, :class:`FileCheck`).  A segment of a grown index is an
+index folder of its own.
+
+Hashing every file costs a process that opens an index with ``verify`` a read of all
+of them, before its first document.  The record spares that read on every run but the
+first over the same files.
 
 **What is recorded.** After a file is hashed and found equal to the SHA-256 that
-``readings.json`` (signed, or HMAC-signed with the index's key) expects, the record
-keeps, under the file's name in the readings folder: its device, inode, size,
+``readings.json`` or ``meta.json`` (signed, or HMAC-signed with the index's key)
+expects, the record keeps, under the file's path in the folder: its device, inode, size,
 modification time and change time (nanoseconds), and that SHA-256.
 
 **What is trusted.** A later process skips hashing a file only when all five of those
-are the same for the file it maps, both when it mapped it and when it checks it, and
-the SHA-256 its ``readings.json`` expects now is the recorded one.  Anything else hashes
+are the same for the file it maps, both when it mapped it and when it checks it (an
+index folder's own files: when the index opens, just before they are mapped, as the
+checksums were always checked), and the SHA-256 its metadata expects now is the
+recorded one.  Anything else hashes
 the file as before.  Writing a file changes its change time, and the change time cannot
 be set back from user space (``os.utime`` sets the modification time and moves the
 change time to now), so a rewrite in place, with the same size and a restored
@@ -24,15 +33,18 @@ after such a change refuses the file; one that trusts the record does not.  Turn
 record off (:data:`RECORD_ENV`) makes every process hash every file in full.
 
 **A change in the same tick.** A file whose change time is less than :data:`RACY_NS`
-older than the moment it was mapped is hashed but not recorded: a write just after the
+older than the moment it was mapped (the moment the index began to open, for its own
+files) is hashed but not recorded: a write just after the
 mapping could land in the same tick of the file system's clock and leave the change
 time as it was (git's "racily clean" entries).  The file's stamp is also taken again
 after hashing; a file that moved meanwhile is not recorded.
 
-**Where it lives.** One file per readings folder, in this user's cache
-(:func:`~presidio_delink.io.user_cache_dir` ``/verified/``), named by the SHA-256 of the
-folder's real path, and holding that path and the SHA-256 of the ``readings.json`` it
-was made under (another ``readings.json`` starts a new record).  Not in the index
+**Where it lives.** One file per folder, in this user's cache
+(:func:`~presidio_delink.io.user_cache_dir` ``/verified/`` for readings folders,
+``/verified/index/`` for index folders), named by the SHA-256 of the folder's real path,
+and holding that path and the SHA-256 of the metadata it was made under (the bytes of
+``readings.json``; the canonical JSON of ``meta.json``'s content), so that other
+metadata starts a new record.  Not in the index
 folder: that may be read-only (a shared mount), a record there would be shared by every
 user who reads the index, and every reader would write into a folder whose writers
 hold a lock.  Written through :func:`~presidio_delink.io.atomic_output` (mode 0600, in a
@@ -54,14 +66,17 @@ import hmac
 import json
 import logging
 import os
+import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from presidio_delink.errors import ConfigError
-from presidio_delink.io import atomic_output, user_cache_dir
+from presidio_delink.errors import ConfigError, IndexFormatError
+from presidio_delink.io import atomic_output, sha256_file, user_cache_dir
 
-__all__ = ["RACY_NS", "RECORD_ENV", "Stamp", "VerifiedRecord", "record_enabled", "stamp"]
+__all__ = ["INDEX_SPACE", "RACY_NS", "RECORD_ENV", "FileCheck", "Stamp", "VerifiedRecord",
+           "record_enabled", "stamp"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +88,10 @@ RACY_NS = 2_000_000_000
 RECORD_FORMAT = "presidio-delink-verified"
 RECORD_VERSION = 1
 _MAC_LABEL = b"presidio-delink verified record v1"
+
+#: The subfolder of the records of index folders' own files (:class:`FileCheck`); the
+#: records of readings folders lie directly in ``verified/``.
+INDEX_SPACE = "index"
 
 #: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``
 Stamp = tuple[int, int, int, int, int]
@@ -105,20 +124,21 @@ class VerifiedRecord:
         key: the index's MAC key, or None.
     """
 
-    def __init__(self, folder: Path, manifest: str, key: bytes | None) -> None:
+    def __init__(self, folder: Path, manifest: str, key: bytes | None, space: str = "") -> None:
         self.folder = os.path.realpath(folder)
         self.manifest = manifest
         self._mac_key = None if key is None else hmac.new(
             key, _MAC_LABEL, hashlib.sha256).digest()
         name = hashlib.sha256(os.fsencode(self.folder)).hexdigest()[:32]
-        self.path = user_cache_dir() / "verified" / f"{name}.json"
+        self.path = user_cache_dir() / "verified" / space / f"{name}.json"
         self._files: dict[str, tuple[Stamp, str]] | None = None
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, folder: Path, manifest: str, key: bytes | None) -> VerifiedRecord | None:
+    def open(cls, folder: Path, manifest: str, key: bytes | None, space: str = ""
+             ) -> VerifiedRecord | None:
         """The folder's record, or None where :data:`RECORD_ENV` turns it off."""
-        return cls(folder, manifest, key) if record_enabled() else None
+        return cls(folder, manifest, key, space) if record_enabled() else None
 
     def _seal(self, data: bytes) -> dict[str, str]:
         if self._mac_key is None:
@@ -151,7 +171,9 @@ class VerifiedRecord:
             }
             doc = {"record": body, **self._seal(_canonical(body))}
             try:
-                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                top = user_cache_dir() / "verified"
+                top.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self.path.parent.mkdir(mode=0o700, exist_ok=True)
                 with atomic_output(self.path, "wb") as f:
                     f.write(json.dumps(doc).encode("utf-8"))
             except (OSError, ConfigError) as exc:
@@ -192,3 +214,61 @@ class VerifiedRecord:
             log.debug("verified record %s malformed (%s): hashing", self.path, exc)
             return {}
         return files
+
+
+class FileCheck:
+    """The checks of an index folder's own files (its documents, folds and views) against
+    the sizes and SHA-256 its authenticated ``meta.json`` lists, with the record of the
+    module docstring over that folder (``manifest``: a SHA-256 of the authenticated
+    metadata) where ``verify`` is asked for and the record is on.
+
+    Call it with each listed folder and its files, then :meth:`done` once every check
+    passed (one write of the record).  A file is hashed unless the record holds its
+    stamp, taken when it is checked, with the SHA-256 the metadata expects; it is
+    recorded when its stamp is the same after hashing and its change time is
+    :data:`RACY_NS` older than the check's start.
+    """
+
+    def __init__(self, root: Path, verify: bool, manifest: str, key: bytes | None) -> None:
+        self.root = root
+        self.verify = verify
+        self.record = VerifiedRecord.open(root, manifest, key, INDEX_SPACE) if verify else None
+        self._started_ns = time.time_ns()  # before any file is stamped
+        self._fresh: dict[str, tuple[Stamp, str]] = {}
+
+    def __call__(self, directory: Path, files: dict[str, Any]) -> None:
+        """Check ``files`` (name -> ``{"size", "sha256"}``) of ``directory``.
+
+        Raises:
+            IndexFormatError: a file missing, of another size, or (with ``verify``)
+                another checksum.
+        """
+        for name, info in files.items():
+            path = directory / name
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                raise IndexFormatError(f"{path} is missing")
+            if st.st_size != info["size"]:
+                raise IndexFormatError(f"{path} is truncated or corrupt (size differs)")
+            if not self.verify:
+                continue
+            want = info["sha256"]
+            got: Stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            rel = path.relative_to(self.root).as_posix()
+            record = self.record
+            if record is not None and record.trusted(rel, got, want):
+                continue
+            if sha256_file(path) != want:
+                raise IndexFormatError(f"{path} is corrupt (checksum mismatch)")
+            if (record is not None and stamp(path) == got
+                    and got[4] < self._started_ns - RACY_NS):
+                self._fresh[rel] = (got, want)
+
+    def done(self) -> None:
+        """Record the files hashed and found equal (one write; none when nothing new)."""
+        if self.record is not None:
+            self.record.add(self._fresh)
+        self._fresh = {}
