@@ -63,7 +63,6 @@ from presidio_delink.errors import ConfigError, IndexFormatError
 from presidio_delink.index.format import SEGMENTS_FILE, write_private
 from presidio_delink.index.ngram_index import NgramIndex
 from presidio_delink.index.segment_table import (
-    holds,
     merge_groups,
     patched_table,
     prefix_in,
@@ -216,7 +215,7 @@ class SegmentedView(ViewIndex):
         if len(seq) < len(ids):
             return _EMPTY
         d = int(v.parts[wit[0]].postings_of(wit[1])[0])
-        return np.array([d], np.int64) if holds(v, d, seq) else _EMPTY
+        return np.array([d], np.int64) if v.holds(d, seq) else _EMPTY
 
     def _seg_df(self, s: int, words: Sequence[str]) -> int:
         v = self.segs[s]

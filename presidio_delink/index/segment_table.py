@@ -171,23 +171,6 @@ def values_between(
     return qs, ns, js, stored
 
 
-def holds(view: ViewIndex, d: int, seq: list[int]) -> bool:
-    """Whether document ``d`` of ``view`` holds the word ids ``seq`` in a row (as the
-    view reads it: across punctuation in a view that crosses it)."""
-    toks = view.docs.doc_ids(d)
-    if not view.tokenizer.break_on_punctuation:
-        toks = toks[toks != view.docs.n_vocab + 1]
-    n = len(seq)
-    if n > len(toks):
-        return False
-    starts = np.flatnonzero(toks[: len(toks) - n + 1] == seq[0]).tolist()
-    tail = toks.tolist() if len(starts) > 1 else None
-    for i in starts:
-        if (tail[i : i + n] if tail is not None else toks[i : i + n].tolist()) == seq:
-            return True
-    return False
-
-
 def _n_docs(view: ViewIndex) -> int:
     return int(view.docs.starts[-1] + len(view.docs.doc_starts[-1]) - 1)
 

@@ -232,11 +232,10 @@ class ViewIndex:
         cands = self._rarest_piece(words)
         if len(cands) == 0:
             return _EMPTY
-        seq = [self.docs.word_id(w) for w in words]
-        if any(x is None for x in seq):
+        seq = [x for x in map(self.docs.word_id, words) if x is not None]
+        if len(seq) < len(words):
             return _EMPTY
-        needle = np.asarray(seq, dtype=np.int64)
-        return np.asarray([d for d in cands.tolist() if self._contains(d, needle)], np.int64)
+        return np.asarray([d for d in cands.tolist() if self.holds(d, seq)], np.int64)
 
     def df_words(self, words: Sequence[str]) -> int:
         """Document frequency of an N-gram given as normalised words."""
@@ -622,15 +621,18 @@ class ViewIndex:
         assert best is not None
         return self.parts[best[0]].postings_of(best[1]).astype(np.int64)
 
-    def _contains(self, d: int, seq: np.ndarray) -> bool:
+    def holds(self, d: int, seq: Sequence[int]) -> bool:
+        """Whether document ``d`` holds the word ids ``seq`` (non-empty) in a row."""
         toks = self.docs.doc_ids(d)
         if not self.tokenizer.break_on_punctuation:
             toks = toks[toks != self.docs.n_vocab + 1]
-        n = len(seq)
+        want, n = list(seq), len(seq)
         if n > len(toks):
             return False
-        windows = np.lib.stride_tricks.sliding_window_view(toks, n)
-        return bool((windows == seq).all(axis=1).any())
+        starts = np.flatnonzero(toks[: len(toks) - n + 1] == want[0]).tolist()
+        rows = toks.tolist() if len(starts) > 1 else None  # one list for several places
+        return any((rows[i : i + n] if rows is not None else toks[i : i + n].tolist()) == want
+                   for i in starts)
 
 
 # -- walks in group frequencies: what NgramIndex.link_dfs / link_lows give -----------------
