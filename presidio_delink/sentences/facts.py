@@ -34,14 +34,15 @@ from dataclasses import dataclass, field
 
 from presidio_delink.edits import COMMON_WORDS, FUNCTION_WORDS
 
-__all__ = ["KEPT", "NEGATIONS", "NUMBER_WORDS", "Verdict", "check_facts", "words"]
+__all__ = ["KEPT", "NEGATIONS", "NUMBER_WORDS", "PLACEHOLDER", "Verdict", "check_facts", "words"]
 
 _WORD = re.compile(
     r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>|\d+(?:[.,:/]\d+)*|[^\W\d_]+(?:['\u2019][^\W\d_]+)*"
 )
 KEPT = "keeps a phrase to replace"
 """The fact check's reason for an answer that kept a named phrase."""
-_PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
+#: A placeholder as the checks read it (``[REDACTED]``, ``<PERSON>``).
+PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
 _NEGATIONS = "not no never without nor neither none nothing nobody nowhere cannot"
 NEGATIONS = frozenset(_NEGATIONS.split())
 """Words that negate: each of the input's must stay (a rewrite may not drop one)."""
@@ -77,7 +78,7 @@ def words(text: str) -> list[tuple[int, int, str]]:
 
 
 def _fold(w: str) -> str:
-    return w if _PLACEHOLDER.fullmatch(w) else w.casefold().replace("\u2019", "'")
+    return w if PLACEHOLDER.fullmatch(w) else w.casefold().replace("\u2019", "'")
 
 
 def _negations(ws: Sequence[str]) -> int:
@@ -109,11 +110,11 @@ def check_facts(
     have = Counter(new)
     need = Counter(
         w for w in kept
-        if _PLACEHOLDER.fullmatch(w) or _number(w) or w not in FUNCTION_WORDS
+        if PLACEHOLDER.fullmatch(w) or _number(w) or w not in FUNCTION_WORDS
     )
     lost = [w for w, n in need.items() if have[w] < n and w not in NEGATIONS]
     if lost:
-        what = "drops a placeholder" if all(_PLACEHOLDER.fullmatch(w) for w in lost) else (
+        what = "drops a placeholder" if all(PLACEHOLDER.fullmatch(w) for w in lost) else (
             "drops a number" if all(_number(w) for w in lost) else "drops or changes words")
         return Verdict(what, tuple(lost))
     if _negations(new) < _negations(kept):
@@ -122,12 +123,12 @@ def check_facts(
         return Verdict("adds a negation")
     known = set(all_old)
     added = [w for w in dict.fromkeys(new)
-             if (_PLACEHOLDER.fullmatch(w) or _number(w)) and w not in known]
+             if (PLACEHOLDER.fullmatch(w) or _number(w)) and w not in known]
     if added:
         return Verdict("adds a number or placeholder", tuple(added))
     names = [
         w for i, w in enumerate(new_raw)
-        if w[:1].isupper() and not _PLACEHOLDER.fullmatch(w)
+        if w[:1].isupper() and not PLACEHOLDER.fullmatch(w)
         and _fold(w) not in known and _fold(w) not in COMMON_WORDS
         and not (i == 0 and _fold(w) in vocabulary)
     ]

@@ -46,7 +46,7 @@ from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes, restore_deleted, splice
-from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
+from presidio_delink.sentences.facts import KEPT, PLACEHOLDER, Verdict, check_facts
 from presidio_delink.sentences.prompt import (
     max_tokens,
     parse_answer,
@@ -608,13 +608,12 @@ def unvouched(
 
 
 _WORDS = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
-_PLACEHOLDERS = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
 
 
 def _content(text: str) -> list[str]:
     """The content words of ``text``: words of letters that are no function word (a
     placeholder's letters are no word)."""
-    return [w for w in _WORDS.findall(_PLACEHOLDERS.sub(" ", text))
+    return [w for w in _WORDS.findall(PLACEHOLDER.sub(" ", text))
             if w.casefold() not in FUNCTION_WORDS]
 
 
