@@ -10,6 +10,8 @@ sentence:
   the same lemma and the same fine tag (``NNS`` stays ``NNS``, ``VBD`` stays ``VBD``);
 * every placeholder (``[REDACTED]``, ``<PERSON>``) and every digit string is kept;
 * the negations (dependency ``neg``, or ``no``/``never``/``without``/``nothing``) are as many;
+* the connectives (POS SCONJ; CCONJ but ``and``; ADP of time or exception, ``before``,
+  ``after``, ``until``, ``during``, ...) are kept by lemma, and none is added;
 * the output has no digit string, number word or capitalised word the input lacks
   (its first word aside).
 
@@ -29,6 +31,8 @@ _PH = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
 _DIGITS = re.compile(r"\d+")
 _CONTENT = {"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"}
 _NEG = {"no", "never", "without", "nothing", "none", "nobody", "neither", "nor"}
+_TIME_ADP = {"before", "after", "until", "till", "since", "during", "against", "despite",
+             "except"}
 _NUMBER_TEXT = ("two three four five six seven eight nine ten eleven twelve twenty thirty "
                 "forty fifty hundred thousand million dozen")
 _NUMBER_WORDS = set(_NUMBER_TEXT.split())
@@ -115,6 +119,19 @@ def check(before: str, after: str, flagged: list[tuple[int, int]]) -> list[str]:
     neg_new = sum(1 for t in d_new if t.dep_ == "neg" or t.lower_ in _NEG)
     if neg_new < neg_old:
         problems.append("lost a negation")
+
+    def joins(t: Any) -> bool:
+        return t.pos_ == "SCONJ" or (t.pos_ == "CCONJ" and t.lower_ != "and") or (
+            t.pos_ == "ADP" and t.lower_ in _TIME_ADP)
+
+    joins_new = Counter(t.lemma_.lower() for t in d_new if joins(t))
+    joins_all = Counter(t.lemma_.lower() for t in d_old if joins(t))
+    for w, n in Counter(t.lemma_.lower() for t in d_old if free(t) and joins(t)).items():
+        if joins_new[w] < n:
+            problems.append(f"lost connective {w}")
+    for w, n in joins_new.items():
+        if n > joins_all[w]:
+            problems.append(f"new connective {w}")
     old_lower = before.lower()
     in_ph = [(m.start(), m.end()) for m in _PH.finditer(after)]
     for num in set(_DIGITS.findall(after)) - set(_DIGITS.findall(before)):

@@ -493,3 +493,21 @@ def test_a_run_with_a_pronoun_is_redacted_not_named(
     asked = [s for r in w.requests
              for s in json.loads(re.search(r"^Replace: (.*)$", r, re.M).group(1))]  # type: ignore[union-attr]
     assert asked and not any(set(s.casefold().split()) & PERSONAL_PRONOUNS for s in asked)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("He departed after the hearing, but the judge waited.", "drops a connective"),
+        ("He departed before the hearing, and the judge waited.", "drops a connective"),
+        ("He departed before the hearing, but then the judge waited.", None),
+        ("He departed before the hearing only, but the judge waited.", "adds a connective"),
+    ],
+)
+def test_fact_check_keeps_connectives(answer: str, reason: str | None) -> None:
+    # "before" -> "after" or "but" -> "and" are small words that change what is said
+    s = "He left before the hearing, but the judge waited."
+    assert check_facts(s, answer, [span_of(s, "left")]).reason == reason
+    t = "He left and the judge waited."
+    assert check_facts(t, "He departed but the judge waited.",
+                       [span_of(t, "left")]).reason == "adds a connective"

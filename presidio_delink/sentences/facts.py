@@ -15,6 +15,10 @@ numbers as written):
   placeholder, number or number word (``two``, ``fifty``) that ``S`` lacks;
 * the negations (``not``, ``no``, ``never``, ``without``, ``n't``, ...) of ``S`` outside
   ``P`` are in ``A``, and ``A`` has no more than ``S`` has in all (none added);
+* likewise the connectives of time, cause, condition, contrast and restriction
+  (:data:`CONNECTIVES`: ``before``, ``after``, ``because``, ``if``, ``but``, ``only``, ...):
+  small words, but ``before`` -> ``after`` or ``and`` -> ``but`` changes what the sentence
+  says;
 * a capitalised word of ``A`` is a word of ``S``, a generic word
   (:data:`~presidio_delink.edits.COMMON_WORDS`), or, first in ``A``, a word the document
   writes in lower case;
@@ -34,7 +38,10 @@ from dataclasses import dataclass, field
 
 from presidio_delink.edits import COMMON_WORDS, FUNCTION_WORDS
 
-__all__ = ["KEPT", "NEGATIONS", "NUMBER_WORDS", "PLACEHOLDER", "Verdict", "check_facts", "words"]
+__all__ = [
+    "CONNECTIVES", "KEPT", "NEGATIONS", "NUMBER_WORDS", "PLACEHOLDER", "Verdict", "check_facts",
+    "words",
+]
 
 _WORD = re.compile(
     r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>|\d+(?:[.,:/]\d+)*|[^\W\d_]+(?:['\u2019][^\W\d_]+)*"
@@ -46,6 +53,11 @@ PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_ ]*\]|<[A-Z][A-Z_]*>")
 _NEGATIONS = "not no never without nor neither none nothing nobody nowhere cannot"
 NEGATIONS = frozenset(_NEGATIONS.split())
 """Words that negate: each of the input's must stay (a rewrite may not drop one)."""
+_CONNECTIVES = """before after until since because although though unless if whether but
+    or nor while whereas during against despite except only"""
+CONNECTIVES = frozenset(_CONNECTIVES.split())
+"""Function words that carry a fact (time, cause, condition, contrast, restriction): each
+of the input's must stay, and a rewrite may not add one."""
 _NUMBERS = """two three four five six seven eight nine ten eleven twelve thirteen fourteen
     fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
     ninety hundred thousand million billion dozen"""
@@ -121,6 +133,14 @@ def check_facts(
         return Verdict("drops a negation")
     if _negations(new) > _negations(all_old):
         return Verdict("adds a negation")
+    links = Counter(w for w in new if w in CONNECTIVES)
+    lost = [w for w, n in Counter(w for w in kept if w in CONNECTIVES).items() if links[w] < n]
+    if lost:
+        return Verdict("drops a connective", tuple(lost))
+    known_links = Counter(w for w in all_old if w in CONNECTIVES)
+    added = [w for w, n in links.items() if n > known_links[w]]
+    if added:
+        return Verdict("adds a connective", tuple(added))
     known = set(all_old)
     added = [w for w in dict.fromkeys(new)
              if (PLACEHOLDER.fullmatch(w) or _number(w)) and w not in known]

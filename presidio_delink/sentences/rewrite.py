@@ -46,6 +46,7 @@ from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes, restore_deleted, splice
+from presidio_delink.sentences.clauses import piece as clauses_of
 from presidio_delink.sentences.facts import KEPT, PLACEHOLDER, Verdict, check_facts
 from presidio_delink.sentences.prompt import (
     max_tokens,
@@ -74,6 +75,10 @@ SPLICE_ROUNDS = 4
 
 #: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
 _ENDS = ".!?;:"
+
+#: Whether :func:`jobs` asks about the clauses of a sentence that hold its named runs
+#: (:mod:`~presidio_delink.sentences.clauses`) rather than the whole sentence.
+CLAUSES = True
 
 Pairs = list[tuple[str, str]]
 """The ``(phrase, new words)`` pairs of an answer's ``Replacements:`` line."""
@@ -452,12 +457,19 @@ def jobs(
     answers: Mapping[tuple[int, int], tuple[str | None, str | None]],
     skip: Sequence[tuple[int, int]] = (),
     max_chars: int = 600,
+    clauses: bool | None = None,
 ) -> list[Job]:
     """The sentences to write again: each (:func:`sentence_spans`) holding a run of ``rs``
     (``start``, ``end``) that ``answers`` (the cheap steps') left without a replacement,
     shown with the cheap replacements in it (``""``: a word left out) and those runs named,
-    the sentence before it as context.  A sentence that overlaps ``skip``, holds a run
-    across its bounds or is longer than ``max_chars`` is left out."""
+    the text before it (the sentence before, and the sentence's own words before the
+    part asked about) as context.  With ``clauses`` (default :data:`CLAUSES`) only the
+    sentence's clauses that hold those runs are asked about
+    (:func:`~presidio_delink.sentences.clauses.piece`), and the job's bounds are theirs.
+    A sentence that overlaps ``skip`` or holds a run across its bounds, or a part asked
+    about longer than ``max_chars``, is left out."""
+    if clauses is None:
+        clauses = CLAUSES
     bounds = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
     left = {
         i for r in rs if answers.get((r.start, r.end), (None, None))[0] is None
@@ -465,13 +477,17 @@ def jobs(
     }
     out = []
     for i in sorted(left):
-        a, b = bounds[i]
-        inner = sorted((r for r in rs if a <= r.start < b), key=lambda r: r.start)
-        if (
-            b - a > max_chars
-            or any(r.end > b for r in inner)
-            or any(x < b and a < y for x, y in skip)
-        ):
+        sa, sb = bounds[i]
+        inner = sorted((r for r in rs if sa <= r.start < sb), key=lambda r: r.start)
+        if any(r.end > sb for r in inner) or any(x < sb and sa < y for x, y in skip):
+            continue
+        a, b = sa, sb
+        if clauses:
+            named = [(r.start, r.end) for r in inner
+                     if answers.get((r.start, r.end), (None, None))[0] is None]
+            a, b = clauses_of(text, sa, sb, named, [(r.start, r.end) for r in inner])
+            inner = [r for r in inner if a <= r.start < b]
+        if b - a > max_chars:
             continue
         shown: list[str] = []
         spans, runs = [], []
@@ -495,7 +511,7 @@ def jobs(
             at += len(piece)
             pos = r.end
         shown.append(text[pos:b])
-        context = text[bounds[i - 1][0] : bounds[i - 1][1]] if i > 0 else ""
+        context = text[bounds[i - 1][0] if i > 0 else sa : a]
         out.append(Job(a, b, "".join(shown), tuple(spans), context[-400:], tuple(runs)))
     return out
 
@@ -618,12 +634,23 @@ def _content(text: str) -> list[str]:
 
 
 def _finished(answer: str | None, shown: str) -> str | None:
-    """``answer`` with its input's sentence end and opening capital where it lost them."""
+    """``answer`` with its input's sentence end and opening capital where it lost them,
+    and, for a part of a sentence (:func:`~presidio_delink.sentences.clauses.piece`),
+    without the full stop or opening capital the model gave it: the words after it and
+    before it are the sentence's."""
     if not answer:
         return None
     end = shown.rstrip()[-1:]
     if end and end in _ENDS and answer[-1] not in _ENDS:
         answer += end
+    elif end not in _ENDS and answer[-1] == "." and not shown.rstrip().endswith("."):
+        answer = answer[:-1].rstrip() or None
+        if answer is None:
+            return None
     if shown[:1].isupper() and answer[:1].islower():
         answer = answer[0].upper() + answer[1:]
+    elif shown[:1].islower() and answer[:1].isupper():
+        head = _WORDS.match(answer)
+        if head is not None and not re.search(rf"(?<!\w){re.escape(head.group())}(?!\w)", shown):
+            answer = answer[0].lower() + answer[1:]
     return answer
