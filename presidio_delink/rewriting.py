@@ -229,7 +229,6 @@ class Rewriting:
         if not todo:
             return {}
         check, bounds = self.vetter(text, forbidden, res)
-        sense = wordnet_sense(self.chooser, res)
 
         def vet(a: int, b: int, new: str, siblings: Sequence[str]) -> tuple[str | None, str]:
             r = Run(a, b, 0)
@@ -238,16 +237,14 @@ class Rewriting:
                              commit=False)
             if got is None or got == REDACTED:
                 return None, why or "redacted"
-            # a word a lexicon offers (CandidateChooser.vouches) or the sense check vouches for
-            if not ((self.chooser is not None and self.chooser.vouches(text, a, b, got))
-                    or (sense is not None and sense(text[a:b], got))):
-                return None, "a word no lexicon offers for it"
+            if self.chooser is None or not self.chooser.vouches(text, a, b, got):
+                return None, "a word no lexicon offers for it"  # CandidateChooser.vouches
             return self._placed(got, text, r), ""
 
         step = SentenceStep(
             self.rewriter, self.tokenizer, self.sentence_links,
             concurrency=self.llm_concurrency, strict=self.strict, vet=vet,
-            changed=[(r.start, r.end) for r in rs], sense=sense,
+            changed=[(r.start, r.end) for r in rs], sense=wordnet_sense(self.chooser, res),
         )
         return step.write(text, todo, forbidden, res, lower_words(text))
 
