@@ -232,8 +232,12 @@ def _drop_first(s: str, spans: list[str], again: bool) -> str:
 
 
 def test_a_dropped_unnamed_word_is_spliced_back(
-    sample_index: NgramIndex, sample_deid: list[tuple[str, str]], vouch_all: None
+    sample_index: NgramIndex, sample_deid: list[tuple[str, str]], vouch_all: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import presidio_delink.sentences.rewrite as sentence_rewrite
+
+    monkeypatch.setattr(sentence_rewrite, "ATTEMPTS", 2)  # the second request is tested too
     # every answer drops a word outside the spans: refused, asked again with the refused
     # words named, refused again; then spliced: the named phrases' rewrites kept, the
     # dropped word restored, the checks run again and pass
@@ -260,10 +264,10 @@ def test_without_splice_a_changed_fact_falls_back(sample_index: NgramIndex) -> N
     job = Job(0, len(shown), shown, (span_of(shown, "Ankara police station"),))
     w = _Writer(lambda s, spans, again: "He was detained at the local facility on <DATE_TIME>.")
     res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)
-    off = SentenceStep(w, sample_index.tokenizer, splice=False)
+    off = SentenceStep(w, sample_index.tokenizer, splice=False, attempts=2)
     assert off.write(shown, [job], [], res) == {}
     assert res.refusals["sentence: drops or changes words"] == 2
-    on = SentenceStep(w, sample_index.tokenizer)
+    on = SentenceStep(w, sample_index.tokenizer, attempts=2)
     got = on.write(shown, [job], [], res)
     assert got == {(0, len(shown)):
                    "He was subsequently detained at the local facility on <DATE_TIME>."}
@@ -325,7 +329,7 @@ def test_a_spliced_block_that_still_links_is_refused(sample_index: NgramIndex) -
         return ["city lockup"] if "city lockup" in text[a:b] else []
 
     res = DelinkResult(id="x", text="", input_text=shown, passes=0, linkable_after=False)
-    step = SentenceStep(w, sample_index.tokenizer, links)
+    step = SentenceStep(w, sample_index.tokenizer, links, attempts=2)
     assert step.write(shown, [job], [], res) == {}
     assert res.refusals["sentence: splice refused: can still be found"] == 2
     assert "sentence: accepted spliced" not in res.refusals

@@ -94,10 +94,13 @@ def test_a_replacement_the_phrase_check_refuses_is_redacted(sample_index: NgramI
 def test_without_a_phrase_check_there_is_no_fallback(sample_index: NgramIndex) -> None:
     w = _Answer("Replacements: Ankara police station = the local station\n"
                 "Sentence: He was detained at the local station on <DATE_TIME>.")
-    step = SentenceStep(w, sample_index.tokenizer, splice=False)
+    step = SentenceStep(w, sample_index.tokenizer, splice=False, attempts=2)
     res = _res(SHOWN)
     assert step.write(SHOWN, [_job(SHOWN, "Ankara police station")], [], res) == {}
     assert w.calls == 2  # asked again
+    once = SentenceStep(w, sample_index.tokenizer, splice=False)  # ATTEMPTS: one request
+    assert once.write(SHOWN, [_job(SHOWN, "Ankara police station")], [], _res(SHOWN)) == {}
+    assert w.calls == 3
     assert "sentence: accepted from its replacements" not in res.refusals
 
 
