@@ -5,13 +5,12 @@ reviewer can revert it, verified as every other action."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_sentences import asked
 
-from presidio_delink.llm.prompt import unmark
 from presidio_delink.pipeline import Delinker
 from presidio_delink.review import ReviewSession, Verifier
 from presidio_delink.review.document import build_chunks, joined, sentence_of
@@ -28,9 +27,7 @@ class SentenceWriter:
         return {}
 
     def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
-        request = messages[-1]["content"]
-        sentence = unmark(re.search(r"^Sentence: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
-        spans = json.loads(re.search(r"^Replace: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
+        sentence, spans = asked(messages)
         for s in spans:
             sentence = sentence.replace(s, "that matter", 1)
         return f"Replacements: {'; '.join(spans)}\nSentence: {sentence}"

@@ -4,15 +4,14 @@ answer for a part of a sentence is finished, and the loop with a fake writer."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 import pytest
+from test_sentences import asked
 
 from presidio_delink import NgramIndex
 from presidio_delink.linkage import analyze
-from presidio_delink.llm.prompt import unmark
 from presidio_delink.pipeline import Delinker
 from presidio_delink.sentences.clauses import MIN_WORDS, piece
 from presidio_delink.sentences.rewrite import _finished, jobs
@@ -121,9 +120,7 @@ class _ClauseWriter:
         return {}
 
     def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
-        request = messages[-1]["content"]
-        sentence = unmark(re.search(r"^Sentence: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
-        spans = json.loads(re.search(r"^Replace: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
+        sentence, spans = asked(messages)
         self.shown.append(sentence)
         new = sentence
         for s in spans:

@@ -144,6 +144,15 @@ def test_sentences_is_a_mode() -> None:
         DelinkSettings(rewrite="sentence")
 
 
+def asked(messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+    """The sentence (marks removed) and the phrases to replace of a sentence request, as
+    a fake writer reads them back from the prompt."""
+    request = messages[-1]["content"]
+    sentence = unmark(re.search(r"^Sentence: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
+    spans = json.loads(re.search(r"^Replace: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
+    return sentence, spans
+
+
 class _Writer:
     """A fake LLM: ``rewrite`` answers nothing; ``complete_sentence`` answers with
     ``answer(sentence, spans, refused)`` (the request read back from the prompt)."""
@@ -160,8 +169,7 @@ class _Writer:
     def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
         request = messages[-1]["content"]
         self.requests.append(request)
-        sentence = unmark(re.search(r"^Sentence: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
-        spans = json.loads(re.search(r"^Replace: (.*)$", request, re.M).group(1))  # type: ignore[union-attr]
+        sentence, spans = asked(messages)
         new = self.answer(sentence, spans, "was refused" in request)
         return f"Replacements: {'; '.join(spans)}\nSentence: {new}"
 

@@ -83,10 +83,6 @@ _ENDS = ".!?;:"
 #: (2 asks again).
 ATTEMPTS = 1
 
-#: Whether :func:`jobs` asks about the clauses of a sentence that hold its named runs
-#: (:mod:`~presidio_delink.sentences.clauses`) rather than the whole sentence.
-CLAUSES = True
-
 Pairs = list[tuple[str, str]]
 """The ``(phrase, new words)`` pairs of an answer's ``Replacements:`` line."""
 
@@ -467,19 +463,17 @@ def jobs(
     answers: Mapping[tuple[int, int], tuple[str | None, str | None]],
     skip: Sequence[tuple[int, int]] = (),
     max_chars: int = 600,
-    clauses: bool | None = None,
+    clauses: bool = True,
 ) -> list[Job]:
     """The sentences to write again: each (:func:`sentence_spans`) holding a run of ``rs``
     (``start``, ``end``) that ``answers`` (the cheap steps') left without a replacement,
     shown with the cheap replacements in it (``""``: a word left out) and those runs named,
     the text before it (the sentence before, and the sentence's own words before the
-    part asked about) as context.  With ``clauses`` (default :data:`CLAUSES`) only the
+    part asked about) as context.  With ``clauses`` (the default) only the
     sentence's clauses that hold those runs are asked about
     (:func:`~presidio_delink.sentences.clauses.piece`), and the job's bounds are theirs.
     A sentence that overlaps ``skip`` or holds a run across its bounds, or a part asked
     about longer than ``max_chars``, is left out."""
-    if clauses is None:
-        clauses = CLAUSES
     bounds = sentence_spans(sentence_bounds(text), text) or [(0, len(text))]
     left = {
         i for r in rs if answers.get((r.start, r.end), (None, None))[0] is None
@@ -653,9 +647,9 @@ def _finished(answer: str | None, shown: str) -> str | None:
     end = shown.rstrip()[-1:]
     if end and end in _ENDS and answer[-1] not in _ENDS:
         answer += end
-    elif end not in _ENDS and answer[-1] == "." and not shown.rstrip().endswith("."):
-        answer = answer[:-1].rstrip() or None
-        if answer is None:
+    elif end not in _ENDS and answer[-1] == ".":
+        answer = answer[:-1].rstrip()
+        if not answer:
             return None
     if shown[:1].isupper() and answer[:1].islower():
         answer = answer[0].upper() + answer[1:]
