@@ -39,6 +39,7 @@ from presidio_delink.llm.base import (
     LLMUnavailable,
     Rewriter,
     default_concurrency,
+    find_attr,
     find_breaker,
     find_usage,
     writes_sentences,
@@ -88,6 +89,7 @@ def audit_source(method: str, choice: Any) -> str | None:
 
 
 MAX_SENTENCE_CHARS = 600
+FILL = True
 """Longest sentence written again (``rewrite="sentences"``): a longer one is a list or a
 run-on passage, which a small model shortens; its runs take the fallback."""
 
@@ -245,6 +247,7 @@ class Rewriting:
             self.rewriter, self.tokenizer, self.sentence_links,
             concurrency=self.llm_concurrency, strict=self.strict, vet=vet,
             changed=[(r.start, r.end) for r in rs], sense=wordnet_sense(self.chooser, res),
+            fill=find_attr(self.rewriter, "continue_sentence") if FILL else None,
         )
         return step.write(text, todo, forbidden, res, lower_words(text))
 

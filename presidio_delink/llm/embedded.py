@@ -592,6 +592,45 @@ class EmbeddedRewriter:
         (:class:`~presidio_delink.llm.base.SentenceWriter`)."""
         return self.chat(messages, None, max_tokens)
 
+    def continue_sentence(
+        self,
+        messages: list[dict[str, str]],
+        started: str,
+        stops: list[str],
+        max_tokens: int,
+        avoid: list[str] = (),  # type: ignore[assignment]
+    ) -> tuple[str, bool]:
+        """The model's continuation of the assistant answer ``started`` to chat
+        ``messages`` (llama.cpp continues a last assistant message), greedy, cut before the
+        first of ``stops``; the words of ``avoid`` (and their capitalised forms, after a
+        space or not) are banned.  Returns the words after ``started`` and whether the
+        model stopped at a stop string: the engine does not say which way a turn ended, so
+        an answer that ran to ``max_tokens``, or ended in a full stop, is taken as one
+        that did not (:mod:`presidio_delink.sentences.fill`).
+
+        Raises:
+            LLMError: The engine failed or answered without content.
+        """
+        banned = {v for w in avoid for c in (w, w[:1].upper() + w[1:]) for v in (c, " " + c)}
+        request = self._request(None, max_tokens)
+        request.update(
+            messages=[*messages, {"role": "assistant", "content": started}],
+            stop=list(stops),
+            **({"logit_bias": [[w, False] for w in sorted(banned)]} if banned else {}),
+        )
+        result = self._call("chat", request)
+        try:
+            choice = result["choices"][0]
+            content = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError("embedded llama.cpp chat answer has no message content") from exc
+        text = content if isinstance(content, str) else ""
+        if text.startswith(started):
+            text = text[len(started):]
+        stopped = choice.get("finish_reason") == "stop" and not text.rstrip().endswith(
+            (".", "!", "?"))
+        return text, stopped
+
     # -- Rewriter ---------------------------------------------------------------------------
 
     default_concurrency = 1

@@ -36,25 +36,27 @@ import logging
 import re
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from presidio_delink.edits import FUNCTION_WORDS, REDACTED, rejection, sentence_bounds
+from presidio_delink.edits import REDACTED, rejection, sentence_bounds
 from presidio_delink.errors import LLMError
 from presidio_delink.llm.base import LLMUnavailable, find_usage, sentence_call
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes, restore_deleted, splice
 from presidio_delink.sentences.clauses import piece as clauses_of
-from presidio_delink.sentences.facts import KEPT, PLACEHOLDER, Verdict, check_facts
+from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
+from presidio_delink.sentences.fill import Continue, blame, compose, first_words, refill
+from presidio_delink.sentences.fill import fill as fill_in
 from presidio_delink.sentences.prompt import (
     max_tokens,
     parse_answer,
     parse_replacements,
     render_messages,
 )
+from presidio_delink.sentences.sense import unvouched, wordnet_sense
 from presidio_delink.text import Tokenizer
 
 __all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans", "unvouched",
@@ -73,6 +75,11 @@ SENSE = "names another thing"
 #: still finds it by, before it is refused (:meth:`SentenceStep._spliced`): a phrase's
 #: redaction can leave the next phrase as what links.
 SPLICE_ROUNDS = 4
+
+#: Words a named phrase filled in place may be asked for (:meth:`SentenceStep._filled`):
+#: a phrase whose new words a check refuses is asked again, the refused words' first
+#: content word banned, until this many were refused; then it is redacted.
+FILL_TRIES = 3
 
 #: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
 _ENDS = ".!?;:"
@@ -153,6 +160,7 @@ class SentenceStep:
         changed: Sequence[tuple[int, int]] = (),
         sense: Callable[[str, str], bool] | None = None,
         attempts: int | None = None,
+        fill: Continue | None = None,
     ) -> None:
         self.rewriter = rewriter
         self.tokenizer = tokenizer
@@ -164,6 +172,7 @@ class SentenceStep:
         self.changed = sorted(changed)
         self.sense = sense
         self.attempts = max(1, ATTEMPTS if attempts is None else attempts)
+        self.fill = fill
         self._lock = threading.Lock()
 
     def verify(
@@ -225,18 +234,7 @@ class SentenceStep:
             try:
                 raw = call(messages, max_tokens(job.shown, job.spans))
             except LLMError as exc:
-                with self._lock:
-                    res.llm_seconds += time.perf_counter() - t0
-                    if not isinstance(exc, LLMUnavailable):
-                        res.llm_calls += 1
-                if self.strict:
-                    raise LLMError(f"document {res.id!r}: {exc}") from exc
-                msg = ("LLM backend down (failed calls in a row); redacted instead"
-                       if isinstance(exc, LLMUnavailable)
-                       else f"LLM failed ({type(exc).__name__}); redacted instead")
-                with self._lock:
-                    if msg not in res.warnings:
-                        res.warnings.append(msg)
+                self._failed(res, exc, t0)
                 return None, []
             with self._lock:
                 res.llm_seconds += time.perf_counter() - t0
@@ -244,6 +242,8 @@ class SentenceStep:
             return _finished(parse_answer(raw), job.shown), parse_replacements(raw)
 
         def one(job: Job) -> str | None:
+            if self.fill is not None:
+                return self._filled(text, job, res, forbidden, vocabulary)
             got = tried_all(job)
             if got is None:
                 return None
@@ -316,6 +316,85 @@ class SentenceStep:
             res.drafted_tokens += drafts_after[0] - drafts[0]
             res.accepted_tokens += drafts_after[1] - drafts[1]
         return {(j.start, j.end): a for j, a in zip(jobs, answers, strict=True) if a is not None}
+
+    def _failed(self, res: DelinkResult, exc: LLMError, t0: float) -> None:
+        """Count a failed call and warn in ``res`` (raise in strict mode)."""
+        with self._lock:
+            res.llm_seconds += time.perf_counter() - t0
+            if not isinstance(exc, LLMUnavailable):
+                res.llm_calls += 1
+        if self.strict:
+            raise LLMError(f"document {res.id!r}: {exc}") from exc
+        msg = ("LLM backend down (failed calls in a row); redacted instead"
+               if isinstance(exc, LLMUnavailable)
+               else f"LLM failed ({type(exc).__name__}); redacted instead")
+        with self._lock:
+            if msg not in res.warnings:
+                res.warnings.append(msg)
+
+    def _filled(
+        self,
+        text: str,
+        job: Job,
+        res: DelinkResult,
+        forbidden: Sequence[str],
+        vocabulary: Collection[str],
+    ) -> str | None:
+        """``job``'s sentence with its named phrases filled in place (:attr:`fill`,
+        :func:`~presidio_delink.sentences.fill.fill`), each phrase the checks refuse
+        redacted: the checks run on the sentence, the phrases whose new words they name
+        are redacted (:func:`~presidio_delink.sentences.fill.blame`), and they run again,
+        until they pass or no phrase is left rewritten (None)."""
+        assert self.fill is not None
+        inner = self.fill
+
+        def cont(*args: Any) -> tuple[str, bool]:
+            with self._lock:
+                res.llm_calls += 1
+            return inner(*args)
+
+        t0 = time.perf_counter()
+        try:
+            filled = fill_in(cont, job.context, job.shown, job.spans)
+        except LLMError as exc:
+            self._failed(res, exc, t0)
+            return None
+        finally:
+            with self._lock:
+                res.llm_seconds += time.perf_counter() - t0
+        take = {i for i, new in enumerate(filled.new) if new is not None}
+        refused: dict[int, list[str]] = {}
+        while take:
+            shown, spans, answer, placed = compose(filled, take)
+            verdict = self.verify(text, Job(job.start, job.end, shown, tuple(spans), job.context),
+                                  answer, forbidden, vocabulary)
+            log.debug("sentence %r -> %r: %s", job.shown, answer, verdict.note() or "ok")
+            if verdict.ok:
+                self._count(res, "accepted, filled in place" if len(take) == len(filled.new)
+                            else "accepted, filled in place, some phrases redacted")
+                return answer
+            self._refused(res, verdict)
+            bad = blame(sorted(take), placed, answer, verdict.words)
+            if not bad:
+                break
+            for i in sorted(bad):  # ask for other words, up to FILL_TRIES in all
+                words = refused.setdefault(i, [])
+                words += first_words(filled.new[i] or "")[:1]
+                if len(words) >= FILL_TRIES:
+                    take.discard(i)
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    filled = refill(cont, filled, i, words)
+                except LLMError as exc:
+                    self._failed(res, exc, t0)
+                    return None
+                finally:
+                    with self._lock:
+                        res.llm_seconds += time.perf_counter() - t0
+                if filled.new[i] is None:
+                    take.discard(i)
+        return None
 
     def _from_replacements(
         self,
@@ -583,58 +662,7 @@ def _found_redacted(job: Job, sentence: str, found: Sequence[str]) -> tuple[Job,
     return _kept_redacted(job, "".join(out) + shown[pos:], list(dict.fromkeys(back)))
 
 
-def wordnet_sense(chooser: Any, res: DelinkResult) -> Callable[[str, str], bool] | None:
-    """The sense check of the candidates ``chooser``'s WordNet
-    (:meth:`~presidio_delink.candidates.lexicon.WordNet.stands_for`); None, with a warning
-    in ``res``, when there is no chooser or no WordNet files."""
-    wordnet = getattr(chooser, "wordnet", None)
-    if wordnet is not None and wordnet.available:
-        return wordnet.stands_for
-    warn = "the LLM's words for named phrases were not checked for sense (no WordNet)"
-    if warn not in res.warnings:
-        res.warnings.append(warn)
-    return None
-
-
-def unvouched(
-    shown: str,
-    answer: str,
-    spans: Sequence[tuple[int, int]],
-    sense: Callable[[str, str], bool],
-) -> tuple[str, ...]:
-    """The new content words ``answer`` writes for the named ``spans`` of ``shown`` that
-    ``sense`` does not vouch for, in order.  In each changed block over a named phrase, a
-    new word is a content word (no function word, no placeholder) that the answer says
-    more often than ``shown`` does: a word of the input moved is not new, but ``was
-    sentenced ... to be convicted`` -> ``to be sentenced`` says a new thing.  It is
-    vouched for when the block's old words as a whole, or one of its old content words,
-    stand for it (``sense(old, new)``), or the old words stand for the new ones as a
-    whole (``criminal convictions`` -> ``criminal offences``).  A small model's words for
-    a named phrase read well in place and may name something else (``no interest should
-    be paid`` -> ``no fee``); the fact check never sees them."""
-    own = Counter(w.casefold() for w in _WORDS.findall(shown))
-    said = Counter(w.casefold() for w in _WORDS.findall(answer))
-    out: list[str] = []
-    for ch in changes(shown, answer):
-        if not any(a < max(ch.end, ch.start + 1) and ch.start < b for a, b in spans):
-            continue
-        # a word of the input moved, not one said more often than the input says it
-        new = [w for w in _content(ch.new) if said[w.casefold()] > own[w.casefold()]]
-        if not new or sense(ch.original, ch.new):
-            continue
-        olds = [ch.original, *_content(ch.original)]
-        out += [w for w in new if not any(sense(o, w) for o in olds)]
-    return tuple(dict.fromkeys(out))
-
-
 _WORDS = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
-
-
-def _content(text: str) -> list[str]:
-    """The content words of ``text``: words of letters that are no function word (a
-    placeholder's letters are no word)."""
-    return [w for w in _WORDS.findall(PLACEHOLDER.sub(" ", text))
-            if w.casefold() not in FUNCTION_WORDS]
 
 
 def _finished(answer: str | None, shown: str) -> str | None:

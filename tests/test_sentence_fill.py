@@ -1,0 +1,144 @@
+"""Named phrases filled in place (``sentences/fill.py``): every other word copied, each
+phrase's words read up to the words after it, refused phrases asked again then redacted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presidio_delink.edits import REDACTED
+from presidio_delink.results import DelinkResult
+from presidio_delink.sentences.fill import _anchor, blame, compose, fill, groups, refill
+from presidio_delink.sentences.rewrite import SENSE, Job, SentenceStep
+from presidio_delink.text import Tokenizer
+
+S = "The investigating judge ordered that they be placed in detention on remand because of " \
+    "the risk of absconding."
+
+
+def _spans(text: str, *phrases: str) -> list[tuple[int, int]]:
+    return [(text.index(p), text.index(p) + len(p)) for p in phrases]
+
+
+class _Model:
+    """A fake engine: for the words before a phrase, the continuation in ``said`` (the
+    first whose key ends the started answer); records every request."""
+
+    def __init__(self, said: dict[str, list[str]]) -> None:
+        self.said = {k: list(v) for k, v in said.items()}
+        self.asked: list[tuple[str, list[str], list[str]]] = []
+
+    def __call__(self, messages: list[dict[str, str]], started: str, stops: list[str],
+                 max_tokens: int, avoid: list[str]) -> tuple[str, bool]:
+        self.asked.append((started, stops, avoid))
+        for key, answers in self.said.items():
+            if started.endswith(key):
+                text = answers.pop(0) if len(answers) > 1 else answers[0]
+                cut = [text.index(s) for s in stops if s and s in text]
+                return (text[: min(cut)], True) if cut else (text, False)
+        return " " + "x " * 40, False
+
+
+def test_groups_join_phrases_with_no_word_between() -> None:
+    text = "He was held, detained and questioned."
+    assert groups(text, _spans(text, "held", "detained")) == [(7, 21)]
+    assert groups(text, _spans(text, "held", "questioned")) == [(7, 11), (26, 36)]
+
+
+def test_anchor_is_two_words_or_the_end_mark() -> None:
+    assert _anchor(S, S.index("placed in detention") + 19, len(S)) == " on remand"
+    assert _anchor(S, len(S) - 1, len(S)) == "."
+    assert _anchor("a b", 3, 3) == ""
+
+
+def test_fill_copies_every_other_word_and_reads_each_phrase_to_its_anchor() -> None:
+    model = _Model({" be": [" held in custody on remand because"], " of": [" flight."]})
+    f = fill(model, "", S, _spans(S, "placed in detention", "absconding"))
+    assert f.new == ("held in custody", "flight")
+    shown, spans, answer, placed = compose(f, {0, 1})
+    assert shown == S
+    assert answer == S.replace("placed in detention", "held in custody").replace(
+        "absconding", "flight")
+    assert [answer[a:b] for a, b in placed] == ["held in custody", "flight"]
+    # the phrase's first content word is banned, and the second request starts after the
+    # first phrase's new words
+    assert model.asked[0][2] == ["placed"]
+    assert model.asked[1][0].endswith("held in custody on remand because of the risk of")
+
+
+def test_words_that_cannot_be_read_leave_the_phrase_unfilled() -> None:
+    for said in ([" placed in detention on remand"],   # the phrase itself
+                 [" on remand"],                       # nothing
+                 [" kept in a cell until the trial."],  # never came back to the anchor
+                 [" " + "very " * 12 + "on remand"]):  # over the words' budget
+        f = fill(_Model({" be": said, " of": [" flight."]}), "", S,
+                 _spans(S, "placed in detention", "absconding"))
+        assert f.new == (None, "flight"), said
+
+
+def test_compose_redacts_the_parts_not_taken_in_both_texts() -> None:
+    f = fill(_Model({" be": [" held on remand"], " of": [" flight."]}), "", S,
+             _spans(S, "placed in detention", "absconding"))
+    shown, spans, answer, placed = compose(f, {1})
+    assert shown == S.replace("placed in detention", REDACTED)
+    assert answer == shown.replace("absconding", "flight")
+    assert [shown[a:b] for a, b in spans] == ["absconding"]
+    assert [answer[a:b] for a, b in placed] == ["flight"]
+
+
+def test_blame_names_the_parts_a_refusal_falls_in() -> None:
+    answer = "The judge ordered that they be held in custody because of flight."
+    placed = [(answer.index("held in custody"), answer.index("held in custody") + 15),
+              (answer.index("flight"), answer.index("flight") + 6)]
+    assert blame([0, 1], placed, answer, ("held",)) == {0}
+    assert blame([0, 1], placed, answer, ("because of flight",)) == {1}
+    assert blame([0, 1], placed, answer, ("ordered that",)) == set()
+
+
+def test_refill_bans_the_refused_words_and_keeps_the_parts_before() -> None:
+    model = _Model({" be": [" held on remand"], " of": [" flight.", " escape."]})
+    f = fill(model, "", S, _spans(S, "placed in detention", "absconding"))
+    g = refill(model, f, 1, ["flight"])
+    assert g.new == ("held", "escape")
+    assert model.asked[-1][2] == ["absconding", "flight"]
+    assert model.asked[-1][0].endswith("be held on remand because of the risk of")
+
+
+def _res(text: str) -> DelinkResult:
+    return DelinkResult(id="x", text="", input_text=text, passes=0, linkable_after=False)
+
+
+class _NoSentences:
+    name = "fill-only"
+
+    def rewrite(self, context: str, spans: list[str]) -> dict[str, Any]:
+        return {}
+
+    def complete_sentence(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        raise AssertionError("a filled sentence makes no whole-sentence request")
+
+
+def test_step_asks_a_refused_phrase_again_then_redacts_it() -> None:
+    text = S
+    job = Job(0, len(S), S, tuple(_spans(S, "placed in detention", "absconding")),
+              runs=tuple(_spans(S, "placed in detention", "absconding")))
+    # "flight" and then "escape" are refused by the sense check; "held" is vouched for
+    model = _Model({" be": [" held on remand"], " of": [" flight.", " escape.", " fleeing."]})
+
+    def sense(old: str, new: str) -> bool:
+        return "flight" not in new and "escape" not in new
+
+    step = SentenceStep(_NoSentences(), Tokenizer(), sense=sense, fill=model)
+    res = _res(text)
+    got = step.write(text, [job], [], res)
+    assert got == {(0, len(S)): S.replace("placed in detention", "held").replace(
+        "absconding", "fleeing")}
+    assert res.refusals[f"sentence: {SENSE}"] == 2
+    assert res.llm_calls == 4  # two phrases, then two more words for the second
+    # every word refused: the phrase is redacted, the other kept
+    model = _Model({" be": [" held on remand"], " of": [" flight.", " escape.", " exit."]})
+    step = SentenceStep(_NoSentences(), Tokenizer(), sense=lambda o, n: "held" in n, fill=model)
+    res = _res(text)
+    got = step.write(text, [job], [], res)
+    assert got == {(0, len(S)): S.replace("placed in detention", "held").replace(
+        "absconding", REDACTED)}
+    assert res.refusals["sentence: accepted, filled in place, some phrases redacted"] == 1
