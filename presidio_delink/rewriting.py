@@ -39,7 +39,7 @@ from presidio_delink.llm.base import (
     LLMUnavailable,
     Rewriter,
     default_concurrency,
-    find_attr,
+    fill_call,
     find_breaker,
     find_usage,
     writes_sentences,
@@ -89,7 +89,6 @@ def audit_source(method: str, choice: Any) -> str | None:
 
 
 MAX_SENTENCE_CHARS = 600
-FILL = True
 """Longest sentence written again (``rewrite="sentences"``): a longer one is a list or a
 run-on passage, which a small model shortens; its runs take the fallback."""
 
@@ -219,7 +218,7 @@ class Rewriting:
         overlaps ``skip`` (sentences already written again), holds a run across its
         bounds or is longer than :data:`MAX_SENTENCE_CHARS` is not asked."""
         from presidio_delink.candidates.context import unrestatable
-        from presidio_delink.sentences.rewrite import SentenceStep, jobs, wordnet_sense
+        from presidio_delink.sentences import rewrite as sr
 
         if not self.writes_sentences():
             return {}
@@ -227,7 +226,7 @@ class Rewriting:
             why = unrestatable(text, r.start, r.end)
             if why is not None and answers.get((r.start, r.end), (None, None))[0] is None:
                 answers[(r.start, r.end)] = (REDACTED, why)
-        todo = jobs(text, rs, answers, skip, MAX_SENTENCE_CHARS)
+        todo = sr.jobs(text, rs, answers, skip, MAX_SENTENCE_CHARS)
         if not todo:
             return {}
         check, bounds = self.vetter(text, forbidden, res)
@@ -243,11 +242,11 @@ class Rewriting:
                 return None, "a word no lexicon offers for it"  # CandidateChooser.vouches
             return self._placed(got, text, r), ""
 
-        step = SentenceStep(
+        step = sr.SentenceStep(
             self.rewriter, self.tokenizer, self.sentence_links,
             concurrency=self.llm_concurrency, strict=self.strict, vet=vet,
-            changed=[(r.start, r.end) for r in rs], sense=wordnet_sense(self.chooser, res),
-            fill=find_attr(self.rewriter, "continue_sentence") if FILL else None,
+            changed=[(r.start, r.end) for r in rs], sense=sr.wordnet_sense(self.chooser, res),
+            fill=fill_call(self.rewriter) if sr.FILL_IN_PLACE else None,
         )
         return step.write(text, todo, forbidden, res, lower_words(text))
 

@@ -8,7 +8,7 @@ from typing import Any
 from presidio_delink.edits import REDACTED
 from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.fill import _anchor, blame, compose, fill, groups, refill
-from presidio_delink.sentences.rewrite import SENSE, Job, SentenceStep
+from presidio_delink.sentences.rewrite import FILL_TRIES, SENSE, Job, SentenceStep
 from presidio_delink.text import Tokenizer
 
 S = "The investigating judge ordered that they be placed in detention on remand because of " \
@@ -142,3 +142,17 @@ def test_step_asks_a_refused_phrase_again_then_redacts_it() -> None:
     assert got == {(0, len(S)): S.replace("placed in detention", "held").replace(
         "absconding", REDACTED)}
     assert res.refusals["sentence: accepted, filled in place, some phrases redacted"] == 1
+
+
+def test_a_part_refused_for_a_small_word_is_asked_a_bounded_number_of_times() -> None:
+    # "until" -> "before" adds a connective, and the model keeps saying it: after
+    # FILL_TRIES requests the phrase is redacted, and with nothing rewritten left the
+    # sentence is refused
+    text = "The order was not prepared by the parties until <DATE_TIME>."
+    job = Job(0, len(text), text, tuple(_spans(text, "until")))
+    model = _Model({" parties": [" before <DATE_TIME>."]})
+    res = _res(text)
+    assert SentenceStep(_NoSentences(), Tokenizer(), fill=model).write(text, [job], [], res) == {}
+    assert len(model.asked) == FILL_TRIES
+    assert model.asked[-1][2] == ["until", "before"]
+    assert res.refusals["sentence: adds a connective"] == FILL_TRIES

@@ -119,6 +119,24 @@ def sentence_call(rewriter: object) -> Callable[[list[dict[str, str]], int], str
     return fn
 
 
+def fill_call(rewriter: object) -> Callable[..., tuple[str, bool]] | None:
+    """``rewriter.continue_sentence`` where it and every wrapper below it in its
+    ``.inner`` chain can continue a started assistant answer (the embedded engine: a
+    named phrase filled in place, :mod:`presidio_delink.sentences.fill`); None otherwise.
+    ``continue_sentence(messages, started, stops, max_tokens, avoid) -> (words,
+    stopped)``."""
+    seen, layer = 0, rewriter
+    while layer is not None and seen < 8:
+        if not callable(getattr(layer, "continue_sentence", None)):
+            return None
+        if isinstance(getattr(layer, "members", None), list):
+            return None  # a pool of servers: none continues an answer
+        layer = getattr(layer, "inner", None)
+        seen += 1
+    fn: Callable[..., tuple[str, bool]] = rewriter.continue_sentence  # type: ignore[attr-defined]
+    return fn
+
+
 def find_attr(rewriter: object, name: str) -> Any:
     """The attribute ``name`` of the first rewriter in a chain of wrappers (``.inner``)
     that has it; None when none does."""
@@ -335,6 +353,22 @@ class CircuitBreaker:
         """
         answer: str = self._guarded(lambda: sentence_call(self.inner)(messages, max_tokens))
         return answer
+
+    def continue_sentence(self, messages: list[dict[str, str]], started: str, stops: list[str],
+                          max_tokens: int, avoid: list[str]) -> tuple[str, bool]:
+        """The inner rewriter's ``continue_sentence`` (:func:`fill_call`), unless the
+        backend is down; failures count as :meth:`rewrite`'s do.
+
+        Raises:
+            LLMUnavailable: The breaker has tripped (no call is made).
+            LLMError: This call failed, or the inner rewriter continues no answers.
+        """
+        inner = fill_call(self.inner)
+        if inner is None:
+            raise LLMError(f"the LLM backend {self.name} continues no answers")
+        got: tuple[str, bool] = self._guarded(
+            lambda: inner(messages, started, stops, max_tokens, avoid))
+        return got
 
     def _guarded(self, call: Callable[[], Any]) -> Any:
         """``call()`` unless the backend is down; a failure counts towards tripping the

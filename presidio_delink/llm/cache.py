@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from presidio_delink.errors import ConfigError
-from presidio_delink.llm.base import Rewriter, sentence_call
+from presidio_delink.errors import ConfigError, LLMError
+from presidio_delink.llm.base import Rewriter, fill_call, sentence_call
 from presidio_delink.llm.prompt import TEMPLATE_ID
 
 logger = logging.getLogger(__name__)
@@ -159,6 +159,28 @@ class CachedRewriter:
             lambda cached: isinstance(cached.get("sentence"), str),
         )
         return str(answer["sentence"])
+
+    def continue_sentence(self, messages: list[dict[str, str]], started: str, stops: list[str],
+                          max_tokens: int, avoid: list[str]) -> tuple[str, bool]:
+        """Cached ``continue_sentence`` of the inner rewriter
+        (:func:`~presidio_delink.llm.base.fill_call`; the key: the backend, every
+        message, the started answer, the stops, ``max_tokens`` and the banned words)."""
+        inner = fill_call(self.inner)
+        if inner is None:
+            raise LLMError(f"the LLM backend {self.name} continues no answers")
+        key = cache_key(
+            self.name, "\x00continue",
+            [json.dumps([messages, started, stops, avoid], ensure_ascii=False)],
+            [getattr(self.inner, "options", None), max_tokens],
+        )
+        answer = self._once(
+            key,
+            lambda: dict(zip(("words", "stopped"),
+                             inner(messages, started, stops, max_tokens, avoid), strict=True)),
+            lambda cached: isinstance(cached.get("words"), str)
+            and isinstance(cached.get("stopped"), bool),
+        )
+        return str(answer["words"]), bool(answer["stopped"])
 
     def __len__(self) -> int:
         with self._lock:

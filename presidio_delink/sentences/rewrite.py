@@ -59,8 +59,8 @@ from presidio_delink.sentences.prompt import (
 from presidio_delink.sentences.sense import unvouched, wordnet_sense
 from presidio_delink.text import Tokenizer
 
-__all__ = ["ABBREVIATIONS", "Job", "SentenceStep", "jobs", "sentence_spans", "unvouched",
-           "wordnet_sense"]
+__all__ = ["ABBREVIATIONS", "FILL_IN_PLACE", "Job", "SentenceStep", "jobs", "sentence_spans",
+           "unvouched", "wordnet_sense"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,12 @@ SENSE = "names another thing"
 #: still finds it by, before it is refused (:meth:`SentenceStep._spliced`): a phrase's
 #: redaction can leave the next phrase as what links.
 SPLICE_ROUNDS = 4
+
+#: Whether a backend that continues a started answer (the embedded engine) fills the
+#: named phrases in place (:mod:`presidio_delink.sentences.fill`) rather than writing the
+#: sentence whole; False restores the whole-sentence request for every backend.
+FILL_IN_PLACE = True
+
 
 #: Words a named phrase filled in place may be asked for (:meth:`SentenceStep._filled`):
 #: a phrase whose new words a check refuses is asked again, the refused words' first
@@ -363,7 +369,8 @@ class SentenceStep:
             with self._lock:
                 res.llm_seconds += time.perf_counter() - t0
         take = {i for i, new in enumerate(filled.new) if new is not None}
-        refused: dict[int, list[str]] = {}
+        refused: dict[int, list[str]] = {}  # each part's refused words, to ban
+        tries = dict.fromkeys(take, 1)
         while take:
             shown, spans, answer, placed = compose(filled, take)
             verdict = self.verify(text, Job(job.start, job.end, shown, tuple(spans), job.context),
@@ -379,10 +386,12 @@ class SentenceStep:
                 break
             for i in sorted(bad):  # ask for other words, up to FILL_TRIES in all
                 words = refused.setdefault(i, [])
-                words += first_words(filled.new[i] or "")[:1]
-                if len(words) >= FILL_TRIES:
+                said = filled.new[i] or ""
+                words += [w for w in verdict.words if w in said.split()] or first_words(said)[:1]
+                if tries[i] >= FILL_TRIES or not words:
                     take.discard(i)
                     continue
+                tries[i] += 1
                 t0 = time.perf_counter()
                 try:
                     filled = refill(cont, filled, i, words)
