@@ -102,14 +102,20 @@ def check(before: str, after: str, flagged: list[tuple[int, int]]) -> list[str]:
         return not any(t.idx < y and x < t.idx + len(t.text) for x, y in flagged)
 
     problems = []
+    # spaCy splits a placeholder ("<", "DATE_TIME", ">") and tags its pieces by their
+    # neighbours; placeholders are checked whole below, so their pieces are no words here
+    old_ph = [(m.start(), m.end()) for m in _PH.finditer(before)]
     have = Counter((t.lemma_.lower(), t.tag_) for t in d_new)
     need = Counter((t.lemma_.lower(), t.tag_) for t in d_old if free(t) and t.pos_ in _CONTENT
-                   and not _PH.search(t.text))
+                   and not _PH.search(t.text)
+                   and not any(a <= t.idx < b for a, b in old_ph))
     for key, n in need.items():
         if have[key] < n:
             problems.append(f"lost {key[0]}/{key[1]}")
     old_free = " ".join(t.text for t in d_old if free(t))
-    for ph, n in Counter(_PH.findall(old_free)).items():
+    kept_ph = [m.group() for m in _PH.finditer(before)
+               if not any(m.start() < y and x < m.end() for x, y in flagged)]
+    for ph, n in Counter(kept_ph).items():
         if Counter(_PH.findall(after))[ph] < n:
             problems.append(f"lost {ph}")
     for num, n in Counter(_DIGITS.findall(old_free)).items():

@@ -36,3 +36,21 @@ def test_sentences_mode_with_smollm2(
         assert a.method in ("sentence", "candidate", "generalised", "redacted")
         if a.method == "sentence":
             assert a.source == "llm" and a.replacement != "[REDACTED]"
+
+
+def test_engine_continues_a_started_answer_up_to_a_stop(engine: EmbeddedRewriter) -> None:
+    messages = [
+        {"role": "system", "content": "Copy the sentence."},
+        {"role": "user", "content": "The judge ordered that they be placed in custody."},
+    ]
+    started = "The judge ordered that they be"
+    words, stopped = engine.continue_sentence(messages, started, [" custody"], 24, [])
+    assert not words.startswith(started)  # the continuation only
+    assert " custody" not in words and len(words.split()) <= 20
+    # a banned word is never written first
+    again, _ = engine.continue_sentence(messages, started, [" custody"], 24, ["placed"])
+    assert not again.strip().casefold().startswith("placed")
+    # with no stop string met, it says so
+    _, met = engine.continue_sentence(messages, started, ["zzzq"], 4, [])
+    assert met is False
+    assert isinstance(stopped, bool)
