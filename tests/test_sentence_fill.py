@@ -156,3 +156,31 @@ def test_a_part_refused_for_a_small_word_is_asked_a_bounded_number_of_times() ->
     assert len(model.asked) == FILL_TRIES
     assert model.asked[-1][2] == ["until", "before"]
     assert res.refusals["sentence: adds a connective"] == FILL_TRIES
+
+
+def test_a_named_word_in_another_form_is_no_rewrite() -> None:
+    from presidio_delink.sentences.fill import reinflects
+
+    for old, new in (("property", "properties"), ("other business", "other businesses"),
+                     ("organised", "organized"), ("civilian", "civil")):
+        assert reinflects(old, new), (old, new)
+    for old, new in (("placed in detention", "held in detention"), ("commission", "committee"),
+                     ("requested", "required"), ("terminated", "concluded")):
+        assert not reinflects(old, new), (old, new)
+    # asked once more with that form banned; a second such answer leaves it unfilled
+    text = "He paid for the property in cash."
+    model = _Model({" the": [" properties in cash", " house in cash"]})
+    assert fill(model, "", text, _spans(text, "property")).new == ("house",)
+    assert model.asked[-1][2] == ["property", "properties"]
+    model = _Model({" the": [" properties in cash", " propertys in cash"]})
+    assert fill(model, "", text, _spans(text, "property")).new == (None,)
+
+
+def test_marks_the_model_copies_are_taken_out_and_placeholders_refused() -> None:
+    text = "The commission revoked its decision."
+    f = fill(_Model({" commission": [" \u27e6cancelled\u27e7 its decision"]}), "", text,
+             _spans(text, "revoked"))
+    assert f.new == ("cancelled",)
+    f = fill(_Model({" commission": [" [REDACTED] its decision"]}), "", text,
+             _spans(text, "revoked"))
+    assert f.new == (None,)

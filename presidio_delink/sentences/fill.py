@@ -23,17 +23,18 @@ Pure functions; the engine is the ``Continue`` callable (:data:`Continue`).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from presidio_delink.edits import FUNCTION_WORDS, REDACTED
-from presidio_delink.llm.prompt import MARK_CLOSE, MARK_OPEN
+from presidio_delink.llm.prompt import MARK_CLOSE, MARK_OPEN, unmark
 from presidio_delink.sentences.prompt import EXAMPLES, _user
 
 __all__ = [
     "FILL_SYSTEM", "Continue", "Filled", "blame", "compose", "fill", "fill_messages", "groups",
-    "first_words", "refill",
+    "first_words", "refill", "reinflects",
 ]
 
 Continue = Callable[[list[dict[str, str]], str, list[str], int, list[str]], tuple[str, bool]]
@@ -111,6 +112,25 @@ def _budget(phrase: str) -> tuple[int, int]:
     return 2 * n + 3, 4 * (2 * n + 3) + 12
 
 
+def reinflects(phrase: str, new: str) -> bool:
+    """Whether a content word of ``new`` is a word of ``phrase`` in another form or
+    spelling: the two share their first four letters or more, and differ in at most their
+    last three (``property`` -> ``properties``, ``business`` -> ``businesses``,
+    ``organised`` -> ``organized``, ``joined`` -> ``joining``, ``civilian`` -> ``civil``).
+    That is no rewrite: it says the same word, with its number or tense changed (a
+    changed fact, read as ``pressure of other businesses``), and a reader that folds
+    forms or spellings finds the phrase again.  The same word unchanged is no such case."""
+    old = {w.casefold() for w in first_words(phrase)}
+    for w in (x.casefold() for x in first_words(new)):
+        for o in old:
+            if w == o:
+                continue
+            n = len(os.path.commonprefix([w, o]))
+            if n >= 4 and n >= min(len(w), len(o)) - 3:
+                return True
+    return False
+
+
 def first_words(text: str) -> list[str]:
     """The content words of ``text`` (no function word), in order."""
     return [w for w in _WORD.findall(text) if w.casefold() not in FUNCTION_WORDS]
@@ -174,8 +194,8 @@ def refill(cont: Continue, f: Filled, i: int, avoid: Sequence[str] = ()) -> Fill
     a, b = f.parts[i]
     out = []
     pos = 0
-    for (x, y), new in zip(f.parts[:i], f.new, strict=False):
-        out += [f.sentence[pos:x], new if new is not None else f.sentence[x:y]]
+    for (x, y), had in zip(f.parts[:i], f.new, strict=False):
+        out += [f.sentence[pos:x], had if had is not None else f.sentence[x:y]]
         pos = y
     out.append(f.sentence[pos:a])
     phrase = f.sentence[a:b]
@@ -185,21 +205,30 @@ def refill(cont: Continue, f: Filled, i: int, avoid: Sequence[str] = ()) -> Fill
     stops = [anchor, "\n"] if anchor.strip() else ["\n"]
     banned = [*_avoid(phrase, anchor), *(w for w in avoid
                                           if w.casefold() not in anchor.casefold())]
-    words, stopped = cont(fill_messages(f.context, f.sentence, f.spans),
-                          (_LEAD + "".join(out)).rstrip(" "), stops, max_tokens,
-                          list(dict.fromkeys(banned)))
-    new = words.strip()
-    if not anchor.strip() and new[-1:] in _ENDS:  # the model's own end of the sentence
-        new = new[:-1].rstrip()
-    ok = (
-        (stopped or not anchor.strip())
-        and bool(new)
-        and new.casefold() != phrase.casefold()
-        and len(_WORD.findall(new)) <= max_words
-        and not any(c in new for c in _ENDS + "\n")
-    )
+    new: str | None = None
+    for _ in range(2):  # the phrase's word in another form: asked once more, that form banned
+        words, stopped = cont(fill_messages(f.context, f.sentence, f.spans),
+                              (_LEAD + "".join(out)).rstrip(" "), stops, max_tokens,
+                              list(dict.fromkeys(banned)))
+        new = unmark(words).strip()
+        if not anchor.strip() and new[-1:] in _ENDS:  # the model's own end of the sentence
+            new = new[:-1].rstrip()
+        ok = (
+            (stopped or not anchor.strip())
+            and bool(new)
+            and new.casefold() != phrase.casefold()
+            and len(_WORD.findall(new)) <= max_words
+            and not any(c in new for c in _ENDS + "\n[]<>")
+        )
+        if not ok:
+            new = None
+            break
+        if not reinflects(phrase, new):
+            break
+        banned += first_words(new)[:1]
+        new = None
     got = list(f.new) + [None] * (len(f.parts) - len(f.new))
-    got[i] = new if ok else None
+    got[i] = new
     return replace(f, new=tuple(got))
 
 
