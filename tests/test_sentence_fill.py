@@ -184,3 +184,16 @@ def test_marks_the_model_copies_are_taken_out_and_placeholders_refused() -> None
     f = fill(_Model({" commission": [" [REDACTED] its decision"]}), "", text,
              _spans(text, "revoked"))
     assert f.new == (None,)
+
+
+def test_a_failed_call_is_counted_once_and_leaves_the_sentence_to_the_fallback() -> None:
+    from presidio_delink.errors import LLMError
+
+    def broken(*_args: Any) -> tuple[str, bool]:
+        raise LLMError("engine down")
+
+    job = Job(0, len(S), S, tuple(_spans(S, "absconding")))
+    res = _res(S)
+    assert SentenceStep(_NoSentences(), Tokenizer(), fill=broken).write(S, [job], [], res) == {}
+    assert res.llm_calls == 1
+    assert any("LLM failed" in w for w in res.warnings)

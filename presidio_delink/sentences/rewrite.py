@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from presidio_delink.edits import REDACTED, rejection, sentence_bounds
@@ -48,7 +49,7 @@ from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes, restore_deleted, splice
 from presidio_delink.sentences.clauses import piece as clauses_of
 from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
-from presidio_delink.sentences.fill import Continue, blame, compose, first_words, refill
+from presidio_delink.sentences.fill import Continue, Filled, blame, compose, first_words, refill
 from presidio_delink.sentences.fill import fill as fill_in
 from presidio_delink.sentences.prompt import (
     max_tokens,
@@ -81,10 +82,10 @@ SPLICE_ROUNDS = 4
 #: sentence whole; False restores the whole-sentence request for every backend.
 FILL_IN_PLACE = True
 
-
 #: Words a named phrase filled in place may be asked for (:meth:`SentenceStep._filled`):
-#: a phrase whose new words a check refuses is asked again, the refused words' first
-#: content word banned, until this many were refused; then it is redacted.
+#: a phrase whose new words a check refuses is asked again, the words the check named (or
+#: the first content word of the refused ones) banned, until this many were refused; then
+#: it is redacted.
 FILL_TRIES = 3
 
 #: Sentence ends a rewrite keeps: an answer without its input's end gets it back.
@@ -355,19 +356,25 @@ class SentenceStep:
         inner = self.fill
 
         def cont(*args: Any) -> tuple[str, bool]:
+            got = inner(*args)
             with self._lock:
                 res.llm_calls += 1
-            return inner(*args)
+            return got
 
-        t0 = time.perf_counter()
-        try:
-            filled = fill_in(cont, job.context, job.shown, job.spans)
-        except LLMError as exc:
-            self._failed(res, exc, t0)
-            return None
-        finally:
+        def timed(call: Callable[[], Filled]) -> Filled | None:
+            t0 = time.perf_counter()
+            try:
+                got = call()
+            except LLMError as exc:
+                self._failed(res, exc, t0)  # counts the failed call and its time
+                return None
             with self._lock:
                 res.llm_seconds += time.perf_counter() - t0
+            return got
+
+        filled = timed(lambda: fill_in(cont, job.context, job.shown, job.spans))
+        if filled is None:
+            return None
         take = {i for i, new in enumerate(filled.new) if new is not None}
         refused: dict[int, list[str]] = {}  # each part's refused words, to ban
         tries = dict.fromkeys(take, 1)
@@ -392,15 +399,10 @@ class SentenceStep:
                     take.discard(i)
                     continue
                 tries[i] += 1
-                t0 = time.perf_counter()
-                try:
-                    filled = refill(cont, filled, i, words)
-                except LLMError as exc:
-                    self._failed(res, exc, t0)
+                again = timed(partial(refill, cont, filled, i, list(words)))
+                if again is None:
                     return None
-                finally:
-                    with self._lock:
-                        res.llm_seconds += time.perf_counter() - t0
+                filled = again
                 if filled.new[i] is None:
                     take.discard(i)
         return None
