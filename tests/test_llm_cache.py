@@ -178,3 +178,41 @@ def test_a_failed_sentence_is_not_cached() -> None:
         with pytest.raises(LLMError):
             cached.complete_sentence(msgs, 40)
     assert len(inner.sentences) == 2 and len(cached) == 0
+
+
+class _Continues(FakeRewriter):
+    """Continues a started answer: the started text's last word, upper-cased."""
+
+    def __init__(self) -> None:
+        super().__init__("fake:continue")
+        self.continued = 0
+
+    def continue_sentence(self, messages: list[dict[str, str]], started: str, stops: list[str],
+                          max_tokens: int, avoid: list[str]) -> tuple[str, bool]:
+        self.continued += 1
+        if self.fail:
+            raise LLMError("down")
+        return " " + started.split()[-1].upper(), True
+
+
+def test_continue_sentence_is_cached_with_every_part_of_the_request_in_the_key(
+    tmp_path: Path,
+) -> None:
+    from presidio_delink.llm.base import CircuitBreaker, fill_call
+
+    inner = _Continues()
+    cached = CachedRewriter(CircuitBreaker(inner), tmp_path / "c.sqlite")
+    cont = fill_call(cached)
+    assert cont is not None
+    msgs = [{"role": "user", "content": "x"}]
+    assert cont(msgs, "Sentence: the judge", [" on"], 8, ["judge"]) == (" JUDGE", True)
+    assert cont(msgs, "Sentence: the judge", [" on"], 8, ["judge"]) == (" JUDGE", True)
+    assert inner.continued == 1
+    cont(msgs, "Sentence: the judge", [" on"], 8, [])  # other banned words: another key
+    cont(msgs, "Sentence: the judge", [" in"], 8, ["judge"])  # other stops
+    assert inner.continued == 3
+    # a backend that cannot continue an answer, under the same wrappers: no fill
+    assert fill_call(CachedRewriter(CircuitBreaker(FakeRewriter()))) is None
+    inner.fail = True
+    with pytest.raises(LLMError):
+        cont(msgs, "Sentence: a new one", [" on"], 8, [])

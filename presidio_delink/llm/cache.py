@@ -173,14 +173,16 @@ class CachedRewriter:
             [json.dumps([messages, started, stops, avoid], ensure_ascii=False)],
             [getattr(self.inner, "options", None), max_tokens],
         )
+        def call() -> dict[str, Any]:
+            words, stopped = inner(messages, started, stops, max_tokens, avoid)
+            return {"words": words, "stopped": "yes" if stopped else "no"}  # stored as text
+
         answer = self._once(
-            key,
-            lambda: dict(zip(("words", "stopped"),
-                             inner(messages, started, stops, max_tokens, avoid), strict=True)),
+            key, call,
             lambda cached: isinstance(cached.get("words"), str)
-            and isinstance(cached.get("stopped"), bool),
+            and cached.get("stopped") in ("yes", "no"),
         )
-        return str(answer["words"]), bool(answer["stopped"])
+        return str(answer["words"]), answer["stopped"] == "yes"
 
     def __len__(self) -> int:
         with self._lock:
