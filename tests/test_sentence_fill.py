@@ -145,16 +145,16 @@ def test_step_asks_a_refused_phrase_again_then_redacts_it() -> None:
 
 
 def test_a_part_refused_for_a_small_word_is_asked_a_bounded_number_of_times() -> None:
-    # "until" -> "before" adds a connective, and the model keeps saying it: after
+    # "prepared" -> "finished or" adds a connective, and the model keeps saying it: after
     # FILL_TRIES requests the phrase is redacted, and with nothing rewritten left the
     # sentence is refused
     text = "The order was not prepared by the parties until <DATE_TIME>."
-    job = Job(0, len(text), text, tuple(_spans(text, "until")))
-    model = _Model({" parties": [" before <DATE_TIME>."]})
+    job = Job(0, len(text), text, tuple(_spans(text, "prepared")))
+    model = _Model({" not": [" finished or by the parties"]})
     res = _res(text)
     assert SentenceStep(_NoSentences(), Tokenizer(), fill=model).write(text, [job], [], res) == {}
     assert len(model.asked) == FILL_TRIES
-    assert model.asked[-1][2] == ["until", "before"]
+    assert model.asked[-1][2] == ["prepared", "or"]
     assert res.refusals["sentence: adds a connective"] == FILL_TRIES
 
 
@@ -197,3 +197,24 @@ def test_a_failed_call_is_counted_once_and_leaves_the_sentence_to_the_fallback()
     assert SentenceStep(_NoSentences(), Tokenizer(), fill=broken).write(S, [job], [], res) == {}
     assert res.llm_calls == 1
     assert any("LLM failed" in w for w in res.warnings)
+
+
+def test_a_phrase_in_quotation_marks_is_not_asked_about() -> None:
+    from presidio_delink.sentences.fill import quoted
+
+    text = 'He released the EP "\u5fae\u5149" under the label, calling it \u201ca rough result\u201d.'
+    assert quoted(text, text.index("\u5fae")) and quoted(text, text.index("rough"))
+    assert not quoted(text, text.index("label")) and not quoted(text, text.index("released"))
+    model = _Model({" EP \"": [" \u6697\u5f71\" under"], " He": [" issued the EP"]})
+    f = fill(model, "", text, _spans(text, "released", "\u5fae\u5149"))
+    assert f.new == ("issued", None)
+    assert all(not started.endswith('EP "') for started, _s, _a in model.asked)
+
+
+def test_content_words_written_as_small_words_only_are_no_rewrite() -> None:
+    text = "Smith (born 25 May) is a singer."
+    f = fill(_Model({" (": [" was 25 May"]}), "", text, _spans(text, "born"))
+    assert f.new == (None,)
+    text = "In <DATE_TIME> he left."
+    assert fill(_Model({"Sentence:": [" At <DATE_TIME>"]}), "", text, _spans(text, "In")).new \
+        == ("At",)

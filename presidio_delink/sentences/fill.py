@@ -34,7 +34,7 @@ from presidio_delink.sentences.prompt import EXAMPLES, _user
 
 __all__ = [
     "FILL_SYSTEM", "Continue", "Filled", "blame", "compose", "fill", "fill_messages", "groups",
-    "first_words", "refill", "reinflects",
+    "first_words", "quoted", "refill", "reinflects",
 ]
 
 Continue = Callable[[list[dict[str, str]], str, list[str], int, list[str]], tuple[str, bool]]
@@ -179,12 +179,31 @@ def fill(
     """Each named phrase of ``sentence`` (``spans``, joined by :func:`groups`) with the
     words the model writes in its place.  A phrase's words cannot be read when the model
     did not come back to the words after it within the budget of :func:`_budget`, wrote
-    nothing, wrote the phrase itself, or ended a sentence inside it: its ``new`` is None
-    (it is redacted, :func:`compose`)."""
-    f = Filled(sentence, tuple(groups(sentence, spans)), (), context, tuple(spans))
-    for i in range(len(f.parts)):
-        f = refill(cont, f, i)
+    nothing, wrote the phrase itself, ended a sentence inside it, or wrote only small
+    words for a phrase with a content word (``born`` -> ``was``: a deletion): its ``new``
+    is None (it is redacted, :func:`compose`).  A phrase inside quotation marks
+    (:func:`quoted`) is not asked about."""
+    parts = tuple(groups(sentence, spans))
+    f = Filled(sentence, parts, (None,) * len(parts), context, tuple(spans))
+    for i, (a, _b) in enumerate(parts):
+        if not quoted(sentence, a):  # quoted: someone's words or a title, not restated
+            f = refill(cont, f, i)
     return f
+
+
+_PAIRS = (("\u201c", "\u201d"), ("\u00ab", "\u00bb"), ("\u300c", "\u300d"), ("\u300e", "\u300f"))
+
+
+def quoted(sentence: str, at: int) -> bool:
+    """Whether offset ``at`` lies inside quotation marks in ``sentence``: after an odd
+    number of straight double quotes, or after an opening curly, guillemet or corner mark
+    not yet closed.  The words there are a quotation or a title; a phrase among them is
+    redacted, not restated (a restated title names another work: ``"微光"`` ->
+    ``"暗影"``)."""
+    before = sentence[:at]
+    if before.count('"') % 2 == 1:
+        return True
+    return any(before.rfind(o) > before.rfind(c) for o, c in _PAIRS)
 
 
 def refill(cont: Continue, f: Filled, i: int, avoid: Sequence[str] = ()) -> Filled:
@@ -220,14 +239,14 @@ def refill(cont: Continue, f: Filled, i: int, avoid: Sequence[str] = ()) -> Fill
             and len(_WORD.findall(new)) <= max_words
             and not any(c in new for c in _ENDS + "\n[]<>")
         )
-        if not ok:
-            new = None
+        if not ok or (first_words(phrase) and not first_words(new)):
+            new = None  # unreadable, or content words written as small words only
             break
         if not reinflects(phrase, new):
             break
         banned += first_words(new)[:1]
         new = None
-    got = list(f.new) + [None] * (len(f.parts) - len(f.new))
+    got = list(f.new)
     got[i] = new
     return replace(f, new=tuple(got))
 
