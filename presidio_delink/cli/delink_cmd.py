@@ -128,8 +128,8 @@ from presidio_delink.settings import (
     "Default: 'candidates' with an LLM, 'generate' with --llm none (no model to load); "
     "'sentences' is not the default: with the embedded 1.5B model (which writes only the "
     "named phrases, the rest of the sentence copied) on 5 TAB documents it rewrote 42 % "
-    "of the changed words against 31 % for 'candidates', at a median of 111 s a "
-    "document (benchmarks/results/bench_sentences.md).",
+    "of the changed words against 31 % for 'candidates', at a median of 60 s a "
+    "document on 2 quiet cores (benchmarks/results/bench_sentences.md).",
 )
 @number_opt(
     "--crowd",
