@@ -116,7 +116,8 @@ def reinflects(phrase: str, new: str) -> bool:
     """Whether a content word of ``new`` is a word of ``phrase`` in another form or
     spelling: the two share their first four letters or more, and differ in at most their
     last three (``property`` -> ``properties``, ``business`` -> ``businesses``,
-    ``organised`` -> ``organized``, ``joined`` -> ``joining``, ``civilian`` -> ``civil``).
+    ``organised`` -> ``organized``, ``joined`` -> ``joining``, ``civilian`` -> ``civil``),
+    or they share a lemma (``sang`` -> ``sung``).
     That is no rewrite: it says the same word, with its number or tense changed (a
     changed fact, read as ``pressure of other businesses``), and a reader that folds
     forms or spellings finds the phrase again.  The same word unchanged is no such case."""
@@ -126,9 +127,20 @@ def reinflects(phrase: str, new: str) -> bool:
             if w == o:
                 continue
             n = len(os.path.commonprefix([w, o]))
-            if n >= 4 and n >= min(len(w), len(o)) - 3:
+            if (n >= 4 and n >= min(len(w), len(o)) - 3) or _lemmas(w) & _lemmas(o):
                 return True
     return False
+
+
+def _lemmas(word: str) -> set[str]:
+    """Every lemma lemminflect gives ``word`` (any part of speech): two words with one in
+    common are forms of one word, as irregular ones are (``sang`` and ``sung``: ``sing``).
+    Empty without lemminflect (the ``candidates`` extra): the shared-letters rule is left."""
+    try:
+        from lemminflect import getAllLemmas
+    except ImportError:
+        return set()
+    return {lemma for forms in getAllLemmas(word).values() for lemma in forms}
 
 
 def first_words(text: str) -> list[str]:
