@@ -173,6 +173,7 @@ class CachedRewriter:
             [json.dumps([messages, started, stops, avoid], ensure_ascii=False)],
             [getattr(self.inner, "options", None), max_tokens],
         )
+
         def call() -> dict[str, Any]:
             words, stopped = inner(messages, started, stops, max_tokens, avoid)
             return {"words": words, "stopped": "yes" if stopped else "no"}  # stored as text

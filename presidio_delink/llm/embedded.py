@@ -23,6 +23,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -598,7 +599,7 @@ class EmbeddedRewriter:
         started: str,
         stops: list[str],
         max_tokens: int,
-        avoid: list[str] = (),  # type: ignore[assignment]
+        avoid: Sequence[str] = (),
     ) -> tuple[str, bool]:
         """The model's continuation of the assistant answer ``started`` to chat
         ``messages`` (llama.cpp continues a last assistant message), greedy, cut before the

@@ -34,7 +34,7 @@ from presidio_delink.sentences.prompt import EXAMPLES, _user
 
 __all__ = [
     "FILL_SYSTEM", "Continue", "Filled", "blame", "compose", "fill", "fill_messages", "groups",
-    "first_words", "quoted", "refill", "reinflects",
+    "content_words", "quoted", "refill", "reinflects",
 ]
 
 Continue = Callable[[list[dict[str, str]], str, list[str], int, list[str]], tuple[str, bool]]
@@ -121,8 +121,8 @@ def reinflects(phrase: str, new: str) -> bool:
     That is no rewrite: it says the same word, with its number or tense changed (a
     changed fact, read as ``pressure of other businesses``), and a reader that folds
     forms or spellings finds the phrase again.  The same word unchanged is no such case."""
-    old = {w.casefold() for w in first_words(phrase)}
-    for w in (x.casefold() for x in first_words(new)):
+    old = {w.casefold() for w in content_words(phrase)}
+    for w in (x.casefold() for x in content_words(new)):
         for o in old:
             if w == o:
                 continue
@@ -143,7 +143,7 @@ def _lemmas(word: str) -> set[str]:
     return {lemma for forms in getAllLemmas(word).values() for lemma in forms}
 
 
-def first_words(text: str) -> list[str]:
+def content_words(text: str) -> list[str]:
     """The content words of ``text`` (no function word), in order."""
     return [w for w in _WORD.findall(text) if w.casefold() not in FUNCTION_WORDS]
 
@@ -152,7 +152,7 @@ def _avoid(phrase: str, anchor: str) -> list[str]:
     """The phrase's first content word, which the model must not begin its new words
     with (asked to go on copying, it copies the phrase too); none when the words it stops
     at hold that word."""
-    first = next(iter(first_words(phrase)), "")
+    first = next(iter(content_words(phrase)), "")
     if not first or first.casefold() in anchor.casefold():
         return []
     return [first]
@@ -174,12 +174,6 @@ class Filled:
     new: tuple[str | None, ...]
     context: str = ""
     spans: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def pairs(self) -> list[tuple[str, str]]:
-        """``(phrase, new words)`` of every part filled."""
-        return [(self.sentence[a:b], n) for (a, b), n in zip(self.parts, self.new, strict=True)
-                if n is not None]
 
 
 def fill(
@@ -236,11 +230,11 @@ def refill(cont: Continue, f: Filled, i: int, avoid: Sequence[str] = ()) -> Fill
     stops = [anchor, "\n"] if anchor.strip() else ["\n"]
     banned = [*_avoid(phrase, anchor), *(w for w in avoid
                                           if w.casefold() not in anchor.casefold())]
+    messages = fill_messages(f.context, f.sentence, f.spans)
+    started = (_LEAD + "".join(out)).rstrip(" ")
     new: str | None = None
     for _ in range(2):  # the phrase's word in another form: asked once more, that form banned
-        words, stopped = cont(fill_messages(f.context, f.sentence, f.spans),
-                              (_LEAD + "".join(out)).rstrip(" "), stops, max_tokens,
-                              list(dict.fromkeys(banned)))
+        words, stopped = cont(messages, started, stops, max_tokens, list(dict.fromkeys(banned)))
         new = unmark(words).strip()
         if not anchor.strip() and new[-1:] in _ENDS:  # the model's own end of the sentence
             new = new[:-1].rstrip()
@@ -251,12 +245,12 @@ def refill(cont: Continue, f: Filled, i: int, avoid: Sequence[str] = ()) -> Fill
             and len(_WORD.findall(new)) <= max_words
             and not any(c in new for c in _ENDS + "\n[]<>")
         )
-        if not ok or (first_words(phrase) and not first_words(new)):
+        if not ok or (content_words(phrase) and not content_words(new)):
             new = None  # unreadable, or content words written as small words only
             break
         if not reinflects(phrase, new):
             break
-        banned += first_words(new)[:1]
+        banned += content_words(new)[:1]
         new = None
     got = list(f.new)
     got[i] = new

@@ -49,7 +49,7 @@ from presidio_delink.results import DelinkResult
 from presidio_delink.sentences.align import changes, restore_deleted, splice
 from presidio_delink.sentences.clauses import piece as clauses_of
 from presidio_delink.sentences.facts import KEPT, Verdict, check_facts
-from presidio_delink.sentences.fill import Continue, Filled, blame, compose, first_words, refill
+from presidio_delink.sentences.fill import Continue, Filled, blame, compose, content_words, refill
 from presidio_delink.sentences.fill import fill as fill_in
 from presidio_delink.sentences.prompt import (
     max_tokens,
@@ -394,7 +394,7 @@ class SentenceStep:
             for i in sorted(bad):  # ask for other words, up to FILL_TRIES in all
                 words = refused.setdefault(i, [])
                 said = filled.new[i] or ""
-                words += [w for w in verdict.words if w in said.split()] or first_words(said)[:1]
+                words += [w for w in verdict.words if w in said.split()] or content_words(said)[:1]
                 if tries[i] >= FILL_TRIES or not words:
                     take.discard(i)
                     continue
